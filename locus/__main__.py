@@ -1,0 +1,3 @@
+from locus.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Evaluation data: the canonical format (canonical.py), encodings (encodings.py) and one adapter per source."""

@@ -1,0 +1,94 @@
+"""Query encodings on disk: one Parquet file per (data set, encoder).
+
+Columns: ``prompt_id`` (int64) and ``embedding`` (fixed-size list of float32, one vector per query).
+The file's schema metadata records ``locus.encoder`` (short name), ``locus.dim`` and
+``locus.normalized``. Readers get an :class:`Encodings` object; nothing else parses the file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from locus.atomic import atomic_path
+from locus.errors import DataError
+
+_META_PREFIX = "locus."
+
+
+@dataclass(frozen=True)
+class Encodings:
+    prompt_ids: np.ndarray  # int64 [n]
+    vectors: np.ndarray  # float32 [n, dim]
+    encoder: str = "unknown"
+    source: str = "<memory>"
+    _index: pd.Index = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_index", pd.Index(np.asarray(self.prompt_ids, dtype=np.int64)))
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.shape[1])
+
+    def take(self, prompt_ids) -> np.ndarray:
+        """Vectors of the given prompt ids, in that order; a clear error names any id without an encoding."""
+        prompt_ids = np.asarray(prompt_ids, dtype=np.int64)
+        pos = self._index.get_indexer(prompt_ids)
+        if (pos < 0).any():
+            missing = prompt_ids[pos < 0]
+            raise DataError(
+                f"{self.source}: no encoding for {len(missing)} prompt_id(s), e.g. {missing[:5].tolist()}; "
+                f"the encodings were made from another data set version — re-run the encode rule."
+            )
+        return self.vectors[pos]
+
+
+def write_vectors(path: str | Path, id_column: str, ids, vectors: np.ndarray, meta: dict | None = None) -> None:
+    """Write ids + a fixed-size float32 vector column (`embedding`) to Parquet atomically."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    ids = np.asarray(ids, dtype=np.int64)
+    if vectors.ndim != 2 or len(vectors) != len(ids):
+        raise ValueError(f"vectors shape {vectors.shape} does not match {len(ids)} ids")
+    dim = vectors.shape[1]
+    emb = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), dim)
+    table = pa.table({id_column: pa.array(ids, type=pa.int64()), "embedding": emb})
+    meta = {f"{_META_PREFIX}{k}": str(v) for k, v in {"dim": dim, **(meta or {})}.items()}
+    table = table.replace_schema_metadata(meta)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
+
+
+def read_vectors(path: str | Path, id_column: str) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(ids int64, vectors float32 [n, dim], metadata) of a file written by :func:`write_vectors`."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file missing; build it with `snakemake {path}`.")
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:
+        raise DataError(f"{path}: not a readable Parquet file ({exc}); delete it and re-run its rule.") from exc
+    for col in (id_column, "embedding"):
+        if col not in table.column_names:
+            raise DataError(f"{path}: missing column {col!r}; found {table.column_names}. Re-run its rule.")
+    col = table.column("embedding").combine_chunks()
+    if not pa.types.is_fixed_size_list(col.type):
+        raise DataError(f"{path}: column 'embedding' must be a fixed-size list of float32, found {col.type}.")
+    dim = col.type.list_size
+    vectors = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(-1, dim)
+    meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    meta = {k[len(_META_PREFIX):]: v for k, v in meta.items() if k.startswith(_META_PREFIX)}
+    return table.column(id_column).to_numpy().astype(np.int64), vectors, meta
+
+
+def write_encodings(path: str | Path, prompt_ids, vectors: np.ndarray, encoder: str, normalized: bool) -> None:
+    write_vectors(path, "prompt_id", prompt_ids, vectors, {"encoder": encoder, "normalized": str(bool(normalized)).lower()})
+
+
+def read_encodings(path: str | Path) -> Encodings:
+    ids, vectors, meta = read_vectors(path, "prompt_id")
+    return Encodings(prompt_ids=ids, vectors=vectors, encoder=meta.get("encoder", "unknown"), source=str(path))

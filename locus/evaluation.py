@@ -1,0 +1,126 @@
+"""Metrics over score matrices, written once for every method.
+
+Inputs are dense matrices over [queries x models]: ``logits`` (float; sigmoid = predicted probability
+of a correct answer) and ``labels`` (scores in [0, 1], NaN where the model was not evaluated on the
+query). Missing labels are never treated as 0: pairs without a label are left out of correctness
+metrics, and routing ranks only the models that have a label for the query.
+
+Definitions (reference-implementation.md §4):
+- correctness accuracy: micro mean over labelled pairs of [p >= 0.5] == [y >= 0.5];
+- BCE (stable, with soft labels), Brier score, ROC-AUC over labelled pairs (labels binarised at 0.5);
+- routing accuracy = hit@1: mean over queries of the score of the top-ranked model;
+  hit@k: mean over queries of the best score among the top-k models (for 0/1 labels: "at least one
+  of the top k is correct");
+- oracle: mean over queries of the best score of any labelled model (the ceiling of hit@k);
+- ties in the ranking are broken towards the lower model position (= lower model_id, since columns
+  are in ascending model_id order): sorting is stable.
+"""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+KS = (1, 3, 5)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(x, -40.0, 40.0)))
+
+
+def correctness_metrics(logits: np.ndarray, labels: np.ndarray) -> dict:
+    logits = np.asarray(logits, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.float64)
+    mask = ~np.isnan(labels)
+    x, y = logits[mask], labels[mask]
+    if x.size == 0:
+        return {"n_pairs": 0}
+    p = _sigmoid(x)
+    y_bin = y >= 0.5
+    bce = np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x)))
+    try:
+        auc = float(roc_auc_score(y_bin, p)) if 0 < y_bin.sum() < y_bin.size else float("nan")
+    except ValueError:
+        auc = float("nan")
+    return {
+        "correctness_acc": float(np.mean((p >= 0.5) == y_bin)),
+        "bce": float(np.mean(bce)),
+        "brier": float(np.mean((p - y) ** 2)),
+        "roc_auc": auc,
+        "mean_pred": float(np.mean(p)),
+        "mean_label": float(np.mean(y)),
+        "majority_acc": float(max(np.mean(y_bin), 1 - np.mean(y_bin))),
+        "n_pairs": int(x.size),
+    }
+
+
+def ranking(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per query, model positions by descending logit; unlabelled models are ranked last.
+
+    Stable sort: ties go to the lower model position.
+    """
+    keyed = np.where(np.isnan(labels), np.inf, -np.asarray(logits, dtype=np.float64))
+    return np.argsort(keyed, axis=1, kind="stable")
+
+
+def routing_metrics(logits: np.ndarray, labels: np.ndarray, ks=KS) -> dict:
+    labels = np.asarray(labels, dtype=np.float64)
+    has_label = (~np.isnan(labels)).any(axis=1)
+    logits, labels = np.asarray(logits)[has_label], labels[has_label]
+    if labels.shape[0] == 0:
+        return {"n_queries": 0}
+    order = ranking(logits, labels)
+    ranked = np.take_along_axis(np.nan_to_num(labels, nan=-np.inf), order, axis=1)
+    out = {}
+    for k in ks:
+        top = ranked[:, : min(k, ranked.shape[1])]
+        out[f"hit@{k}"] = float(np.mean(np.maximum(np.max(top, axis=1), 0.0)))
+    out["routing_acc"] = out["hit@1"]
+    out["oracle"] = float(np.mean(np.nanmax(labels, axis=1)))
+    out["random"] = float(np.mean(np.nanmean(labels, axis=1)))
+    out["avg_positive_models"] = float(np.mean(np.nansum(labels >= 0.5, axis=1)))
+    out["n_queries"] = int(labels.shape[0])
+    return out
+
+
+def evaluate(logits: np.ndarray, labels: np.ndarray, benchmarks=None) -> dict:
+    """All metrics overall and (when `benchmarks` [n_queries] is given) per benchmark."""
+    result = {"overall": {**correctness_metrics(logits, labels), **routing_metrics(logits, labels)}}
+    if benchmarks is not None:
+        benchmarks = np.asarray(benchmarks)
+        per = {}
+        for b in sorted(set(benchmarks.tolist())):
+            rows = benchmarks == b
+            per[b] = {**correctness_metrics(logits[rows], labels[rows]), **routing_metrics(logits[rows], labels[rows])}
+        result["by_benchmark"] = per
+    return result
+
+
+def best_single_model(val_labels: np.ndarray) -> int:
+    """Position of the model with the highest mean validation score (ties: lower position)."""
+    means = np.nanmean(np.where(np.isnan(val_labels), np.nan, val_labels), axis=0)
+    means = np.nan_to_num(means, nan=-np.inf)
+    return int(np.argmax(means))
+
+
+def reference_rows(val_labels: np.ndarray, test_labels: np.ndarray, benchmarks=None) -> dict:
+    """Routing references on the test split: oracle, random (expected score of a uniform pick) and the
+    best single model chosen on validation (never on test)."""
+    best = best_single_model(val_labels)
+    n_q, n_m = test_labels.shape
+    onehot = np.full((n_q, n_m), -1.0)
+    onehot[:, best] = 1.0
+    single = evaluate(onehot, test_labels, benchmarks)
+    constant = evaluate(np.zeros((n_q, n_m)), test_labels, benchmarks)
+
+    def pick(res, key):
+        out = {"overall": res["overall"][key]}
+        for b, m in res.get("by_benchmark", {}).items():
+            out[b] = m[key]
+        return out
+
+    return {
+        "oracle": pick(single, "oracle"),
+        "random": pick(constant, "random"),
+        "best_single": pick(single, "routing_acc"),
+        "best_single_position": best,
+    }

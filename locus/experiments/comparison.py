@@ -1,0 +1,208 @@
+"""Collect the ``metrics.json`` of many runs into tidy DataFrames and aggregate them over seeds.
+
+A run's ``metrics.json`` (written by :func:`locus.runs.execute`) holds the run settings (method, params,
+train_size, seed, sampling, encoder, dataset), the val/test metrics overall and per benchmark, and the
+reference rows (oracle / random / best single model chosen on val). Tables and figures compare runs, so
+this module is the one place that
+
+- reads and checks the files (:func:`load_metrics`): every problem names the file and the fix;
+- refuses comparisons that make no sense (:func:`check_comparable`): one table = one data set, one
+  encoder, one sampling scheme; one (method, train_size) cell = one parameter setting, each seed once;
+- flattens them (:func:`method_frame`, :func:`reference_frame`) into long rows
+  ``method, train_size, seed, benchmark, metric, value`` where ``benchmark`` is ``"Overall"`` or a
+  benchmark name;
+- aggregates over seeds (:func:`aggregate`): mean, sample standard deviation (ddof = 1; 0 for one
+  seed) and the number of seeds.
+
+Values stay fractions here; rendering turns them into percentages.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from locus.errors import DataError
+
+OVERALL = "Overall"
+REFERENCES = ("oracle", "best_single", "random")
+REQUIRED = ("method", "train_size", "seed", "encoder", "dataset")
+
+# Display order of the paper's appendix tables; other benchmarks follow, sorted.
+PAPER_BENCHMARKS = ("MathQA", "LogiQA", "MedMCQA", "PIQA", "TruthfulQA", "MMLU", "GSM8K", "GPQA", "ASDiv",
+                    "SocialIQA")
+# Canonical method order when none is given; unknown methods follow, sorted.
+METHOD_ORDER = ("locus", "embedllm", "embedllm_plus", "irt_net", "knn_router", "kmeans_router")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run's metrics.json with the file it came from (kept for error messages)."""
+
+    path: str
+    metrics: dict
+
+    @property
+    def method(self) -> str:
+        return str(self.metrics["method"])
+
+    @property
+    def train_size(self) -> int:
+        return int(self.metrics["train_size"])
+
+    @property
+    def seed(self) -> int:
+        return int(self.metrics["seed"])
+
+
+def load_metrics(paths, split: str = "test") -> list[Run]:
+    """Read and check ``metrics.json`` files. Each needs the run settings and ``split`` metrics with an
+    ``overall`` block; a missing or malformed file raises :class:`DataError` naming it."""
+    paths = [str(p) for p in paths]
+    if not paths:
+        raise DataError("no metrics files given: pass --metrics results/runs/.../metrics.json ...")
+    runs = []
+    for path in paths:
+        try:
+            metrics = json.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise DataError(f"{path}: metrics file not found; run `locus train` for this run first") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DataError(f"{path}: not a readable JSON metrics file ({exc}); re-run `locus train`") from None
+        runs.append(Run(path, check_metrics(metrics, path, split)))
+    return runs
+
+
+def check_metrics(metrics, path: str, split: str = "test") -> dict:
+    """Return `metrics` if it has what tables need, else raise :class:`DataError` naming `path`."""
+    if not isinstance(metrics, dict):
+        raise DataError(f"{path}: expected a JSON object written by `locus train`, got {type(metrics).__name__}")
+    missing = [k for k in REQUIRED if k not in metrics]
+    if missing:
+        raise DataError(f"{path}: missing run field(s) {', '.join(missing)}; this is not a metrics.json written "
+                        "by `locus train` (re-run it)")
+    block = metrics.get(split)
+    if not isinstance(block, dict) or not isinstance(block.get("overall"), dict):
+        raise DataError(f"{path}: no '{split}' metrics (expected '{split}': {{'overall': {{...}}, "
+                        "'by_benchmark': {...}}); the run did not finish scoring: re-run `locus train`")
+    try:
+        int(metrics["train_size"]), int(metrics["seed"])
+    except (TypeError, ValueError):
+        raise DataError(f"{path}: train_size and seed must be integers, got {metrics['train_size']!r} and "
+                        f"{metrics['seed']!r}") from None
+    return metrics
+
+
+def check_comparable(runs: list[Run]) -> None:
+    """One table or figure compares runs on one data set, encoder and sampling scheme, with each
+    (method, train_size, seed) once and one parameter setting per (method, train_size)."""
+    for key in ("dataset", "encoder", "sampling"):
+        values = {}
+        for r in runs:
+            values.setdefault(str(r.metrics.get(key)), r.path)
+        if len(values) > 1:
+            listing = "; ".join(f"{v!r} (e.g. {p})" for v, p in sorted(values.items()))
+            raise DataError(f"metrics mix several values of '{key}': {listing}. A table compares runs on one "
+                            f"{key}: pass only the metrics files of one {key}")
+    seen, params = {}, {}
+    for r in runs:
+        key = (r.method, r.train_size, r.seed)
+        if key in seen:
+            raise DataError(f"{r.path} and {seen[key]} are both {r.method} with train_size={r.train_size}, "
+                            f"seed={r.seed}; pass each run once")
+        seen[key] = r.path
+        p = json.dumps(r.metrics.get("params", {}), sort_keys=True)
+        first = params.setdefault((r.method, r.train_size), (p, r.path))
+        if first[0] != p:
+            raise DataError(f"{r.path} and {first[1]}: {r.method} at train_size={r.train_size} was run with "
+                            f"different params ({p} vs {first[0]}); seeds of one cell must share parameters: "
+                            "pass the runs of one setting only")
+
+
+def order_methods(runs: list[Run], methods=None) -> list[str]:
+    """Methods to show, in order. With `methods` given: exactly those (each must have runs); otherwise the
+    canonical order (LOCUS first, then the baselines), unknown methods sorted at the end."""
+    present = {r.method for r in runs}
+    if methods:
+        absent = [m for m in methods if m not in present]
+        if absent:
+            raise DataError(f"no metrics for method(s) {', '.join(absent)} among the {len(runs)} metrics files "
+                            f"(present: {', '.join(sorted(present))}); fix --methods or add their metrics files")
+        return list(dict.fromkeys(methods))
+    known = [m for m in METHOD_ORDER if m in present]
+    return known + sorted(present - set(known))
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+
+
+_PAPER_KEYS = {_key(b): i for i, b in enumerate(PAPER_BENCHMARKS)}
+
+
+def order_benchmarks(names) -> list[str]:
+    """Benchmarks in the paper's column order (matched ignoring case and punctuation), others sorted after."""
+    names = sorted(set(names))
+    known = sorted((n for n in names if _key(n) in _PAPER_KEYS), key=lambda n: _PAPER_KEYS[_key(n)])
+    return known + [n for n in names if _key(n) not in _PAPER_KEYS]
+
+
+def display_benchmark(name: str) -> str:
+    """The paper's spelling for a known benchmark ("mmlu" -> "MMLU"), else the name unchanged."""
+    i = _PAPER_KEYS.get(_key(name))
+    return PAPER_BENCHMARKS[i] if i is not None else str(name)
+
+
+def _value(x):
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def method_frame(runs: list[Run], split: str = "test", metrics=("routing_acc", "correctness_acc")) -> pd.DataFrame:
+    """Long rows ``method, train_size, seed, benchmark, metric, value, path`` of the chosen metrics."""
+    rows = []
+    for r in runs:
+        block = r.metrics[split]
+        parts = [(OVERALL, block["overall"])] + sorted((block.get("by_benchmark") or {}).items())
+        for bench, values in parts:
+            for m in metrics:
+                if m in values:
+                    rows.append((r.method, r.train_size, r.seed, str(bench), m, _value(values[m]), r.path))
+    return pd.DataFrame(rows, columns=["method", "train_size", "seed", "benchmark", "metric", "value", "path"])
+
+
+def reference_frame(runs: list[Run]) -> pd.DataFrame:
+    """Long rows ``reference, train_size, seed, benchmark, value, path`` of the test reference rows
+    (routing accuracy of oracle, best single model chosen on val, random). Runs without a ``reference``
+    block contribute nothing."""
+    rows = []
+    for r in runs:
+        ref = r.metrics.get("reference") or {}
+        for name in REFERENCES:
+            for bench, value in (ref.get(name) or {}).items():
+                bench = OVERALL if bench == "overall" else str(bench)
+                rows.append((name, r.train_size, r.seed, bench, _value(value), r.path))
+    return pd.DataFrame(rows, columns=["reference", "train_size", "seed", "benchmark", "value", "path"])
+
+
+def aggregate(frame: pd.DataFrame, by) -> pd.DataFrame:
+    """Mean, sample std (ddof = 1, 0 for a single seed) and number of seeds of ``value`` per group."""
+    by = list(by)
+    if frame.empty:
+        return pd.DataFrame(columns=by + ["mean", "std", "n_seeds"])
+    g = frame.groupby(by, sort=False, dropna=False)["value"]
+    out = g.agg(mean="mean", std=lambda v: float(v.std(ddof=1)) if v.count() > 1 else 0.0, n_seeds="count")
+    return out.reset_index()
+
+
+def describe_data(runs: list[Run]) -> tuple[str, str]:
+    """(dataset, encoder) of comparable runs, for captions."""
+    m = runs[0].metrics
+    return str(m["dataset"]), str(m["encoder"])

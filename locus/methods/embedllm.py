@@ -1,0 +1,181 @@
+"""EmbedLLM ("TextMF", Zhuang et al., ICLR 2025) and EmbedLLM+ (LOCUS App. B / App. H).
+
+Each model m has a free, learned embedding P_m in R^dim (PyTorch default init N(0, 1)); a query
+encoding phi(x) gets Gaussian input noise (std ``noise``, training only) and a learned projection
+W phi(x) + c to R^dim; the predictor reads their elementwise product::
+
+    logit(m, x) = MLP_psi(P_m ⊙ (W phi(x) + c))
+
+EmbedLLM: MLP_psi is a single Linear(dim -> 1) (``hidden_layers`` = 0). EmbedLLM+: ``hidden_layers``
+ReLU layers of width ``hidden_dim`` before that linear output (default 2 x 64, no dropout).
+
+Decisions (see docs / README):
+- Single-logit BCE instead of the released 2-class CrossEntropy: CE over [incorrect, correct] is
+  BCE on the logit difference, so the function class is identical and the routing score is the same
+  quantity (the released code routes on logit[1] - logit[0]).
+- Rows are shuffled every epoch (the released loader uses shuffle=False, CSV order).
+- Adam, weight decay 1e-5 as released; the learning rate is 1e-3 instead of 1e-4 and the number of
+  epochs is chosen by early stopping on the validation split (``select_by``, default val BCE;
+  patience ``patience`` epochs): with 256-1024 queries per model the released 50 epochs x batch 2048
+  are only a few thousand steps, which at lr 1e-4 leaves P far from converged.
+- ``embed`` (the App. H "regenerating embeddings" protocol): the projection and MLP are frozen and
+  one new embedding, initialised N(0, 1) from the method's seed, is fitted by full-batch Adam on BCE
+  (``embed_steps`` steps at ``embed_lr``, same weight decay), without input noise.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from locus.errors import ConfigError
+from locus.methods import torch_utils as tu
+from locus.methods.base import EmbeddingMethod, FitData
+
+PREDICT_CHUNK = 256  # queries per chunk when scoring [queries x models x dim]
+
+
+class TextMF(nn.Module):
+    """P (model embeddings), projection W, and the decoder MLP_psi."""
+
+    def __init__(self, n_models: int, d_phi: int, dim: int, hidden_layers: int, hidden_dim: int):
+        super().__init__()
+        self.P = nn.Embedding(n_models, dim)
+        self.proj = nn.Linear(d_phi, dim)
+        layers, width = [], dim
+        for _ in range(hidden_layers):
+            layers += [nn.Linear(width, hidden_dim), nn.ReLU()]
+            width = hidden_dim
+        layers.append(nn.Linear(width, 1))
+        self.decoder = nn.Sequential(*layers)
+
+    def pair_logits(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Logits of aligned rows: embeddings z [n, dim], query encodings x [n, d_phi]."""
+        return self.decoder(z * self.proj(x)).squeeze(-1)
+
+    def matrix_logits(self, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """Logits [queries x models] of query encodings x [q, d_phi] against embeddings z [m, dim]."""
+        out = []
+        for chunk in torch.split(x, PREDICT_CHUNK):
+            h = self.proj(chunk)[:, None, :] * z[None, :, :]
+            out.append(self.decoder(h).squeeze(-1))
+        return torch.cat(out) if out else torch.zeros((0, z.shape[0]))
+
+
+class EmbedLLM(EmbeddingMethod):
+    name = "embedllm"
+    defaults = {
+        "dim": 232,  # released default
+        "hidden_layers": 0,  # 0 = the released Linear classifier
+        "hidden_dim": 64,
+        "noise": 0.05,  # std of the Gaussian input noise alpha (training only)
+        "lr": 1e-3,
+        "weight_decay": 1e-5,
+        "batch_size": 2048,
+        "max_epochs": 300,
+        "patience": 10,
+        "select_by": "val_bce",
+        "embed_steps": 300,
+        "embed_lr": 0.05,
+        "threads": 0,  # torch threads; 0 = leave torch's default
+    }
+
+    def __init__(self, params: dict | None = None, seed: int = 0):
+        super().__init__(params, seed)
+        tu.check_select_by(self.name, self.params["select_by"])
+        for key in ("dim", "batch_size", "max_epochs", "patience"):
+            if int(self.params[key]) < 1:
+                raise ConfigError(f"method {self.name!r}: {key} must be >= 1, got {self.params[key]}")
+        if int(self.params["hidden_layers"]) < 0:
+            raise ConfigError(f"method {self.name!r}: hidden_layers must be >= 0")
+        self.net: TextMF | None = None
+        self.d_phi: int | None = None
+
+    def _build(self, n_models: int, d_phi: int) -> TextMF:
+        p = self.params
+        return TextMF(n_models, d_phi, int(p["dim"]), int(p["hidden_layers"]), int(p["hidden_dim"]))
+
+    # -- training ------------------------------------------------------------------------------
+    def fit(self, data: FitData) -> "EmbedLLM":
+        p = self.params
+        gen = tu.setup_torch(self.seed, p["threads"])
+        self.model_ids = tu.fit_model_ids(data)
+        train = tu.PairTable.from_frame(data.train, self.model_ids, data.encodings)
+        val = tu.ValidationSet(data.val, self.model_ids, data.encodings)
+        self.d_phi = int(train.vectors.shape[1])
+        self.net = self._build(len(self.model_ids), self.d_phi)
+        opt = torch.optim.Adam(self.net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
+        noise = float(p["noise"])
+
+        def loss_of(idx: torch.Tensor) -> torch.Tensor:
+            x = train.vectors[train.query[idx]]
+            if noise > 0:
+                x = x + noise * torch.randn(x.shape, generator=gen)
+            logits = self.net.pair_logits(self.net.P(train.model[idx]), x)
+            return nn.functional.binary_cross_entropy_with_logits(logits, train.score[idx])
+
+        self.history = tu.train_early_stopping(
+            self.net, opt,
+            batches=lambda: tu.row_batches(len(train), p["batch_size"], gen),
+            loss_of_batch=loss_of,
+            validate=lambda: val.metrics(self.net.matrix_logits(val.vectors, self.net.P.weight).numpy()),
+            max_epochs=int(p["max_epochs"]), patience=int(p["patience"]), select_by=p["select_by"],
+        )
+        return self
+
+    # -- inference -----------------------------------------------------------------------------
+    def predict_logits(self, query_vectors: np.ndarray, model_ids=None) -> np.ndarray:
+        pos = self._model_positions(model_ids)
+        x = torch.from_numpy(self._check_query_dim(query_vectors, self.d_phi))
+        with torch.no_grad():
+            z = self.net.P.weight[torch.from_numpy(pos)]
+            return self.net.matrix_logits(x, z).numpy().astype(np.float32)
+
+    def model_embeddings(self) -> tuple[np.ndarray, np.ndarray]:
+        self._resolve_model_ids(None)
+        return self.model_ids.copy(), self.net.P.weight.detach().numpy().astype(np.float32).copy()
+
+    def embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        """Fit one new model embedding on (query, score) pairs with W and MLP_psi frozen."""
+        self._resolve_model_ids(None)
+        x, y = tu.as_scores(query_vectors, scores, self.name, self.d_phi)
+        self.net.eval()
+        for param in self.net.parameters():
+            param.requires_grad_(False)
+        with torch.no_grad():
+            qp = self.net.proj(x)
+        gen = torch.Generator().manual_seed(self.seed)
+        init = torch.randn(int(self.params["dim"]), generator=gen)
+        z = tu.fit_rows(init, lambda z: self.net.decoder(qp * z[None, :]).squeeze(-1), y,
+                        steps=self.params["embed_steps"], lr=self.params["embed_lr"],
+                        weight_decay=self.params["weight_decay"])
+        for param in self.net.parameters():
+            param.requires_grad_(True)
+        return z.numpy().astype(np.float32)
+
+    # -- persistence ---------------------------------------------------------------------------
+    def save(self, directory: Path) -> None:
+        self._resolve_model_ids(None)
+        config = {"method": self.name, "params": self.params, "seed": self.seed,
+                  "model_ids": self.model_ids.tolist(), "d_phi": self.d_phi}
+        tu.save_torch(directory, self.net, config)
+
+    @classmethod
+    def load(cls, directory: Path) -> "EmbedLLM":
+        config, state, _ = tu.load_torch(directory, cls.name)
+        method = cls(config["params"], seed=config["seed"])
+        method.model_ids = np.asarray(config["model_ids"], dtype=np.int64)
+        method.d_phi = int(config["d_phi"])
+        method.net = method._build(len(method.model_ids), method.d_phi)
+        method.net.load_state_dict(state)
+        method.net.eval()
+        return method
+
+
+class EmbedLLMPlus(EmbedLLM):
+    """EmbedLLM with a deeper decoder: 2 hidden ReLU layers of width 64 (OUR CHOICE; the paper leaves it open)."""
+
+    name = "embedllm_plus"
+    defaults = {**EmbedLLM.defaults, "hidden_layers": 2, "hidden_dim": 64}

@@ -1,0 +1,356 @@
+"""LOCUS as a :class:`~locus.methods.base.EmbeddingMethod`: training loop, prediction, onboarding, save/load.
+
+The recipe follows the authors' code (reference-implementation.md §3) with CPU-oriented changes, each a
+parameter (defaults in :attr:`LocusMethod.defaults`):
+
+- AdamW with separate encoder / decoder learning rates, weight decay on every parameter, gradient
+  clipping, BCE with logits (soft labels allowed), Gaussian noise on query encodings annealed from
+  ``noise_start`` to ``noise_end`` (cosine over ``noise_anneal_steps``);
+- decoder targets of a model = its own training queries (as the authors);
+- a step takes ``model_batch`` models (the authors: all models, one step per epoch) and at most
+  ``max_tokens`` of each model's evaluations as encoder tokens (random subset per model and step; the
+  authors subsample only above 1,024). Embeddings at evaluation always use *all* training evaluations;
+- noise is drawn once per query and step and shared by the models of the step (so the tokenizer and the
+  decoder's query part stay per-query computations); the authors draw it per (model, query) pair;
+- validation every ``eval_every`` steps (the authors: every epoch) on routing accuracy (hit@1 on the
+  validation split, :mod:`locus.evaluation`), early stopping after ``patience`` steps without a strict
+  improvement, the best checkpoint restored; test data is never touched while training.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from locus import evaluation
+from locus.atomic import write_json
+from locus.data.canonical import pairs_to_matrix
+from locus.errors import DataError
+from locus.methods.base import EmbeddingMethod, FitData, read_params
+
+log = logging.getLogger(__name__)
+
+WEIGHTS = "model.safetensors"
+CONFIG = "config.json"
+EMBEDDINGS_KEY = "model_embeddings"
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def noise_std(step: int, start: float, end: float, anneal_steps: int) -> float:
+    """Cosine annealing from `start` (step 0) to `end` (step >= anneal_steps), as the authors' schedule."""
+    if anneal_steps <= 0 or step >= anneal_steps:
+        return float(end)
+    w = 0.5 * (1.0 + math.cos(math.pi * step / anneal_steps))
+    return float(end + (start - end) * w)
+
+
+class ModelSets:
+    """Each model's evaluations as padded index/score tensors into one query table.
+
+    idx [M, n_max] (positions in `prompt_ids`), y [M, n_max], mask [M, n_max] (True = real evaluation).
+    """
+
+    def __init__(self, pairs: pd.DataFrame, model_ids: np.ndarray):
+        torch = _torch()
+        self.prompt_ids = np.sort(pairs["prompt_id"].unique())
+        m_pos = np.searchsorted(model_ids, pairs["model_id"].to_numpy())
+        q_pos = np.searchsorted(self.prompt_ids, pairs["prompt_id"].to_numpy())
+        order = np.lexsort((q_pos, m_pos))
+        m_pos, q_pos = m_pos[order], q_pos[order]
+        scores = pairs["score"].to_numpy(np.float32)[order]
+        counts = np.bincount(m_pos, minlength=len(model_ids))
+        if (counts == 0).any():
+            missing = model_ids[counts == 0][:5].tolist()
+            raise DataError(f"locus: model(s) {missing} have no training evaluations; every model needs at least one.")
+        n_max = int(counts.max())
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        col = np.arange(len(m_pos)) - starts[m_pos]
+        idx = np.zeros((len(model_ids), n_max), dtype=np.int64)
+        y = np.zeros((len(model_ids), n_max), dtype=np.float32)
+        mask = np.zeros((len(model_ids), n_max), dtype=bool)
+        idx[m_pos, col], y[m_pos, col], mask[m_pos, col] = q_pos, scores, True
+        self.idx, self.y, self.mask = torch.from_numpy(idx), torch.from_numpy(y), torch.from_numpy(mask)
+        self.counts = counts
+
+
+class LocusMethod(EmbeddingMethod):
+    """LOCUS: attention encoder over a model's scored evaluations + MLP correctness predictor."""
+
+    name = "locus"
+    defaults = {
+        # architecture (paper / authors' CLI defaults); internal widths follow `dim`
+        "dim": 128, "heads": 4, "layers": 2, "latents": 64, "decoder_hidden": 64, "decoder_dropout": 0.1,
+        "encoder_kind": "isab",
+        # optimisation (authors' values)
+        "enc_lr": 2e-4, "dec_lr": 8e-4, "weight_decay": 0.05, "grad_clip": 1.0,
+        "noise_start": 0.10, "noise_end": 0.05, "noise_anneal_steps": 500,
+        # schedule: CPU-oriented (authors: all models per step, <= 2,500 steps, patience 500, validate every step)
+        "max_steps": 3000, "patience": 600, "eval_every": 25, "model_batch": 16, "max_tokens": 256,
+        "eval_chunk_tokens": 65536, "max_seconds": 0.0,
+        "threads": 0,
+    }
+
+    def __init__(self, params: dict | None = None, seed: int = 0):
+        super().__init__(params, seed)
+        self.net = None
+        self.z = None  # [M, dim] float32 numpy, embeddings of the fitted models
+        self.d_phi: int | None = None
+        self.encoder_name = "unknown"
+        self.summary: dict = {}
+
+    # ------------------------------------------------------------------------------------------
+    # construction and device
+    # ------------------------------------------------------------------------------------------
+    def _build(self, d_phi: int):
+        from locus.methods.locus_net import LocusNet
+        p = self.params
+        self.d_phi = int(d_phi)
+        self.net = LocusNet(d_phi, p["dim"], p["heads"], p["layers"], p["latents"], p["decoder_hidden"],
+                            p["decoder_dropout"], p["encoder_kind"]).to(self.device)
+        return self.net
+
+    @property
+    def device(self):
+        torch = _torch()
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    def _set_threads(self):
+        if int(self.params["threads"]) > 0:
+            _torch().set_num_threads(int(self.params["threads"]))
+
+    # ------------------------------------------------------------------------------------------
+    # forward passes without autograd
+    # ------------------------------------------------------------------------------------------
+    def _embed_sets(self, phi, sets: ModelSets):
+        """Embeddings [M, d] of every model from all its evaluations (eval mode, chunks of models)."""
+        torch = _torch()
+        net = self.net
+        was_training = net.training
+        net.eval()
+        n_max = sets.idx.shape[1]
+        chunk = max(1, int(self.params["eval_chunk_tokens"]) // max(n_max, 1))
+        out = []
+        with torch.no_grad():
+            proj = net.encoder.tokenizer.project(phi)
+            for s in range(0, sets.idx.shape[0], chunk):
+                idx, y, mask = (t[s:s + chunk].to(phi.device) for t in (sets.idx, sets.y, sets.mask))
+                out.append(net.encoder(proj[idx], y, mask))
+        net.train(was_training)
+        return torch.cat(out)
+
+    def _grid_logits(self, z, phi, query_chunk: int = 1024):
+        torch = _torch()
+        net = self.net
+        was_training = net.training
+        net.eval()
+        out = []
+        with torch.no_grad():
+            for s in range(0, phi.shape[0], query_chunk):
+                out.append(net.logits(z, phi[s:s + query_chunk]))
+        net.train(was_training)
+        return torch.cat(out) if out else torch.zeros((0, z.shape[0]), device=z.device)
+
+    # ------------------------------------------------------------------------------------------
+    # training
+    # ------------------------------------------------------------------------------------------
+    def fit(self, data: FitData) -> "LocusMethod":
+        torch = _torch()
+        p = self.params
+        self._set_threads()
+        torch.manual_seed(self.seed)
+        rng = np.random.default_rng(self.seed)
+        gen = torch.Generator().manual_seed(self.seed + 1)  # noise and token subsets (CPU generator)
+        self.model_ids = np.asarray(data.model_ids, dtype=np.int64)
+        self.encoder_name = data.encodings.encoder
+        device = self.device
+        log.info("locus: training on %s with %d thread(s)", device, torch.get_num_threads())
+
+        sets = ModelSets(data.train, self.model_ids)
+        phi = torch.from_numpy(np.ascontiguousarray(data.encodings.take(sets.prompt_ids))).to(device)
+        net = self._build(phi.shape[1])
+        self._sets, self._phi = sets, phi
+        val_ids = np.sort(data.val["prompt_id"].unique()) if len(data.val) else np.zeros(0, np.int64)
+        val_labels = pairs_to_matrix(data.val, val_ids, self.model_ids)
+        val_phi = torch.from_numpy(np.ascontiguousarray(data.encodings.take(val_ids))).to(device)
+
+        enc_params = list(net.encoder.parameters())
+        dec_params = list(net.decoder.parameters())
+        opt = torch.optim.AdamW([{"params": enc_params, "lr": p["enc_lr"]}, {"params": dec_params, "lr": p["dec_lr"]}],
+                                weight_decay=p["weight_decay"])
+        n_models = len(self.model_ids)
+        batch = max(1, min(int(p["model_batch"]) or n_models, n_models))
+        history, best = [], {"acc": -math.inf, "step": 0, "state": None}
+        t0 = time.perf_counter()
+        order, pos, step, loss_sum, loss_n = rng.permutation(n_models), 0, 0, 0.0, 0
+        net.train()
+        while step < int(p["max_steps"]):
+            if pos + batch > n_models:  # a new pass over the models
+                order, pos = rng.permutation(n_models), 0
+            models = torch.from_numpy(np.sort(order[pos:pos + batch]))
+            pos += batch
+            std = noise_std(step, p["noise_start"], p["noise_end"], p["noise_anneal_steps"])
+            loss = self._train_step(net, opt, phi, sets, models, std, gen)
+            step += 1
+            loss_sum, loss_n = loss_sum + loss, loss_n + 1
+            last = step == int(p["max_steps"]) or (p["max_seconds"] and time.perf_counter() - t0 > p["max_seconds"])
+            if step % int(p["eval_every"]) == 0 or last:
+                row = {"step": step, "train_loss": loss_sum / loss_n, "noise_std": std}
+                row.update(self._validate(phi, sets, val_phi, val_labels))
+                row["seconds"] = time.perf_counter() - t0
+                history.append(row)
+                loss_sum, loss_n = 0.0, 0
+                acc = row.get("val_routing_acc", float("nan"))
+                if best["state"] is None or (np.isfinite(acc) and acc > best["acc"]) or not np.isfinite(acc):
+                    best = {"acc": acc, "step": step, "state": copy.deepcopy(net.state_dict()), "seconds": row["seconds"]}
+                log.debug("locus: step %d loss %.4f val hit@1 %.4f (%.1f s)", step, row["train_loss"], acc, row["seconds"])
+                if step - best["step"] >= int(p["patience"]):
+                    break
+            if last:
+                break
+        net.load_state_dict(best["state"])
+        net.eval()
+        self.z = self._embed_sets(phi, sets).cpu().numpy().astype(np.float32)
+        self.history = pd.DataFrame(history)
+        seconds = time.perf_counter() - t0
+        self.summary = {"best_step": int(best["step"]), "best_val_routing_acc": float(best["acc"]),
+                        "steps": int(step), "seconds": round(seconds, 3),
+                        "seconds_to_best": round(float(best.get("seconds", seconds)), 3),
+                        "device": str(device), "threads": int(torch.get_num_threads())}
+        log.info("locus: %d steps in %.1f s; best val hit@1 %.4f at step %d", step, seconds, best["acc"], best["step"])
+        del self._sets, self._phi
+        return self
+
+    def _train_step(self, net, opt, phi, sets: ModelSets, models, std: float, gen) -> float:
+        """One optimiser step on a mini-batch of models; returns the mean BCE."""
+        torch = _torch()
+        p = self.params
+        device = phi.device
+        idx, y, mask = sets.idx[models], sets.y[models], sets.mask[models]
+        # trim the padding of this batch
+        width = int(mask.sum(1).max())
+        idx, y, mask = idx[:, :width], y[:, :width], mask[:, :width]
+        tok_idx, tok_y, tok_mask = idx, y, mask
+        k = int(p["max_tokens"])
+        if 0 < k < width:  # random subset of at most k real evaluations per model
+            keys = torch.rand(idx.shape, generator=gen) + (~mask).float() * 2.0
+            pick = keys.argsort(dim=1)[:, :k]
+            tok_idx, tok_y, tok_mask = idx.gather(1, pick), y.gather(1, pick), mask.gather(1, pick)
+        # queries used by this step, projected once each (encoder and decoder get independent noise)
+        used, inverse = torch.unique(torch.cat([tok_idx.reshape(-1), idx.reshape(-1)]), return_inverse=True)
+        n_tok = tok_idx.numel()
+        tok_pos, tgt_pos = inverse[:n_tok].view_as(tok_idx).to(device), inverse[n_tok:].view_as(idx).to(device)
+        q = phi[used.to(device)]
+        if std > 0:
+            enc_q = q + std * torch.randn(q.shape, generator=gen).to(device)
+            dec_q = q + std * torch.randn(q.shape, generator=gen).to(device)
+        else:
+            enc_q = dec_q = q
+        proj = net.encoder.tokenizer.project(enc_q)
+        z = net.encoder(proj[tok_pos], tok_y.to(device), tok_mask.to(device))
+        u, uh = net.decoder.query_features(dec_q)
+        logits = net.decoder.pair_logits(z, u[tgt_pos], uh[tgt_pos])
+        y, mask = y.to(device), mask.to(device)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits[mask], y[mask])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if p["grad_clip"] and p["grad_clip"] > 0:
+            torch.nn.utils.clip_grad_norm_(net.parameters(), p["grad_clip"])
+        opt.step()
+        return float(loss.detach())
+
+    def _validate(self, phi, sets, val_phi, val_labels) -> dict:
+        if val_phi.shape[0] == 0:
+            return {}
+        z = self._embed_sets(phi, sets)
+        logits = self._grid_logits(z, val_phi).cpu().numpy()
+        corr = evaluation.correctness_metrics(logits, val_labels)
+        rout = evaluation.routing_metrics(logits, val_labels, ks=(1,))
+        return {"val_bce": corr.get("bce", float("nan")), "val_routing_acc": rout.get("routing_acc", float("nan")),
+                "val_correctness_acc": corr.get("correctness_acc", float("nan"))}
+
+    # ------------------------------------------------------------------------------------------
+    # prediction and onboarding
+    # ------------------------------------------------------------------------------------------
+    def predict_logits(self, query_vectors: np.ndarray, model_ids=None) -> np.ndarray:
+        torch = _torch()
+        pos = self._model_positions(model_ids)
+        phi = self._check_query_dim(query_vectors, self.d_phi)
+        z = torch.from_numpy(self.z[pos]).to(self.device)
+        logits = self._grid_logits(z, torch.from_numpy(np.ascontiguousarray(phi)).to(self.device))
+        return logits.cpu().numpy().astype(np.float32)
+
+    def model_embeddings(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.z is None:
+            raise RuntimeError("locus: fit() or load() first")
+        return self.model_ids.copy(), self.z.copy()
+
+    def embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        """z of a new model from its scored queries: one forward pass, no gradient step, nothing stored."""
+        torch = _torch()
+        if self.net is None:
+            raise RuntimeError("locus: fit() or load() first")
+        phi = self._check_query_dim(query_vectors, self.d_phi)
+        scores = np.asarray(scores, dtype=np.float32).reshape(-1)
+        if len(scores) != len(phi) or len(phi) == 0:
+            raise DataError(f"locus: embed needs >= 1 scored query and one score per query; got {len(phi)} "
+                            f"encodings and {len(scores)} scores.")
+        bad = ~((scores >= 0) & (scores <= 1))
+        if bad.any():
+            raise DataError(f"locus: scores must lie in [0, 1]; row(s) {np.flatnonzero(bad)[:5].tolist()} do not.")
+        self.net.eval()
+        with torch.no_grad():
+            z = self.net.embed(torch.from_numpy(phi).to(self.device)[None], torch.from_numpy(scores).to(self.device)[None])
+        return z[0].cpu().numpy().astype(np.float32)
+
+    # ------------------------------------------------------------------------------------------
+    # persistence: config.json + model.safetensors (weights and the model embeddings)
+    # ------------------------------------------------------------------------------------------
+    def save(self, directory: Path) -> None:
+        from safetensors.torch import save_file
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        tensors = {k: v.detach().cpu().contiguous() for k, v in self.net.state_dict().items()}
+        tensors[EMBEDDINGS_KEY] = _torch().from_numpy(np.ascontiguousarray(self.z))
+        save_file(tensors, str(directory / WEIGHTS))
+        write_json(directory / CONFIG, {
+            "method": self.name, "params": self.params, "seed": self.seed, "d_phi": self.d_phi,
+            "encoder": self.encoder_name, "model_ids": self.model_ids.tolist(), "summary": self.summary,
+        })
+
+    @classmethod
+    def load(cls, directory: Path) -> "LocusMethod":
+        from safetensors.torch import load_file
+        directory = Path(directory)
+        config = read_params(directory, CONFIG)
+        if config.get("method") != cls.name:
+            raise DataError(f"{directory / CONFIG}: method is {config.get('method')!r}, not {cls.name!r}.")
+        path = directory / WEIGHTS
+        if not path.is_file():
+            raise DataError(f"{path}: missing; {directory} is not a finished LOCUS run directory.")
+        self = cls(config["params"], seed=config.get("seed", 0))
+        self.model_ids = np.asarray(config["model_ids"], dtype=np.int64)
+        self.encoder_name = config.get("encoder", "unknown")
+        self.summary = config.get("summary", {})
+        tensors = load_file(str(path))
+        self.z = tensors.pop(EMBEDDINGS_KEY).numpy().astype(np.float32)
+        self._build(int(config["d_phi"]))
+        self.net.load_state_dict({k: v.to(self.device) for k, v in tensors.items()})
+        self.net.eval()
+        history = directory / "log.csv"
+        if history.is_file():
+            self.history = pd.read_csv(history)
+        return self
+
+
+def read_config(directory: Path) -> dict:
+    return json.loads((Path(directory) / CONFIG).read_text())

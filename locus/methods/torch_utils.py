@@ -1,0 +1,229 @@
+"""Small helpers shared by the gradient-trained baselines (EmbedLLM, EmbedLLM+, IRT-Net).
+
+- :class:`PairTable`: a run's long (prompt, model, score) rows turned into index arrays over the
+  unique prompts' encodings, built once so training never touches pandas;
+- :class:`ValidationSet`: the validation split as a dense [queries x models] label matrix (NaN =
+  not evaluated) plus the metric every trainer selects its checkpoint by;
+- :func:`train_early_stopping`: the epoch loop with early stopping on a validation metric,
+  remembering the best weights;
+- :func:`fit_rows`: fit a few free rows (new model embeddings) with everything else frozen;
+- :func:`save_torch` / :func:`load_torch`: weights as safetensors, settings as ``config.json``.
+
+torch is imported here at module level: this module is only imported by the torch baselines,
+never by ``locus --help``.
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from locus import evaluation
+from locus.atomic import atomic_path, write_json
+from locus.data.canonical import pairs_to_matrix
+from locus.errors import ConfigError, DataError
+from locus.methods.base import FitData, read_params
+
+SELECT_BY = ("val_bce", "val_routing", "val_acc")
+WEIGHTS_FILE = "model.safetensors"
+
+
+def setup_torch(seed: int, threads: int) -> torch.Generator:
+    """Seed torch and fix the thread count (0 = leave torch's setting); return a seeded generator."""
+    if threads:
+        torch.set_num_threads(int(threads))
+    torch.manual_seed(seed)
+    return torch.Generator().manual_seed(int(seed))
+
+
+@dataclass
+class PairTable:
+    """Training rows as tensors: ``vectors[query[i]]`` was answered by model ``model[i]`` with ``score[i]``."""
+
+    prompt_ids: np.ndarray  # unique prompts, ascending
+    vectors: torch.Tensor  # float32 [n_prompts, d_phi]
+    query: torch.Tensor  # int64 [n_rows] row -> prompt position
+    model: torch.Tensor  # int64 [n_rows] row -> model position
+    score: torch.Tensor  # float32 [n_rows]
+
+    @classmethod
+    def from_frame(cls, rows: pd.DataFrame, model_ids: np.ndarray, encodings) -> "PairTable":
+        rows = rows[rows["model_id"].isin(model_ids)]
+        prompt_ids = np.sort(rows["prompt_id"].unique())
+        vectors = encodings.take(prompt_ids)  # DataError names missing prompts
+        q = np.searchsorted(prompt_ids, rows["prompt_id"].to_numpy(np.int64))
+        m = np.searchsorted(model_ids, rows["model_id"].to_numpy(np.int64))
+        return cls(prompt_ids, torch.from_numpy(np.ascontiguousarray(vectors, dtype=np.float32)),
+                   torch.from_numpy(q.astype(np.int64)), torch.from_numpy(m.astype(np.int64)),
+                   torch.from_numpy(rows["score"].to_numpy(np.float32)))
+
+    def __len__(self) -> int:
+        return int(self.score.shape[0])
+
+
+class ValidationSet:
+    """The validation split as dense matrices, scored in one vectorised pass per epoch."""
+
+    def __init__(self, val: pd.DataFrame, model_ids: np.ndarray, encodings):
+        val = val[val["model_id"].isin(model_ids)]
+        if val.empty:
+            raise DataError("validation split has no evaluations of the fitted models; early stopping needs some "
+                            "(give the `val` split queries scored by these models).")
+        self.prompt_ids = np.sort(val["prompt_id"].unique())
+        self.vectors = torch.from_numpy(np.ascontiguousarray(encodings.take(self.prompt_ids), dtype=np.float32))
+        self.labels = pairs_to_matrix(val, self.prompt_ids, model_ids)
+
+    def metrics(self, logits: np.ndarray) -> dict:
+        """val_bce / val_acc over labelled pairs and val_routing (hit@1), as in :mod:`locus.evaluation`."""
+        c = evaluation.correctness_metrics(logits, self.labels)
+        r = evaluation.routing_metrics(logits, self.labels, ks=(1,))
+        return {"val_bce": c["bce"], "val_acc": c["correctness_acc"], "val_routing": r["routing_acc"]}
+
+
+def better(select_by: str, new: float, best: float | None) -> bool:
+    """BCE is minimised, accuracies are maximised; a tie keeps the earlier (shorter-trained) checkpoint."""
+    if best is None:
+        return True
+    return new < best if select_by == "val_bce" else new > best
+
+
+def check_select_by(name: str, select_by: str) -> None:
+    if select_by not in SELECT_BY:
+        raise ConfigError(f"method {name!r}: select_by must be one of {', '.join(SELECT_BY)}, got {select_by!r}")
+
+
+def train_early_stopping(
+    module: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batches: Callable[[], list],
+    loss_of_batch: Callable[[object], torch.Tensor],
+    validate: Callable[[], dict],
+    *,
+    max_epochs: int,
+    patience: int,
+    select_by: str,
+    on_epoch_end: Callable[[dict], None] | None = None,
+) -> pd.DataFrame:
+    """Train for at most `max_epochs`, keep the weights of the best epoch by `select_by`, restore them.
+
+    `batches()` returns the (shuffled) batches of one epoch; `validate()` returns the metrics dict of
+    :meth:`ValidationSet.metrics` (the module is put in eval mode around it). Stops after `patience`
+    epochs without improvement. Returns the per-epoch history.
+    """
+    best, best_state, since, rows = None, None, 0, []
+    t0 = time.perf_counter()
+    for epoch in range(1, max_epochs + 1):
+        module.train()
+        total, count = 0.0, 0
+        for batch in batches():
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_of_batch(batch)
+            loss.backward()
+            optimizer.step()
+            total += float(loss.detach())
+            count += 1
+        module.eval()
+        with torch.no_grad():
+            metrics = validate()
+        row = {"epoch": epoch, "train_loss": total / max(count, 1), **metrics,
+               "seconds": round(time.perf_counter() - t0, 3)}
+        if on_epoch_end is not None:
+            on_epoch_end(row)
+        improved = better(select_by, metrics[select_by], best)
+        row["best"] = improved
+        rows.append(row)
+        if improved:
+            best, best_state, since = metrics[select_by], copy.deepcopy(module.state_dict()), 0
+        else:
+            since += 1
+            if since >= patience:
+                break
+    module.load_state_dict(best_state)
+    module.eval()
+    return pd.DataFrame(rows)
+
+
+def row_batches(n_rows: int, batch_size: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """One epoch of shuffled row indices in batches of `batch_size`."""
+    perm = torch.randperm(n_rows, generator=generator)
+    return list(torch.split(perm, int(batch_size)))
+
+
+def fit_rows(
+    init: torch.Tensor,
+    logits_of: Callable[[torch.Tensor], torch.Tensor],
+    targets: torch.Tensor,
+    *,
+    steps: int,
+    lr: float,
+    weight_decay: float,
+) -> torch.Tensor:
+    """Fit free parameters `init` (e.g. one new model embedding) by full-batch Adam on BCE.
+
+    `logits_of(params)` must compute the logits of every target with all other weights frozen.
+    Weight decay is Adam's L2 term, as in training. Returns the fitted tensor (detached).
+    """
+    params = init.clone().requires_grad_(True)
+    opt = torch.optim.Adam([params], lr=lr, weight_decay=weight_decay)
+    for _ in range(int(steps)):
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits_of(params), targets)
+        loss.backward()
+        opt.step()
+    return params.detach()
+
+
+def as_scores(query_vectors, scores, name: str, d_phi: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Validate the inputs of ``embed``: vectors [n, d_phi] and scores [n] in [0, 1]."""
+    scores = np.asarray(scores, dtype=np.float32).reshape(-1)
+    query_vectors = np.asarray(query_vectors, dtype=np.float32)
+    if query_vectors.ndim != 2 or query_vectors.shape[1] != d_phi:
+        raise DataError(f"{name}: embed() query encodings have shape {query_vectors.shape}, expected [n, {d_phi}]; "
+                        f"use the encoder the method was trained with.")
+    if len(scores) != len(query_vectors) or len(scores) == 0:
+        raise DataError(f"{name}: embed() needs one score per query vector, got {len(scores)} scores for "
+                        f"{len(query_vectors)} vectors.")
+    if np.isnan(scores).any() or (scores < 0).any() or (scores > 1).any():
+        raise DataError(f"{name}: embed() scores must lie in [0, 1] (no NaN); drop unevaluated queries.")
+    return torch.from_numpy(np.ascontiguousarray(query_vectors)), torch.from_numpy(scores)
+
+
+def save_torch(directory: Path, module: torch.nn.Module, config: dict, extra: dict | None = None) -> None:
+    """``model.safetensors`` (the module's weights + `extra` tensors) and ``config.json``."""
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().contiguous().clone() for k, v in module.state_dict().items()}
+    for key, value in (extra or {}).items():
+        tensors[f"extra.{key}"] = torch.as_tensor(np.ascontiguousarray(value))
+    with atomic_path(directory / WEIGHTS_FILE) as tmp:
+        save_file(tensors, str(tmp))
+    write_json(directory / "config.json", config)
+
+
+def load_torch(directory: Path, name: str) -> tuple[dict, dict, dict]:
+    """(config, module state_dict, extra tensors as numpy) of a directory written by :func:`save_torch`."""
+    from safetensors.torch import load_file
+
+    directory = Path(directory)
+    config = read_params(directory)
+    if config.get("method") != name:
+        raise DataError(f"{directory}/config.json: written by method {config.get('method')!r}, not {name!r}.")
+    path = directory / WEIGHTS_FILE
+    if not path.is_file():
+        raise DataError(f"{path}: missing; the run directory is incomplete — re-run it.")
+    tensors = load_file(str(path))
+    extra = {k[len("extra."):]: v.numpy() for k, v in tensors.items() if k.startswith("extra.")}
+    state = {k: v for k, v in tensors.items() if not k.startswith("extra.")}
+    return config, state, extra
+
+
+def fit_model_ids(data: FitData) -> np.ndarray:
+    return np.asarray(data.model_ids, dtype=np.int64)

