@@ -51,25 +51,25 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Return canonical ``(queries, models, scores)`` frames (see :mod:`locus.data.canonical`)."""
     p = _params(params)
     path = Path(p["path"]).expanduser()
-    df, line_offset = _read(path)
+    df, row_offset = _read(path)
     _check_columns(df, path)
 
     prompt = df["prompt"]
-    _no_empty(df, "prompt", path, line_offset)
-    _no_empty(df, "model", path, line_offset)
-    score = _scores(df["score"], path, line_offset)
+    _no_empty(df, "prompt", path, row_offset)
+    _no_empty(df, "model", path, row_offset)
+    score = _scores(df["score"], path, row_offset)
     model = df["model"].astype(str).str.strip()
 
     prompt_codes, prompt_uniques = pd.factorize(prompt.astype(str), sort=False)  # first-appearance order
     first_rows = np.unique(prompt_codes, return_index=True)[1]  # row of each prompt's first appearance
     queries = pd.DataFrame({"prompt_id": np.arange(len(prompt_uniques), dtype=np.int64),
                             "prompt": np.asarray(prompt_uniques, dtype=object)})
-    benchmark = _text_column(df, "benchmark", path, line_offset, DEFAULT_BENCHMARK)
+    benchmark = _text_column(df, "benchmark", path, row_offset, DEFAULT_BENCHMARK)
     queries["benchmark"] = benchmark.to_numpy()[first_rows]
-    category = _text_column(df, "category", path, line_offset, None)
+    category = _text_column(df, "category", path, row_offset, None)
     queries["category"] = (category if category is not None else benchmark).to_numpy()[first_rows]
     if "split" in df.columns:
-        queries["split"] = _given_splits(df, prompt_codes, first_rows, path, line_offset)
+        queries["split"] = _given_splits(df, prompt_codes, first_rows, path, row_offset)
     else:
         queries["split"] = draw_splits(len(queries), p["split_fractions"], p["seed"])
 
@@ -118,7 +118,7 @@ def _params(params: dict | None) -> dict:
 
 
 def _read(path: Path) -> tuple[pd.DataFrame, int]:
-    """Read the file; also return the offset from a 0-based row index to the 1-based line shown in errors."""
+    """Read the file; also return the offset from a 0-based row index to the row number shown in errors."""
     if not path.is_file():
         raise DataError(f"{path}: file not found; set the csv source's `path` to your evaluations file.")
     name = path.name.lower()
@@ -127,7 +127,7 @@ def _read(path: Path) -> tuple[pd.DataFrame, int]:
             df, offset = pd.read_parquet(path), 0  # Parquet "row i" (0-based)
         elif name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")):
             sep = "\t" if ".tsv" in name else ","
-            df, offset = pd.read_csv(path, sep=sep, keep_default_na=True), 2  # line 1 is the header
+            df, offset = pd.read_csv(path, sep=sep, keep_default_na=True), 2  # row 1 is the header
         else:
             raise DataError(f"{path}: unknown file type; use .csv, .csv.gz, .tsv or .parquet.")
     except pd.errors.EmptyDataError:
@@ -142,9 +142,9 @@ def _read(path: Path) -> tuple[pd.DataFrame, int]:
 
 
 def _where(rows: np.ndarray, offset: int) -> str:
-    label = "line" if offset else "row"
     shown = ", ".join(str(int(r) + offset) for r in rows[:_SHOW])
-    return f"{label}(s) {shown}" + (f" (and {len(rows) - _SHOW} more)" if len(rows) > _SHOW else "")
+    more = f" and {len(rows) - _SHOW} more" if len(rows) > _SHOW else ""
+    return f"CSV row(s) {shown}{more} (header = row 1)" if offset else f"row(s) {shown}{more} (0-based)"
 
 
 def _check_columns(df: pd.DataFrame, path: Path) -> None:

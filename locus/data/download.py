@@ -182,14 +182,14 @@ def _fetch(url: str, dest: Path, size: int | None, sha: str | None, timeout: flo
 def _finish(part: Path, dest: Path, url: str, total: int | None, size: int | None, sha: str | None) -> None:
     """Check the complete .part file and rename it into place (or delete it when it is wrong)."""
     actual = part.stat().st_size
-    for want, what in ((total, "the server announced"), (size, "are expected")):
+    for want, what in ((total, "announced by the server"), (size, "expected")):
         if want is not None and actual != want:
             if actual > want:
                 part.unlink()
-                kept = "it was removed"
-            else:
-                kept = f"{part} is kept; run again to resume"
-            raise DataError(f"{url}: received {actual:,} bytes but {want:,} {what} ({kept}).")
+                raise DataError(f"{url}: received {actual:,} bytes, more than the {want:,} {what}; "
+                                f"the download was removed. Check the URL / revision.")
+            raise DataError(f"{url}: download interrupted: received {actual:,} of the {want:,} bytes {what}; "
+                            f"the partial file {part} is kept, run the same command again to resume.")
     if sha is not None:
         got = _sha256(part)
         if got != sha.lower():

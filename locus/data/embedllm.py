@@ -92,7 +92,7 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         reader = pd.read_csv(path, usecols=usecols, chunksize=int(p["chunksize"]),
                              dtype={"model_name": "category", "category": "category", "prompt": object})
         for chunk in reader:
-            first_row = n_rows + 2  # 1-based file line of the chunk's first data row (after the header)
+            first_row = n_rows + 2  # CSV row number of the chunk's first data row (the header is row 1)
             n_rows += len(chunk)
             pid = _int_array(chunk["prompt_id"], path, "prompt_id", first_row)
             mid = _model_ids(chunk, name_to_id, path, first_row)
@@ -128,7 +128,8 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
             bad = queries.loc[queries["prompt"].isna(), "prompt_id"].head(5).tolist()
             raise DataError(f"{directory / QUESTION_ORDER}: no text for prompt_id(s) {bad}.")
     queries["benchmark"] = _benchmarks(queries["category"])
-    queries = queries[["prompt_id", "prompt", "benchmark", "category", "split"]]
+    queries = queries[["prompt_id", "prompt", "benchmark", "category", "split"]].astype(
+        {"prompt_id": np.int64, "prompt": str, "benchmark": str, "category": str, "split": str})
 
     scores = pd.concat(score_parts, ignore_index=True)
     scores = resolve_duplicates(scores, p["duplicates"], source=f"{directory} (train/val/test.csv)")
@@ -215,7 +216,7 @@ def _model_ids(chunk: pd.DataFrame, name_to_id: dict, path: Path, first_row: int
     if need.any():
         if "model_name" not in chunk:
             rows = np.flatnonzero(need)[:5] + first_row
-            raise DataError(f"{path}: empty model_id in line(s) {rows.tolist()} and no model_name column to map from.")
+            raise DataError(f"{path}: empty model_id in CSV row(s) {rows.tolist()} (header = row 1) and no model_name column to map from.")
         names = chunk["model_name"].astype(object).to_numpy()[need]
         mapped = pd.Series(names).map(lambda n: name_to_id.get(str(n).strip(), name_to_id.get(str(n).strip().lower())))
         if mapped.isna().any():
@@ -233,7 +234,7 @@ def _int_array(values: pd.Series, path: Path, column: str, first_row: int) -> np
     bad = np.isnan(num) | (num != np.round(num))
     if bad.any():
         rows = (np.flatnonzero(bad)[:5] + first_row).tolist()
-        raise DataError(f"{path}: column {column!r} must hold integers; bad value(s) in line(s) {rows}.")
+        raise DataError(f"{path}: column {column!r} must hold integers; bad value(s) in CSV row(s) {rows} (header = row 1).")
     return num.astype(np.int64)
 
 
@@ -242,7 +243,7 @@ def _labels(values: pd.Series, path: Path, first_row: int) -> np.ndarray:
     bad = np.isnan(num) | (num < 0) | (num > 1)
     if bad.any():
         rows = (np.flatnonzero(bad)[:5] + first_row).tolist()
-        raise DataError(f"{path}: column 'label' must be 0/1 (or in [0, 1]); bad value(s) in line(s) {rows}.")
+        raise DataError(f"{path}: column 'label' must be 0/1 (or in [0, 1]); bad value(s) in CSV row(s) {rows} (header = row 1).")
     return num.astype(np.float32)
 
 

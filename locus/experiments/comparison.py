@@ -206,3 +206,37 @@ def describe_data(runs: list[Run]) -> tuple[str, str]:
     """(dataset, encoder) of comparable runs, for captions."""
     m = runs[0].metrics
     return str(m["dataset"]), str(m["encoder"])
+
+
+@dataclass
+class Collection:
+    """Everything a comparison table or figure needs, from one list of metrics files."""
+
+    runs: list
+    methods: list
+    sizes: list
+    benchmarks: list
+    method_rows: pd.DataFrame
+    method_agg: pd.DataFrame
+    ref_agg: pd.DataFrame
+    dataset: str
+    encoder: str
+    seeds: tuple  # (fewest, most) seeds of any method cell
+
+
+def collect(paths, split: str = "test", methods=None,
+            metrics=("routing_acc", "correctness_acc")) -> Collection:
+    """Load, select (`methods`, in that order; default all, canonical order), check and aggregate."""
+    runs = load_metrics(paths, split)
+    chosen = order_methods(runs, methods)
+    runs = [r for r in runs if r.method in chosen]
+    check_comparable(runs)
+    rows = method_frame(runs, split, metrics)
+    agg = aggregate(rows, ["method", "train_size", "benchmark", "metric"])
+    refs = aggregate(reference_frame(runs), ["reference", "train_size", "benchmark"])
+    benchmarks = order_benchmarks(b for b in rows["benchmark"] if b != OVERALL)
+    sizes = sorted({r.train_size for r in runs})
+    counts = agg["n_seeds"] if not agg.empty else pd.Series([0])
+    dataset, encoder = describe_data(runs)
+    return Collection(runs, chosen, sizes, benchmarks, rows, agg, refs, dataset, encoder,
+                      (int(counts.min()), int(counts.max())))

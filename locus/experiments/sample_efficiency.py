@@ -12,7 +12,9 @@ credited with accuracies it only reaches later. "R reaches accuracy a with k× f
 A factor is ``exact`` only when both crossings lie inside the measured ranges. When M is already at or
 above a at its smallest size the true factor is at most the computed one (``upper_bound``); when M never
 reaches a it is larger than ``max n_M / n_R(a)`` (``lower_bound``, reported with n_M = NaN). Headline
-numbers (the maximum factor and the factor at the reference point) use exact factors only.
+numbers (the maximum factor and the factor at the reference point) use exact factors only. When both
+curves start above the target the factor is ``indeterminate``; targets R never reaches do not occur
+(they come from R's own curve) but would read ``not_reached_by_reference``.
 
 Targets: the reference method's curve evaluated on a log-spaced grid of sizes over its measured range
 (measured sizes included). The reference point (default: R's measured size nearest the geometric middle

@@ -17,7 +17,7 @@ DATASET = config["dataset"]
 ENCODER = config["encoder"]
 if DATASET not in config["datasets"]:
     _config_error(f"dataset {DATASET!r} is not a key of `datasets` ({', '.join(config['datasets'])})")
-for _m in config["table_methods"] + config.get("sample_efficiency", {}).get("methods", []):
+for _m in config["table_methods"] + config.get("by_dataset_methods", []) + config.get("sample_efficiency", {}).get("methods", []):
     if _m not in config["methods"]:
         _config_error(f"method {_m!r} is used but has no entry under `methods`")
 

@@ -4,6 +4,9 @@
 localrules:
     summary,
     routing_table,
+    routing_by_dataset_table,
+    correctness_by_dataset_table,
+    sample_efficiency_figure,
 
 
 rule routing_table:
@@ -22,3 +25,54 @@ rule routing_table:
     shell:
         "{LOCUS} table routing --metrics {input} --out {output.tex} --methods {params.methods} "
         "--data-label {params.label:q} > {log} 2>&1"
+
+
+for _kind in ("routing", "correctness"):
+
+    rule:
+        name:
+            f"{_kind}_by_dataset_table"
+        input:
+            run_metrics(config.get("by_dataset_methods", config["table_methods"]), config["train_sizes"]),
+        output:
+            tex=report(
+                f"results/tables/{_kind}_by_dataset.tex",
+                caption=f"../report/{_kind}_by_dataset.rst",
+                category="Tables",
+            ),
+            csv=f"results/tables/{_kind}_by_dataset.csv",
+        params:
+            kind=_kind,
+            methods=",".join(config.get("by_dataset_methods", config["table_methods"])),
+            label=config.get("data_label", DATASET),
+        log:
+            f"results/logs/tables/{_kind}_by_dataset.log",
+        benchmark:
+            f"results/benchmarks/tables/{_kind}_by_dataset.tsv"
+        shell:
+            "{LOCUS} table {params.kind}-by-dataset --metrics {input} --out {output.tex} "
+            "--methods {params.methods} --data-label {params.label:q} > {log} 2>&1"
+
+
+rule sample_efficiency_figure:
+    input:
+        run_metrics(config["sample_efficiency"]["methods"], config["sample_efficiency"]["train_sizes"]),
+    output:
+        pdf="results/figures/train_sample_eff.pdf",
+        png=report(
+            "results/figures/train_sample_eff.png",
+            caption="../report/train_sample_eff.rst",
+            category="Figures",
+        ),
+        csv="results/figures/train_sample_eff.csv",
+        json="results/figures/train_sample_eff.json",
+    params:
+        reference=config["sample_efficiency"].get("reference_method", "locus"),
+        label=config.get("data_label", DATASET),
+    log:
+        "results/logs/figures/train_sample_eff.log",
+    benchmark:
+        "results/benchmarks/figures/train_sample_eff.tsv"
+    shell:
+        "{LOCUS} figure sample-efficiency --metrics {input} --out {output.pdf} "
+        "--reference-method {params.reference} --data-label {params.label:q} > {log} 2>&1"

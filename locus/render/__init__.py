@@ -1,0 +1,13 @@
+"""Rendering: DataFrames -> LaTeX tables (:mod:`locus.render.latex`) and figures
+(:mod:`locus.render.figures`, matplotlib on Agg), each written with the CSV of its numbers."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from locus.atomic import atomic_path
+
+
+def write_csv(df, path: str | Path) -> None:
+    """Write a DataFrame (index dropped) as CSV atomically."""
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False)

@@ -1,0 +1,94 @@
+"""Figures (matplotlib/seaborn on the non-interactive Agg backend) and their data files.
+
+Every figure is written as ``<stem>.pdf`` + ``<stem>.png`` + ``<stem>.csv`` (exactly the numbers it
+plots), each atomically. PDF/PNG metadata carry no dates, so re-running on the same inputs gives the
+same files.
+"""
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from locus.atomic import atomic_path  # noqa: E402
+from locus.render import write_csv  # noqa: E402,F401  (re-exported)
+
+PALETTE = {"locus": "#d62728", "irt_net": "#1f77b4", "embedllm": "#2ca02c", "embedllm_plus": "#9467bd",
+           "knn_router": "#8c564b", "kmeans_router": "#7f7f7f"}
+NAMES = {"locus": "LOCUS", "irt_net": "IRT-Net", "embedllm": "EmbedLLM", "embedllm_plus": "EmbedLLM+",
+         "knn_router": "kNN router", "kmeans_router": "K-Means router"}
+
+
+def output_paths(out: str | Path) -> dict[str, Path]:
+    """``pdf``, ``png``, ``csv``, ``json`` paths sharing the stem of `out` (whatever its suffix)."""
+    out = Path(out)
+    stem = out.with_suffix("") if out.suffix.lower() in (".pdf", ".png", ".csv") else out
+    return {ext: stem.with_name(stem.name + "." + ext) for ext in ("pdf", "png", "csv", "json")}
+
+
+def save_figure(fig, out: str | Path, dpi: int = 200) -> dict[str, Path]:
+    """Write `fig` as PDF and PNG next to each other (atomic); closes the figure."""
+    paths = output_paths(out)
+    try:
+        with atomic_path(paths["pdf"]) as tmp:
+            fig.savefig(tmp, format="pdf", bbox_inches="tight", metadata={"CreationDate": None, "ModDate": None})
+        with atomic_path(paths["png"]) as tmp:
+            fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+    finally:
+        plt.close(fig)
+    return paths
+
+
+def sample_efficiency_figure(curve: pd.DataFrame, summary: dict, metric_label: str = "Routing accuracy (%)",
+                             title: str | None = None):
+    """Paper ``fig:train_sample_eff``: mean ± std bands per method vs training evaluations per model
+    (log2 axis), and a horizontal arrow per baseline at the reference point's accuracy, from the
+    baseline's sample count to the reference method's, labelled "k×". Only exact factors are drawn; where
+    the reference point has none (the baseline never reaches that accuracy), the largest exact one is."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    methods = list(dict.fromkeys(curve["method"]))
+    ref = summary["reference_method"]
+    methods = [ref] + [m for m in methods if m != ref]
+    fallback = iter(sns.color_palette("tab10", len(methods) + len(PALETTE)))
+    for method in methods:
+        part = curve[curve["method"] == method].sort_values("train_size")
+        color = PALETTE.get(method) or next(fallback)
+        x, y, s = part["train_size"], 100 * part["mean"], 100 * part["std"]
+        ax.plot(x, y, marker="o", ms=4, lw=1.8, color=color, label=NAMES.get(method, method))
+        if (part["n_seeds"] > 1).any():
+            ax.fill_between(x, y - s, y + s, color=color, alpha=0.18, lw=0)
+    arrows = []
+    for method, info in summary["methods"].items():
+        at = info["at_reference_point"]
+        if at["status"] != "exact" or not math.isfinite(at["factor"]):
+            at = info["max"]  # the reference point gives no exact factor: show the largest exact one
+        if at is not None:
+            arrows.append((method, at))
+    # highest arrow labelled above it, the others below, so neighbouring labels do not collide
+    for i, (method, at) in enumerate(sorted(arrows, key=lambda a: -a[1]["target"])):
+        y, color = 100 * at["target"], PALETTE.get(method, "black")
+        ax.annotate("", xy=(at["n_reference"], y), xytext=(at["n_method"], y),
+                    arrowprops={"arrowstyle": "->", "lw": 1.3, "color": color})
+        ax.annotate(f"{at['factor']:.1f}× fewer", (math.sqrt(at["n_reference"] * at["n_method"]), y),
+                    xytext=(0, 3 if i == 0 else -3), textcoords="offset points", ha="center",
+                    va="bottom" if i == 0 else "top", fontsize=7.5, color=color)
+    ax.set_xscale("log", base=2)
+    sizes = sorted(set(curve["train_size"]))
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([str(s) for s in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("# training evaluations per model")
+    ax.set_ylabel(metric_label)
+    if title:
+        ax.set_title(textwrap.fill(title, 70), fontsize=9)
+    ax.legend(frameon=True, fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,184 @@
+"""Tables, figures and sample-efficiency factors rendered from fixture metrics.json files."""
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from locus.cli import main
+from locus.errors import DataError
+from locus.experiments import comparison
+from locus.experiments import sample_efficiency as se
+from locus.render.latex import emphasis, fmt
+
+BENCHES = ("mmlu", "GSM8K", "zeta", "MathQA")  # stored out of paper order on purpose
+
+
+def metrics_dict(method, n, seed, routing, corr, encoder="enc", dataset="data/synthetic", bench_offset=None):
+    """A metrics.json like locus.runs.execute writes, with controlled routing/correctness values."""
+    def block(r, c):
+        return {"routing_acc": r, "hit@1": r, "correctness_acc": c, "n_queries": 10}
+
+    offsets = bench_offset or {b: 0.01 * i for i, b in enumerate(BENCHES)}
+    test = {"overall": block(routing, corr), "by_benchmark": {b: block(routing + o, corr - o) for b, o in offsets.items()}}
+    ref = {"oracle": {"overall": 0.95, **{b: 0.95 for b in offsets}},
+           "random": {"overall": 0.30, **{b: 0.30 for b in offsets}},
+           "best_single": {"overall": 0.50, **{b: 0.50 for b in offsets}}, "best_single_position": 0}
+    return {"method": method, "params": {"dim": 8}, "train_size": n, "seed": seed, "sampling": "shared",
+            "encoder": encoder, "dataset": dataset, "n_train_pairs": 10, "n_models": 3, "fit_seconds": 0.1,
+            "val": test, "test": test, "reference": ref}
+
+
+def write(tmp_path, m):
+    path = tmp_path / "runs" / m["encoder"] / m["method"] / f"n{m['train_size']}" / f"s{m['seed']}" / "metrics.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(m))
+    return str(path)
+
+
+# routing at (256, 512) per method, two seeds each; correctness = routing + 0.1
+VALUES = {"locus": {256: (0.618, 0.620), 512: (0.630, 0.630)},
+          "embedllm": {256: (0.580, 0.590), 512: (0.600, 0.600)},
+          "irt_net": {256: (0.600, 0.600), 512: (0.640, 0.640)}}
+
+
+@pytest.fixture
+def runs(tmp_path):
+    paths = []
+    for method, sizes in VALUES.items():
+        for n, vals in sizes.items():
+            for seed, v in enumerate(vals):
+                paths.append(write(tmp_path, metrics_dict(method, n, seed, v, v + 0.1)))
+    return paths
+
+
+def row(tex, start):
+    return next(line for line in tex.splitlines() if line.startswith(start))
+
+
+def test_fmt_and_emphasis():
+    assert fmt(0.619, 0.0014142, 2, "best") == "\\textbf{61.90}{\\scriptsize$\\pm$0.14}"
+    assert fmt(0.6, 0.0, 1, "second") == "\\underline{60.00}"
+    assert fmt(float("nan")) == "--"
+    # ranks on printed values: 0.61901 and 0.61899 both print 61.90 -> both best
+    assert emphasis([0.61901, 0.61899, 0.5, float("nan")]) == ["best", "best", "second", ""]
+    assert emphasis([0.3]) == [""]
+
+
+def test_routing_table(runs, tmp_path):
+    out = tmp_path / "tables" / "routing.tex"
+    assert main(["table", "routing", "--metrics", *runs, "--out", str(out), "--methods", "locus,irt_net,embedllm",
+                 "--data-label", "synthetic (embedded default)"]) == 0
+    tex = out.read_text()
+    assert "synthetic (embedded default)" in tex and "\\label{tab:concise_routing_correctness}" in tex
+    locus = row(tex, "\\textsc{Locus}")
+    # 256: mean 61.90 ± std(0.618, 0.620) = 0.14, best; 512: irt_net 64.00 best, locus 63.00 second (std 0)
+    assert locus.split(" & ")[1] == "\\textbf{61.90}{\\scriptsize$\\pm$0.14}"
+    assert locus.split(" & ")[2] == "\\underline{63.00}{\\scriptsize$\\pm$0.00}"
+    assert row(tex, "IRT-Net").split(" & ")[2].startswith("\\textbf{64.00}")
+    assert row(tex, "EmbedLLM").split(" & ")[1] == "58.50{\\scriptsize$\\pm$0.71}"
+    # row order follows --methods; reference rows are never bold and have no correctness
+    lines = tex.splitlines()
+    assert lines.index(locus) < lines.index(row(tex, "IRT-Net")) < lines.index(row(tex, "EmbedLLM"))
+    oracle = row(tex, "\\textit{Oracle}")
+    assert oracle == "\\textit{Oracle} & 95.00 & 95.00 & -- & -- \\\\"
+    assert "\\textit{Best single model (chosen on val)} & 50.00" in tex
+    csv = pd.read_csv(out.with_suffix(".csv"))
+    cell = csv[(csv.approach == "locus") & (csv.metric == "correctness_acc") & (csv.train_size == 256)]
+    assert cell.mean_pct.item() == pytest.approx(71.9) and cell.n_seeds.item() == 2
+    assert cell.emphasis.item() == "best"
+    assert set(csv.kind) == {"method", "reference"}
+
+
+def test_by_dataset_tables(runs, tmp_path):
+    extra = [write(tmp_path, metrics_dict("knn_router", n, 0, 0.7, 0.5)) for n in (256, 512)]
+    out = tmp_path / "rbd.tex"
+    assert main(["table", "routing-by-dataset", "--metrics", *runs, *extra, "--out", str(out)]) == 0
+    tex = out.read_text()
+    # paper column order for known benchmarks, unknown ones after
+    assert "& & \\textbf{Overall} & MathQA & MMLU & GSM8K & zeta \\\\" in tex
+    assert "Embedding-free routers" in tex
+    # knn is best everywhere (70.00), LOCUS second in the 256 block
+    knn = row(tex, "\\multirow{2}{*}{$k$NN router}")
+    assert knn.split(" & ")[2] == "\\textbf{70.00}"
+    assert row(tex, "\\multirow{2}{*}{\\textsc{Locus}").split(" & ")[2].startswith("\\underline{61.90}")
+    csv = pd.read_csv(out.with_suffix(".csv"))
+    mmlu = csv[(csv.approach == "locus") & (csv.benchmark == "mmlu") & (csv.train_size == 256)]
+    assert mmlu.mean_pct.item() == pytest.approx(61.9)  # mmlu offset 0
+    assert (csv[csv.kind == "reference"].emphasis.isna()).all()
+
+    out = tmp_path / "cbd.tex"
+    assert main(["table", "correctness-by-dataset", "--metrics", *runs, "--out", str(out), "--methods",
+                 "embedllm,locus"]) == 0
+    tex = out.read_text()
+    assert "IRT-Net" not in tex and "Oracle" not in tex
+    assert "Corr. Pred Acc" in tex
+    csv = pd.read_csv(out.with_suffix(".csv"))
+    assert set(csv.approach) == {"embedllm", "locus"}
+
+
+def test_first_crossing_and_factor_on_known_curve():
+    sizes = [64, 128, 256, 512, 1024]
+    ref = [0.50 + 0.05 * math.log2(n / 64) for n in sizes]          # R reaches a at n_R(a)
+    slow = [0.50 + 0.05 * math.log2(n / 256) for n in sizes]        # M needs exactly 4x as many samples
+    n, status = se.first_crossing(sizes, slow, 0.575)               # halfway between 512 and 1024 in log2
+    assert status == "exact" and n == pytest.approx(512 * math.sqrt(2))
+    f = se.factor(sizes, ref, sizes, slow, 0.575)
+    assert f["status"] == "exact" and f["factor"] == pytest.approx(4.0)
+    assert se.factor(sizes, ref, sizes, slow, 0.68)["status"] == "lower_bound"   # M never gets there
+    # non-monotone curve: the first crossing counts, not a later one
+    n, status = se.first_crossing([64, 128, 256], [0.5, 0.7, 0.6], 0.6)
+    assert status == "exact" and n == pytest.approx(64 * 2 ** 0.5)
+    curve = pd.DataFrame({"method": ["locus"] * 5 + ["m"] * 5, "train_size": sizes * 2,
+                          "mean": ref + slow, "std": 0.0, "n_seeds": 1})
+    table, summary = se.efficiency(curve, "locus")
+    assert summary["reference_point"] == 256
+    at = summary["methods"]["m"]["at_reference_point"]
+    assert at["status"] == "exact" and at["factor"] == pytest.approx(4.0)
+    assert summary["methods"]["m"]["max"]["factor"] == pytest.approx(4.0)
+    assert set(table.status) >= {"exact", "lower_bound"}
+
+
+def test_sample_efficiency_figure(tmp_path):
+    sizes = [64, 128, 256, 512, 1024]
+    paths = []
+    for seed in (0, 1):
+        for n in sizes:
+            jitter = 0.002 * seed
+            paths.append(write(tmp_path, metrics_dict("locus", n, seed, 0.5 + 0.05 * math.log2(n / 64) + jitter, 0.6)))
+            paths.append(write(tmp_path, metrics_dict("embedllm", n, seed, 0.5 + 0.05 * math.log2(n / 256) + jitter, 0.6)))
+    out = tmp_path / "figures" / "train_sample_eff.pdf"
+    assert main(["figure", "sample-efficiency", "--metrics", *paths, "--out", str(out)]) == 0
+    png = out.with_suffix(".png").read_bytes()
+    assert out.stat().st_size > 1000 and png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
+    data = pd.read_csv(out.with_suffix(".csv"))
+    curve = data[(data.kind == "curve") & (data.method == "locus") & (data.train_size == 256)]
+    assert curve["mean"].item() == pytest.approx(0.601) and curve.n_seeds.item() == 2
+    factors = json.loads(out.with_suffix(".json").read_text())
+    assert factors["methods"]["embedllm"]["at_reference_point"]["factor"] == pytest.approx(4.0)
+    assert factors["reference_method"] == "locus"
+
+
+def test_bad_inputs(tmp_path, runs, capsys):
+    no_test = metrics_dict("locus", 256, 5, 0.6, 0.7)
+    del no_test["test"]
+    bad = write(tmp_path, no_test)
+    with pytest.raises(DataError, match="no 'test' metrics"):
+        comparison.load_metrics([bad])
+    assert main(["table", "routing", "--metrics", bad, "--out", str(tmp_path / "t.tex")]) == 2
+    assert bad in capsys.readouterr().err
+
+    other = write(tmp_path, metrics_dict("locus", 256, 9, 0.6, 0.7, encoder="other"))
+    with pytest.raises(DataError, match="mix several values of 'encoder'"):
+        comparison.collect(runs + [other])
+    with pytest.raises(DataError, match="pass each run once"):
+        comparison.collect(runs + [runs[0]])
+    with pytest.raises(DataError, match="no metrics for method"):
+        comparison.collect(runs, methods=["locus", "nope"])
+    with pytest.raises(DataError, match="not found"):
+        comparison.load_metrics([str(tmp_path / "missing.json")])
+    with pytest.raises(DataError, match="one training size only"):
+        se.efficiency(pd.DataFrame({"method": ["locus"], "train_size": [64], "mean": [0.5], "std": [0.0],
+                                    "n_seeds": [1]}), "locus")
