@@ -23,7 +23,7 @@ Any other name goes through normal sentence-transformers resolution (a local fol
 Hugging Face cache, then the hub), but fails fast with a :class:`ConfigError` when the hub cannot be
 reached, instead of hanging on network timeouts.
 
-The cache dir defaults to ``$LOCUS_CACHE/encoders`` when ``LOCUS_CACHE`` is set, else
+The cache dir defaults to ``$LOCUS_CACHE_DIR/encoders`` when ``LOCUS_CACHE_DIR`` is set, else
 ``${XDG_CACHE_HOME:-~/.cache}/locus/encoders``.
 """
 from __future__ import annotations
@@ -35,13 +35,11 @@ import json
 import logging
 import os
 import shutil
-import socket
 import tempfile
 import time
 import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Iterator, Sequence
-from urllib.parse import urlparse
 
 import numpy as np
 
@@ -72,9 +70,9 @@ HUB_PROBE_TIMEOUT_S = 3.0
 # cache dir and offline mode
 # ----------------------------------------------------------------------------------------------
 def default_cache_dir() -> Path:
-    """``$LOCUS_CACHE/encoders`` if set, else ``${XDG_CACHE_HOME:-~/.cache}/locus/encoders``."""
-    if os.environ.get("LOCUS_CACHE"):
-        return Path(os.environ["LOCUS_CACHE"]).expanduser() / "encoders"
+    """``$LOCUS_CACHE_DIR/encoders`` if set, else ``${XDG_CACHE_HOME:-~/.cache}/locus/encoders``."""
+    if os.environ.get("LOCUS_CACHE_DIR"):
+        return Path(os.environ["LOCUS_CACHE_DIR"]).expanduser() / "encoders"
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base).expanduser() / "locus" / "encoders"
 
@@ -325,17 +323,26 @@ def _load_from_hub(name: str, device: str | None):
         ) from exc
 
 
-def _probe(endpoint: str, timeout: float = HUB_PROBE_TIMEOUT_S) -> str | None:
-    """None if a TCP connection to the endpoint opens within `timeout` s, else the reason it did not."""
-    url = urlparse(endpoint)
-    host, port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
-    if not host:
-        return f"bad endpoint {endpoint!r}"
+def _probe(endpoint: str, timeout: float | None = None) -> str | None:
+    """None if the hub endpoint answers an HTTP request within `timeout` s, else why it did not.
+
+    A TCP connect is not enough: behind a proxy or interception firewall every connect succeeds while
+    the requests then fail, and huggingface_hub retries each file with backoff for over a minute. Any
+    HTTP status (even 4xx) counts as reachable. Proxy environment variables are honoured.
+    """
+    import urllib.error
+    import urllib.request
+
+    timeout = HUB_PROBE_TIMEOUT_S if timeout is None else timeout
     try:
-        socket.create_connection((host, port), timeout=timeout).close()
-    except OSError as exc:
-        return f"{type(exc).__name__}: {exc}" if str(exc) else f"no answer within {timeout:g} s"
-    return None
+        with urllib.request.urlopen(urllib.request.Request(endpoint.rstrip("/") + "/", method="HEAD"),
+                                    timeout=timeout):
+            return None
+    except urllib.error.HTTPError:
+        return None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return f"{type(reason).__name__}: {reason}" if str(reason) else f"no answer within {timeout:g} s"
 
 
 # ----------------------------------------------------------------------------------------------

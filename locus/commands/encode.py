@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=None, metavar="N", help="torch CPU threads (default: torch's)")
     parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda (default: automatic)")
     parser.add_argument("--cache-dir", default=None, metavar="D",
-                        help="where all-mpnet-base-v2 is reassembled once (default $LOCUS_CACHE/encoders "
+                        help="where all-mpnet-base-v2 is reassembled once (default $LOCUS_CACHE_DIR/encoders "
                              "or ~/.cache/locus/encoders)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--list", action="store_true", help="list the encoders available offline and exit")
