@@ -1,0 +1,329 @@
+"""A seeded synthetic EmbedLLM-like evaluation pool: the embedded default data set.
+
+**The data are synthetic.** No question text, score or ability here comes from a real evaluation;
+they imitate the *shape* of EmbedLLM (112 models x ~36k questions from 10 benchmarks, 0/1
+correctness) so that the whole pipeline runs offline. Real data come through the other adapters.
+
+Queries
+    The 10 benchmarks of the paper, mixed in proportion to EmbedLLM's 3,000-query test split
+    (MMLU 1178, GPQA 500, MedMCQA 354, MathQA 237, ASDiv 198, SocialIQA 162, PIQA 134, GSM8K 112,
+    TruthfulQA 74, LogiQA 51). Each query belongs to a *topic* (an MMLU subject, a GPQA sub-domain, a
+    MedMCQA subject, a MathQA problem type, ...). Its text comes from a benchmark-specific template
+    (so the benchmarks look different to a sentence encoder) filled with the topic's vocabulary,
+    random names and numbers (so topics are separable and texts unique). ``category`` is the finer
+    label EmbedLLM uses: ``mmlu_<subject>``, ``gpqa_<subset>_<format>``, else the benchmark name.
+
+Correctness: multidimensional IRT with guessing
+    ``P(correct) = c_q + (1 - c_q) * sigmoid(D_q * (w_q . theta_m - b_q))`` and a Bernoulli draw.
+
+    - ``w_q`` (11 skills: knowledge, stem, math, arithmetic, code, biomed, logic, social, physical,
+      truthful, expert) is the query's *topic* loading, jittered per query. Because the topic is
+      written into the text, the model-query interaction is visible to an encoder-based router.
+    - ``b_q`` = benchmark offset + topic offset + item noise (+ a visible complexity term: more
+      numbers / steps in a math word problem make it harder). The benchmark offsets are calibrated
+      by bisection so that the pool's mean accuracy hits a plausible target per benchmark
+      (:data:`TARGET_ACCURACY`: GPQA near chance, PIQA/ASDiv high, MMLU ~0.55).
+    - ``c_q``: guessing floor, Beta-distributed around 1/#options (0 for free-form GSM8K/ASDiv, lower
+      for GPQA's generative/chain-of-thought formats). It is shared by all models on the query
+      (models that do not know an answer are drawn to the same distractor), so hard items can
+      defeat the whole pool and the oracle stays well below 1.
+    - ``theta_m`` = general strength (log2 params, family quality, noise) + specialisation-tag
+      effects (math/code/biomed/science models better on their skills; safety, roleplay, base
+      worse on some) + a family vector shared by a family + idiosyncratic per-skill noise. The
+      near-duplicate pairs of the pool (5-39, 62-71, 6-87) share abilities up to small noise and
+      the same uniform draws for their Bernoulli outcomes, so they answer almost identically.
+
+Abilities and outcomes are always drawn for the full 112-model pool, so ``n_models=n`` gives the
+first ``n`` columns of the full data set. Independent random streams (layout, text, items, models,
+outcomes, split, partial mask) are spawned from ``seed``: same seed => identical frames.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from locus.data.canonical import SPLITS
+from locus.data.model_pool import load_model_pool
+from locus.data import synthetic_vocab as V
+from locus.errors import ConfigError
+
+DEFAULTS = {
+    "seed": 0,
+    "n_queries": 8000,
+    "split_fractions": [0.8, 0.1, 0.1],
+    "partial_fraction": 1.0,
+    "n_models": 112,
+}
+PARAM_DOCS = {
+    "seed": "Random seed; the same seed gives identical frames, another seed new draws.",
+    "n_queries": "Total number of queries over all splits (EmbedLLM has ~36k; 8000 is the embedded default).",
+    "split_fractions": "Train/val/test fractions (three numbers summing to 1), applied within each benchmark.",
+    "partial_fraction": "Fraction of queries each model is scored on; 1.0 = dense, <1 = a random subset per "
+                        "model (at least one query in every split), for models evaluated on different queries.",
+    "n_models": "Number of models, the first n of the 112-model pool (smaller pools for tests).",
+}
+
+SKILLS = V.SKILLS
+_S = {s: i for i, s in enumerate(SKILLS)}
+
+# (share in EmbedLLM's test split, #options or 0 for free-form, target mean accuracy of the pool)
+BENCHMARKS = {
+    "MMLU": (1178, 4, 0.55), "GPQA": (500, 4, 0.28), "MedMCQA": (354, 4, 0.45), "MathQA": (237, 5, 0.33),
+    "ASDiv": (198, 0, 0.75), "SocialIQA": (162, 3, 0.55), "PIQA": (134, 2, 0.78), "GSM8K": (112, 0, 0.33),
+    "TruthfulQA": (74, 4, 0.33), "LogiQA": (51, 4, 0.32),
+}
+TARGET_ACCURACY = {b: v[2] for b, v in BENCHMARKS.items()}
+NEAR_DUPLICATES = ((5, 39), (62, 71), (6, 87))
+
+# latent-model constants (logit units)
+SIZE_SLOPE = 0.2           # per doubling of params_b
+GENERAL_SD = 0.25          # per-model general-strength noise
+FAMILY_SD = 0.6            # per-family skill vector (families cluster in embedding space)
+SKILL_SD = 1.0             # idiosyncratic per-model, per-skill noise (what routing exploits)
+DUPLICATE_SD = 0.08        # noise between near-duplicate models
+TOPIC_DIFFICULTY_SD = 0.5
+ITEM_DIFFICULTY_SD = 2.6   # wide: some items defeat the whole pool, some are solved by all
+DISCRIMINATION = 2.0       # median item discrimination
+DISCRIMINATION_SD = 0.3    # log-normal
+LOADING_JITTER = 0.35      # multiplicative, log-normal, per query and skill
+STEP_DIFFICULTY = 0.35     # per visible step of a word problem
+GUESS_CONCENTRATION = 0.5  # Beta(a+b): small = many items with a strong shared distractor
+
+FAMILY_QUALITY = {
+    "llama_3": 0.8, "qwen_1_5": 0.3, "yi": 0.6, "solar": 0.6, "mistral": 0.3, "starling": 0.6,
+    "openchat": 0.6, "zephyr_mistral_based": 0.4, "biomistral": 0.2, "typhoon_mistral_based": 0.3,
+    "mixtral_moe": 0.5, "metamath": 0.1, "gemma": 0.0, "phi": 0.3, "deepseek_llm": 0.4,
+    "deepseek_math": 0.0, "deepseek_coder": -0.3, "llama_2": 0.0, "vicuna": -0.1, "koala": -0.4,
+    "nous_hermes": -0.1, "tulu": 0.0, "wizardlm": 0.0, "orca_2": 0.2, "code_llama": -0.3, "llemma": -0.3,
+    "bigcode_octocoder": -0.6, "mpt": -0.4, "falcon": -0.3, "pythia": -1.0, "bloom": -1.2, "palmyra": -0.8,
+    "roleplay_pygmalion": -0.6, "llama_guard": -2.0,
+}
+# family "other_unknown": quality guessed from the base architecture its exact size implies
+UNKNOWN_BY_PARAMS = {7.24: 0.6, 34.39: 0.6, 6.74: -0.1, 13.02: -0.1}
+TAG_EFFECTS = {
+    "math": "math .9 arithmetic .9 knowledge -.3 social -.2",
+    "code": "code 1.2 logic .4 math .2 knowledge -.4 biomed -.4 social -.3 truthful -.2",
+    "biomed": "biomed 1.0 stem .2 math -.2",
+    "science": "stem .7",
+    "chat_instruct": "social .3 truthful .4",
+    "base": "truthful -.4 social -.2",
+    "safety": "all -.6",
+    "roleplay": "social .4 knowledge -.2 truthful -.4 math -.3",
+    "rag": "knowledge .3",
+    "quantized": "all -.1",
+}
+
+
+def _skill_vector(spec: str) -> np.ndarray:
+    """Parse ``"math .6 logic .4"`` (or ``"all -.5"``) into a length-len(SKILLS) vector."""
+    vec = np.zeros(len(SKILLS))
+    tokens = spec.split()
+    for name, value in zip(tokens[::2], tokens[1::2]):
+        if name == "all":
+            vec += float(value)
+        else:
+            vec[_S[name]] += float(value)
+    return vec
+
+
+# ----------------------------------------------------------------------------------------------
+# parameters
+# ----------------------------------------------------------------------------------------------
+def resolve_params(params: dict | None) -> dict:
+    """Defaults overlaid with `params`, type- and range-checked (ConfigError naming the fix)."""
+    params = dict(params or {})
+    unknown = sorted(set(params) - set(DEFAULTS))
+    if unknown:
+        raise ConfigError(f"synthetic data: unknown parameter(s) {unknown}; allowed: {sorted(DEFAULTS)}.")
+    p = {**DEFAULTS, **params}
+    for key in ("seed", "n_queries", "n_models"):
+        if not _is_integer(p[key]):
+            raise ConfigError(f"synthetic data: {key} must be an integer, got {p[key]!r}.")
+        p[key] = int(p[key])
+    if p["seed"] < 0:
+        raise ConfigError(f"synthetic data: seed must be >= 0, got {p['seed']}.")
+    if p["n_queries"] < 30:
+        raise ConfigError(f"synthetic data: n_queries must be >= 30 (every split needs queries), got {p['n_queries']}.")
+    if not 1 <= p["n_models"] <= 112:
+        raise ConfigError(f"synthetic data: n_models must be in 1..112 (the pool size), got {p['n_models']}.")
+    try:
+        fr = [float(x) for x in p["split_fractions"]]
+    except (TypeError, ValueError):
+        fr = []
+    if len(fr) != 3 or min(fr) <= 0 or abs(sum(fr) - 1) > 1e-6:
+        raise ConfigError(f"synthetic data: split_fractions must be 3 positive numbers (train, val, test) "
+                          f"summing to 1, got {p['split_fractions']!r}.")
+    p["split_fractions"] = fr
+    try:
+        p["partial_fraction"] = float(p["partial_fraction"])
+    except (TypeError, ValueError):
+        p["partial_fraction"] = float("nan")
+    if not 0 < p["partial_fraction"] <= 1:
+        raise ConfigError(f"synthetic data: partial_fraction must be in (0, 1], got {p['partial_fraction']}.")
+    return p
+
+
+def _is_integer(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    try:
+        return float(value).is_integer()
+    except (TypeError, ValueError):
+        return False
+
+
+def _largest_remainder(total: int, weights) -> np.ndarray:
+    """Integer counts summing to `total`, proportional to `weights` (Hamilton's method)."""
+    w = np.asarray(weights, dtype=float)
+    raw = total * w / w.sum()
+    counts = np.floor(raw).astype(int)
+    order = np.argsort(-(raw - counts), kind="stable")
+    counts[order[: total - counts.sum()]] += 1
+    return counts
+
+
+# ----------------------------------------------------------------------------------------------
+# generation
+# ----------------------------------------------------------------------------------------------
+def build(params: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Generate ``(queries, models, scores)`` in the canonical format (see locus.data.canonical)."""
+    p = resolve_params(params)
+    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(p["seed"]).spawn(7)]
+    r_layout, r_text, r_items, r_models, r_outcomes, r_split, r_partial = streams
+
+    names = list(BENCHMARKS)
+    counts = _largest_remainder(p["n_queries"], [BENCHMARKS[b][0] for b in names])
+    bench_idx = r_layout.permutation(np.repeat(np.arange(len(names)), counts))
+    texts, categories, topic_keys, steps, guess_scale = V.generate_texts([names[i] for i in bench_idx], r_text)
+
+    pool = load_model_pool()
+    theta = _abilities(pool, r_models)                                    # [112, K]
+    W, D, b, c = _items(bench_idx, names, topic_keys, steps, guess_scale, r_items)
+    skill = _skill(theta, W)                                             # [n, 112]
+    offsets = _calibrate(skill, D, b, c, bench_idx, names)
+    prob = _probability(skill, D, b + offsets[bench_idx], c)
+    draws = r_outcomes.random(prob.shape)
+    for a, dup in NEAR_DUPLICATES:        # near-duplicates also share their "luck": they answer alike
+        draws[:, dup] = draws[:, a]
+    correct = draws < prob
+
+    split = _assign_splits(bench_idx, p["split_fractions"], r_split)
+    queries = pd.DataFrame({
+        "prompt_id": np.arange(len(texts), dtype=np.int64), "prompt": texts,
+        "benchmark": [names[i] for i in bench_idx], "category": categories, "split": split,
+    })
+    n_m = p["n_models"]
+    models = pool.iloc[:n_m].reset_index(drop=True)
+    evaluated = _evaluation_mask(split, p["partial_fraction"], prob.shape[1], r_partial)[:, :n_m]
+    q_idx, m_idx = np.nonzero(evaluated)
+    scores = pd.DataFrame({
+        "prompt_id": q_idx.astype(np.int64), "model_id": models["model_id"].to_numpy()[m_idx],
+        "score": correct[q_idx, m_idx].astype(np.float64),
+    })
+    return queries, models, scores
+
+
+def _abilities(pool: pd.DataFrame, rng: np.random.Generator) -> np.ndarray:
+    """theta [n_models, K]: general strength + tag effects + family vector + per-skill noise."""
+    n, k = len(pool), len(SKILLS)
+    quality = np.array([
+        FAMILY_QUALITY.get(f, UNKNOWN_BY_PARAMS.get(round(s, 2), 0.0) if f == "other_unknown" else 0.0)
+        for f, s in zip(pool["family"], pool["params_b"])
+    ])
+    general = SIZE_SLOPE * np.log2(pool["params_b"].to_numpy() / 7.0) + quality + rng.normal(0, GENERAL_SD, n)
+    tags = np.array([sum((_skill_vector(TAG_EFFECTS[t]) for t in ts.split(";") if t in TAG_EFFECTS),
+                         np.zeros(k)) for ts in pool["tags"]])
+    # every "other_unknown" model is its own family
+    fam_keys = [f if f != "other_unknown" else f"other_{i}" for i, f in zip(pool["model_id"], pool["family"])]
+    uniq = sorted(set(fam_keys))
+    fam_vec = rng.normal(0, FAMILY_SD, (len(uniq), k))[[uniq.index(f) for f in fam_keys]]
+    theta = general[:, None] + tags + fam_vec + rng.normal(0, SKILL_SD, (n, k))
+    for a, dup in NEAR_DUPLICATES:
+        theta[dup] = theta[a] + rng.normal(0, DUPLICATE_SD, k)
+    return theta
+
+
+def _items(bench_idx, names, topic_keys, steps, guess_scale, rng):
+    """Per-query loadings W [n, K], discrimination D, difficulty b (without benchmark offset), guessing c."""
+    n = len(bench_idx)
+    keys = V.TOPIC_KEYS                   # all topics, so a topic's draws do not depend on n_queries
+    index = {key: i for i, key in enumerate(keys)}
+    topic_pos = np.array([index[t] for t in topic_keys])
+    topic_w = np.array([V.topic_loading(key) for key in keys])
+    topic_b = rng.normal(0, TOPIC_DIFFICULTY_SD, len(keys))
+    W = topic_w[topic_pos] * np.exp(rng.normal(0, LOADING_JITTER, (n, len(SKILLS))))
+    W /= W.sum(axis=1, keepdims=True)
+    D = DISCRIMINATION * np.exp(rng.normal(0, DISCRIMINATION_SD, n))
+    b = topic_b[topic_pos] + STEP_DIFFICULTY * np.asarray(steps) + rng.normal(0, ITEM_DIFFICULTY_SD, n)
+    n_opt = np.array([BENCHMARKS[names[i]][1] for i in bench_idx], dtype=float)
+    mean = np.where(n_opt > 0, 1.0 / np.maximum(n_opt, 1), 0.5) * np.asarray(guess_scale)
+    draw = rng.beta(np.maximum(mean, 1e-3) * GUESS_CONCENTRATION, np.maximum(1 - mean, 1e-3) * GUESS_CONCENTRATION)
+    c = np.where(n_opt > 0, draw, 0.0)
+    return W, D, b, c
+
+
+def _skill(theta, W) -> np.ndarray:
+    """w_q . theta_m for all pairs [queries, models]. Summed explicitly over the K skills rather than by
+    BLAS matmul: as fast for K = 11, bit-identical across machines and thread counts, and free of the
+    multi-threaded BLAS slow-down seen on busy 2-core machines."""
+    skill = np.zeros((W.shape[0], theta.shape[0]))
+    for j in range(W.shape[1]):
+        skill += W[:, j, None] * theta[None, :, j]
+    return skill
+
+
+def _probability(skill, D, b, c) -> np.ndarray:
+    """c + (1 - c) * sigmoid(D * (skill - b)), row-wise item parameters."""
+    logit = D[:, None] * (skill - b[:, None])
+    return c[:, None] + (1 - c[:, None]) / (1 + np.exp(-logit))
+
+
+def _calibrate(skill, D, b, c, bench_idx, names, per_benchmark: int = 1000, iters: int = 30) -> np.ndarray:
+    """Benchmark difficulty offsets (bisection) so the pool's mean accuracy meets TARGET_ACCURACY.
+
+    Uses at most `per_benchmark` queries of each benchmark (the first ones, deterministic). When a
+    target is below the guessing floor the offset ends at the interval's edge (accuracy ~ floor).
+    """
+    sel = np.concatenate([np.flatnonzero(bench_idx == i)[:per_benchmark] for i in range(len(names))])
+    bi, skill, D, b, c = bench_idx[sel], skill[sel], D[sel], b[sel], c[sel]
+    target = np.array([TARGET_ACCURACY[nm] for nm in names])
+    lo, hi = np.full(len(names), -12.0), np.full(len(names), 12.0)
+    counts = np.maximum(np.bincount(bi, minlength=len(names)), 1)
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        acc = _probability(skill, D, b + mid[bi], c).mean(axis=1)
+        mean = np.bincount(bi, weights=acc, minlength=len(names)) / counts
+        too_easy = mean > target          # raise the difficulty
+        lo = np.where(too_easy, mid, lo)
+        hi = np.where(too_easy, hi, mid)
+    return (lo + hi) / 2
+
+
+def _assign_splits(bench_idx, fractions, rng) -> np.ndarray:
+    """Split labels, stratified by benchmark (each benchmark split by `fractions`, random order)."""
+    split = np.empty(len(bench_idx), dtype=object)
+    for i in np.unique(bench_idx):
+        rows = rng.permutation(np.flatnonzero(bench_idx == i))
+        split[rows] = np.repeat(np.array(SPLITS, dtype=object), _largest_remainder(len(rows), fractions))
+    for s in SPLITS:
+        if not (split == s).any():
+            raise ConfigError(f"synthetic data: split {s!r} got no queries; raise n_queries or that split's fraction.")
+    return split
+
+
+def _evaluation_mask(split, fraction: float, n_models: int, rng) -> np.ndarray:
+    """Boolean [n_queries, n_models]: which pairs are scored (all when fraction == 1).
+
+    Each model gets round(fraction * n_split) (at least 1) random queries of every split.
+    """
+    n = len(split)
+    if fraction >= 1:
+        return np.ones((n, n_models), dtype=bool)
+    mask = np.zeros((n, n_models), dtype=bool)
+    noise = rng.random((n, n_models))
+    for s in SPLITS:
+        rows = np.flatnonzero(split == s)
+        k = max(1, int(round(fraction * len(rows))))
+        chosen = np.argpartition(noise[rows], k - 1, axis=0)[:k]          # [k, n_models]
+        mask[rows[chosen], np.arange(n_models)[None, :]] = True
+    return mask
