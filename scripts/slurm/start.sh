@@ -3,7 +3,7 @@
 #
 # Usage (as root, after scripts/slurm/install.sh):
 #   scripts/slurm/start.sh STATE_DIR        # STATE_DIR is created; must not hold a running cluster
-#   source STATE_DIR/env.sh                 # exports SLURM_CONF and LOCUS_SLURM_* for clients
+#   source STATE_DIR/env.sh                 # exports SLURM_CONF, PATH (srun wrapper), LOCUS_SLURM_*
 #   sinfo; sbatch --wrap hostname; snakemake --profile profiles/slurm ...
 #   scripts/slurm/stop.sh STATE_DIR
 #
@@ -12,7 +12,10 @@
 # so /etc/slurm, /etc/munge's socket and /var/lib/mysql are left alone. Partitions: "cpu"
 # (default) and "gpu" (same node; the node has one fake GPU); account "locus" for user root.
 # Every wait has a hard limit; on failure the log tails are printed, everything started so
-# far is stopped (stop.sh, by PID file) and the exit status is 1. Takes ~3 s.
+# far is stopped (stop.sh, by PID file; LOCUS_KEEP_ON_FAIL=1 keeps it for debugging) and the
+# exit status is 1. Takes 5-10 s (mostly slurmdbd creating its tables).
+# Optional: LOCUS_TEST_PARTITION / LOCUS_TEST_GPU_PARTITION / LOCUS_TEST_ACCOUNT (names),
+# LOCUS_TEST_PORT_BASE (first port tried, default 16817; four consecutive free ports are used).
 set -euo pipefail
 
 STATE=${1:?usage: start.sh STATE_DIR}
@@ -35,13 +38,16 @@ if [[ -s $STATE/run/slurmctld.pid ]] && kill -0 "$(cat "$STATE/run/slurmctld.pid
 fi
 
 fail() {
+  trap - ERR
   echo "start.sh: $*" >&2
   for log in "$STATE"/log/*.log "$STATE"/mysql/error.log; do
     [[ -s $log ]] && { echo "--- tail of $log" >&2; tail -n 15 "$log" >&2; }
   done
-  "$HERE/stop.sh" "$STATE" >&2 || true
+  [[ -n ${LOCUS_KEEP_ON_FAIL:-} ]] || "$HERE/stop.sh" "$STATE" >&2 || true
   exit 1
 }
+# Any other failing command also stops what was started so far.
+trap 'fail "command failed (line $LINENO)"' ERR
 # wait_for SECONDS DESCRIPTION COMMAND...: poll COMMAND every 0.1 s, fail after SECONDS.
 wait_for() {
   local limit=$1 what=$2; shift 2
@@ -52,12 +58,11 @@ wait_for() {
   done
 }
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-# free_port START: first port >= START that nobody listens on and that we did not hand out yet.
-USED=" "
+# free_port START: first port >= START that nobody listens on (callers chain START = previous + 1).
 free_port() {
   local p=$1
-  while ! port_free "$p" || [[ $USED == *" $p "* ]]; do p=$((p + 1)); done
-  USED+="$p "; echo "$p"
+  while ! port_free "$p"; do p=$((p + 1)); done
+  echo "$p"
 }
 
 # The state dir must be traversable by the munge and mysql users (mktemp makes it 0700).
@@ -118,9 +123,22 @@ sacctmgr -i add user root Account="$ACCOUNT" DefaultAccount="$ACCOUNT" > /dev/nu
 # slurmctld learns about new associations asynchronously; wait until a job may use the account.
 wait_for 30 "account $ACCOUNT" bash -c "sacctmgr -n -P list assoc user=root account=$ACCOUNT | grep -q $ACCOUNT"
 
+# The SLURM plugin's job step (snakemake-executor-plugin-slurm-jobstep 0.6) strips every SLURM_*
+# variable except the job id before it calls `srun`, SLURM_CONF included, so srun inside a job
+# would look for /etc/slurm/slurm.conf. A tiny srun wrapper first on PATH puts it back.
+# (Production clusters use /etc/slurm or configless mode and are not affected.)
+mkdir -p "$STATE/bin"
+cat > "$STATE/bin/srun" <<WRAP
+#!/bin/sh
+# srun for the test cluster in $STATE (see start.sh): restores SLURM_CONF.
+SLURM_CONF=$SLURM_CONF exec $(command -v srun) "\$@"
+WRAP
+chmod 755 "$STATE/bin/srun"
+
 cat > "$STATE/env.sh" <<ENV
 # Source me to talk to the test cluster in $STATE.
 export SLURM_CONF=$SLURM_CONF
+export PATH=$STATE/bin:\$PATH
 export LOCUS_SLURM_PARTITION=$PARTITION
 export LOCUS_SLURM_GPU_PARTITION=$GPU_PARTITION
 export LOCUS_SLURM_ACCOUNT=$ACCOUNT

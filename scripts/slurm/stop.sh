@@ -6,6 +6,7 @@
 # Cancels the cluster's remaining jobs, then stops each daemon by the PID file in STATE_DIR/run
 # (never by process name): SIGTERM, wait up to 10 s, then SIGKILL. A PID is only signalled when
 # /proc/PID/exe is the expected daemon, so a stale PID file cannot hit an unrelated process.
+# Takes ~1-3 s.
 # Safe to call twice and on a half-started cluster. The state dir itself is left in place.
 set -uo pipefail
 STATE=${1:?usage: stop.sh STATE_DIR}
@@ -22,7 +23,8 @@ stop_pidfile() {   # stop_pidfile FILE EXE_NAME
   pid=$(cat "$pf")
   [[ $pid =~ ^[0-9]+$ ]] || return 0
   exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || { rm -f "$pf"; return 0; }
-  [[ $(basename "$exe") == "$name" ]] || { echo "stop.sh: $pf points at $exe, not $name; skipped" >&2; return 0; }
+  # Debian installs slurmd/slurmctld as slurmd-wlm/slurmctld-wlm (alternatives), hence the prefix match.
+  [[ $(basename "$exe") == "$name"* ]] || { echo "stop.sh: $pf points at $exe, not $name; skipped" >&2; return 0; }
   kill -TERM "$pid" 2>/dev/null || true
   for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || { rm -f "$pf"; return 0; }; sleep 0.1; done
   echo "stop.sh: $name (pid $pid) ignored SIGTERM for 10 s; sending SIGKILL" >&2

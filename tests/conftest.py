@@ -1,0 +1,43 @@
+"""Shared pytest fixtures: the repository root and a real single-node SLURM cluster (tests/slurm_cluster.py)."""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import slurm_cluster  # noqa: E402  (tests/ is not a package)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return slurm_cluster.REPO
+
+
+@pytest.fixture(scope="session", name="slurm_cluster")
+def slurm_cluster_fixture():
+    """Start the test cluster once per session (installing the Debian packages if needed) and stop it.
+
+    When SLURM cannot be installed (not root, no apt) the tests are skipped with a loud message,
+    unless LOCUS_REQUIRE_SLURM=1 (CI), which turns that into a failure so CI cannot skip silently.
+    """
+    reason = slurm_cluster.ensure_installed()
+    if reason:
+        message = f"SLURM TESTS NOT RUN: {reason}. Run scripts/slurm/install.sh as root to enable them."
+        sys.stderr.write(f"\n{'!' * 80}\n{message}\n{'!' * 80}\n")
+        if os.environ.get("LOCUS_REQUIRE_SLURM") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    # Not under tmp_path_factory: pytest's base dir is 0700, but munged and mariadbd run as their own
+    # users and must reach their sockets; unix socket paths must also stay short (< 108 bytes).
+    state = Path(tempfile.mkdtemp(prefix="locus-slurm-"))
+    cluster = slurm_cluster.SlurmCluster.start(state)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(state, ignore_errors=True)
