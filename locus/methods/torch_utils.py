@@ -149,10 +149,37 @@ def train_early_stopping(
     return pd.DataFrame(rows)
 
 
-def row_batches(n_rows: int, batch_size: int, generator: torch.Generator) -> list[torch.Tensor]:
-    """One epoch of shuffled row indices in batches of `batch_size`."""
-    perm = torch.randperm(n_rows, generator=generator)
-    return list(torch.split(perm, int(batch_size)))
+@dataclass
+class QueryBatch:
+    """All training rows of a few queries: ``queries`` (prompt positions), ``rows`` (row indices) and
+    ``local`` (position of each row's query within ``queries``)."""
+
+    queries: torch.Tensor
+    rows: torch.Tensor
+    local: torch.Tensor
+
+
+def query_batches(table: PairTable, batch_size: int, generator: torch.Generator) -> list[QueryBatch]:
+    """One epoch of batches made of *whole queries*: shuffle the training queries, then group them so a
+    batch holds about `batch_size` rows (all evaluations of each of its queries).
+
+    Grouping by query lets the query side (input noise, projection, IRT-Net's mixture of experts) run
+    once per query per step instead of once per row, which is what makes CPU training fast; the input
+    noise is therefore drawn per query and step, shared by that query's rows in the step.
+    """
+    n_prompts = int(table.vectors.shape[0])
+    order = torch.argsort(table.query, stable=True)
+    counts = torch.bincount(table.query, minlength=n_prompts)
+    starts = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(counts, 0)])
+    per_batch = max(1, int(round(batch_size / max(len(table) / max(n_prompts, 1), 1.0))))
+    perm = torch.randperm(n_prompts, generator=generator)
+    batches = []
+    for chunk in torch.split(perm, per_batch):
+        sizes = counts[chunk]
+        rows = torch.cat([order[starts[q]:starts[q + 1]] for q in chunk.tolist()])
+        local = torch.repeat_interleave(torch.arange(len(chunk)), sizes)
+        batches.append(QueryBatch(chunk, rows, local))
+    return batches
 
 
 def fit_rows(

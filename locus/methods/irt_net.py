@@ -1,0 +1,222 @@
+"""IRT-Net (Chen et al. 2025, arXiv 2510.00844): a multidimensional two-parameter IRT model.
+
+P(model m answers query x) = sigmoid(a_x · theta_m - b_x) where
+- theta_m in R^dim is a free, learned ability vector per model (the model embedding; N(0, 1) init);
+- a_x in R^dim (discrimination) and b_x (difficulty) are predicted from the query encoding by a
+  mixture-of-experts network: one shared expert plus ``n_experts`` routed experts, each
+  Linear(d_phi -> expert_hidden) -> ReLU -> Dropout -> Linear(expert_hidden -> expert_out); the
+  routed outputs are mixed by a softmax over the gate logits of the ``top_k`` experts selected by
+  gate logit + a non-learned balancing bias; h_x = shared + mixture; a_x = Linear(h_x),
+  b_x = Linear(h_x) -> scalar. Gaussian input noise (std ``noise``) during training only.
+
+Released hyper-parameters are kept (dim 232, 39 experts, top_k 39, hidden 512, output 256, dropout
+0.5, noise 0.05, Adam lr 1e-4 and weight decay 1e-4 on all parameters, ReduceLROnPlateau(factor
+0.1, patience 2) on the validation loss, at most 30 epochs, early stopping patience 5 on the
+validation correctness accuracy, the released model-selection rule).
+
+Decisions (see docs / README):
+- The auxiliary-loss-free load-balancing bias (+/- ``bias_update_speed`` per step) is implemented
+  but inert at top_k = n_experts (the released setting): it changes neither the selected experts
+  nor their softmax weights.
+- Batches are made of whole queries (torch_utils.query_batches): the mixture of experts runs once
+  per query per step, and the input noise is drawn per query and step rather than per row.
+- The balancing bias update uses the mean gate logit over the batch's unique queries.
+- ``embed``: network frozen (eval mode, no noise, no dropout); one theta, initialised N(0, 1) from the
+  method's seed, is fitted by full-batch Adam on BCE — a convex logistic regression in theta.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from locus.errors import ConfigError
+from locus.methods import torch_utils as tu
+from locus.methods.base import EmbeddingMethod, FitData
+
+PREDICT_CHUNK = 256
+
+
+def _uniform(shape, fan_in: int) -> nn.Parameter:
+    bound = 1.0 / math.sqrt(fan_in)  # nn.Linear's default init range
+    return nn.Parameter(torch.empty(shape).uniform_(-bound, bound))
+
+
+class QueryMoE(nn.Module):
+    """Shared expert + dense/top-k mixture of routed experts, then the IRT heads (a_x, b_x)."""
+
+    def __init__(self, d_phi: int, dim: int, n_experts: int, top_k: int, hidden: int, out: int, dropout: float):
+        super().__init__()
+        self.n_experts, self.top_k, self.hidden, self.out = n_experts, top_k, hidden, out
+        self.shared = nn.Sequential(nn.Linear(d_phi, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, out))
+        # routed experts stored batched: first layer as one [d_phi, E*hidden] matmul, second as bmm
+        self.w1 = _uniform((d_phi, n_experts * hidden), d_phi)
+        self.b1 = _uniform((n_experts * hidden,), d_phi)
+        self.w2 = _uniform((n_experts, hidden, out), hidden)
+        self.b2 = _uniform((n_experts, 1, out), hidden)
+        self.dropout = nn.Dropout(dropout)
+        self.gate = nn.Linear(d_phi, n_experts)
+        self.register_buffer("balance_bias", torch.zeros(n_experts))
+        self.difficulty = nn.Linear(out, 1)
+        self.discrimination = nn.Linear(out, dim)
+
+    def gate_weights(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mixing weights [n, E], raw gate logits [n, E])."""
+        logits = self.gate(x)
+        if self.top_k >= self.n_experts:
+            return torch.softmax(logits, dim=-1), logits
+        chosen = torch.topk(logits + self.balance_bias, self.top_k, dim=-1).indices
+        masked = torch.full_like(logits, float("-inf")).scatter(1, chosen, logits.gather(1, chosen))
+        return torch.softmax(masked, dim=-1), logits
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(a [n, dim], b [n], gate logits [n, E]) of query encodings x [n, d_phi]."""
+        n = x.shape[0]
+        weights, gate_logits = self.gate_weights(x)
+        h1 = self.dropout(torch.relu(x @ self.w1 + self.b1))  # [n, E*hidden]
+        h1 = h1.view(n, self.n_experts, self.hidden).transpose(0, 1)  # [E, n, hidden]
+        routed = torch.bmm(h1, self.w2) + self.b2  # [E, n, out]
+        h = self.shared(x) + torch.einsum("ne,eno->no", weights, routed)
+        return self.discrimination(h), self.difficulty(h).squeeze(-1), gate_logits
+
+    @torch.no_grad()
+    def update_balance(self, gate_logits: torch.Tensor, speed: float) -> None:
+        """DeepSeek-V3-style bias update: over-used experts (batch-mean gate logit above the mean) get
+        -speed, under-used ones +speed."""
+        load = gate_logits.mean(dim=0)
+        self.balance_bias -= speed * torch.sign(load - load.mean())
+
+
+class IRTModule(nn.Module):
+    def __init__(self, n_models: int, d_phi: int, p: dict):
+        super().__init__()
+        self.theta = nn.Embedding(n_models, int(p["dim"]))
+        self.query = QueryMoE(d_phi, int(p["dim"]), int(p["n_experts"]), int(p["top_k"]), int(p["expert_hidden"]),
+                              int(p["expert_out"]), float(p["dropout"]))
+
+    def matrix_logits(self, x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+        out = []
+        for chunk in torch.split(x, PREDICT_CHUNK):
+            a, b, _ = self.query(chunk)
+            out.append(a @ theta.T - b[:, None])
+        return torch.cat(out) if out else torch.zeros((0, theta.shape[0]))
+
+
+class IRTNet(EmbeddingMethod):
+    name = "irt_net"
+    defaults = {
+        "dim": 232,
+        "n_experts": 39,
+        "top_k": 39,  # = n_experts: dense mixture (released setting)
+        "expert_hidden": 512,
+        "expert_out": 256,
+        "dropout": 0.5,
+        "noise": 0.05,
+        "bias_update_speed": 0.01,
+        "lr": 1e-4,
+        "weight_decay": 1e-4,
+        "lr_factor": 0.1,  # ReduceLROnPlateau on val BCE
+        "lr_patience": 2,
+        "batch_size": 2048,
+        "max_epochs": 30,
+        "patience": 5,
+        "select_by": "val_acc",
+        "embed_steps": 300,
+        "embed_lr": 0.05,
+        "threads": 1,  # torch threads (0 = leave torch's default)
+    }
+
+    def __init__(self, params: dict | None = None, seed: int = 0):
+        super().__init__(params, seed)
+        tu.check_select_by(self.name, self.params["select_by"])
+        p = self.params
+        for key in ("dim", "n_experts", "top_k", "expert_hidden", "expert_out", "batch_size", "max_epochs", "patience"):
+            if int(p[key]) < 1:
+                raise ConfigError(f"method {self.name!r}: {key} must be >= 1, got {p[key]}")
+        if int(p["top_k"]) > int(p["n_experts"]):
+            raise ConfigError(f"method {self.name!r}: top_k ({p['top_k']}) must be <= n_experts ({p['n_experts']})")
+        self.net: IRTModule | None = None
+        self.d_phi: int | None = None
+
+    def fit(self, data: FitData) -> "IRTNet":
+        p = self.params
+        gen = tu.setup_torch(self.seed, p["threads"])
+        self.model_ids = tu.fit_model_ids(data)
+        train = tu.PairTable.from_frame(data.train, self.model_ids, data.encodings)
+        val = tu.ValidationSet(data.val, self.model_ids, data.encodings)
+        self.d_phi = int(train.vectors.shape[1])
+        self.net = IRTModule(len(self.model_ids), self.d_phi, p)
+        opt = torch.optim.Adam(self.net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
+        sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=p["lr_factor"],
+                                                           patience=int(p["lr_patience"]))
+        noise, speed = float(p["noise"]), float(p["bias_update_speed"])
+
+        def loss_of(batch: tu.QueryBatch) -> torch.Tensor:
+            x = train.vectors[batch.queries]
+            if noise > 0:
+                x = x + noise * torch.randn(x.shape, generator=gen)
+            a, b, gate_logits = self.net.query(x)
+            self.net.query.update_balance(gate_logits.detach(), speed)  # bias is a buffer: not in the graph
+            theta = self.net.theta(train.model[batch.rows])
+            logits = (a[batch.local] * theta).sum(-1) - b[batch.local]
+            return nn.functional.binary_cross_entropy_with_logits(logits, train.score[batch.rows])
+
+        def on_epoch_end(row: dict) -> None:
+            row["lr"] = opt.param_groups[0]["lr"]
+            sched.step(row["val_bce"])
+
+        with torch.random.fork_rng():  # dropout draws from the global RNG: seed it for determinism
+            torch.manual_seed(self.seed)
+            self.history = tu.train_early_stopping(
+                self.net, opt,
+                batches=lambda: tu.query_batches(train, p["batch_size"], gen),
+                loss_of_batch=loss_of,
+                validate=lambda: val.metrics(self.net.matrix_logits(val.vectors, self.net.theta.weight).numpy()),
+                max_epochs=int(p["max_epochs"]), patience=int(p["patience"]), select_by=p["select_by"],
+                on_epoch_end=on_epoch_end,
+            )
+        return self
+
+    def predict_logits(self, query_vectors: np.ndarray, model_ids=None) -> np.ndarray:
+        pos = self._model_positions(model_ids)
+        x = torch.from_numpy(self._check_query_dim(query_vectors, self.d_phi))
+        self.net.eval()
+        with torch.no_grad():
+            return self.net.matrix_logits(x, self.net.theta.weight[torch.from_numpy(pos)]).numpy().astype(np.float32)
+
+    def model_embeddings(self) -> tuple[np.ndarray, np.ndarray]:
+        self._resolve_model_ids(None)
+        return self.model_ids.copy(), self.net.theta.weight.detach().numpy().astype(np.float32).copy()
+
+    def embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        """Fit theta for a (new) model on its scored queries with the query network frozen."""
+        self._resolve_model_ids(None)
+        x, y = tu.as_scores(query_vectors, scores, self.name, self.d_phi)
+        self.net.eval()
+        with torch.no_grad():
+            a, b, _ = self.net.query(x)
+        gen = torch.Generator().manual_seed(self.seed)
+        init = torch.randn(int(self.params["dim"]), generator=gen)
+        theta = tu.fit_rows(init, lambda t: a @ t - b, y, steps=self.params["embed_steps"],
+                            lr=self.params["embed_lr"], weight_decay=self.params["weight_decay"])
+        return theta.numpy().astype(np.float32)
+
+    def save(self, directory: Path) -> None:
+        self._resolve_model_ids(None)
+        config = {"method": self.name, "params": self.params, "seed": self.seed,
+                  "model_ids": self.model_ids.tolist(), "d_phi": self.d_phi}
+        tu.save_torch(directory, self.net, config)
+
+    @classmethod
+    def load(cls, directory: Path) -> "IRTNet":
+        config, state, _ = tu.load_torch(directory, cls.name)
+        method = cls(config["params"], seed=config["seed"])
+        method.model_ids = np.asarray(config["model_ids"], dtype=np.int64)
+        method.d_phi = int(config["d_phi"])
+        method.net = IRTModule(len(method.model_ids), method.d_phi, method.params)
+        method.net.load_state_dict(state)
+        method.net.eval()
+        return method

@@ -1,0 +1,115 @@
+"""K-Means router (LOCUS App. B; UniRoute / Avengers style): embedding-free, non-parametric.
+
+The training queries' L2-normalised encodings are clustered by K-Means (scikit-learn, k-means++,
+fixed seed = the run's seed, ``n_init`` restarts). For a query x and model m, p_m(x) is m's mean
+training score over its evaluated training queries in the cluster whose centre is nearest to x.
+
+Decisions (see docs / README):
+- Cosine geometry: encodings are L2-normalised before clustering and assignment (as Avengers);
+  assignment = nearest centre in Euclidean distance, ties to the lower cluster index.
+- A model with no training evaluation in a cluster (possible with partial evaluations) gets its
+  global mean training score there.
+- K is tuned on the validation split over ``K_grid`` restricted to K <= n_train / ``min_cluster_size``
+  (so clusters are not tiny; the smallest grid value is kept if none qualifies, capped at n_train),
+  by ``select_by`` (default validation routing accuracy; a tie keeps the smaller K); ``K`` > 0 fixes it.
+- Logits and the tie-breaker are the kNN router's (``tie_eps`` x global mean training score, then
+  lower model_id), see :mod:`locus.methods.knn_router`.
+- scikit-learn runs under a thread limit of ``threads`` (threadpoolctl) for reproducibility.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from locus.methods.base import FitData, Method
+from locus.methods.knn_router import (check_common, choose, load_state, normalise, save_state, to_logits,
+                                      training_matrix, validation_matrix)
+
+
+class KMeansRouter(Method):
+    name = "kmeans_router"
+    defaults = {
+        "K_grid": [4, 8, 16, 32, 64],
+        "K": 0,  # > 0: use this K, no tuning
+        "min_cluster_size": 8,  # only K <= n_train / min_cluster_size are tried
+        "n_init": 10,
+        "max_iter": 300,
+        "select_by": "val_routing",
+        "clip": 1e-4,
+        "tie_eps": 1e-4,
+        "threads": 1,
+    }
+
+    def __init__(self, params: dict | None = None, seed: int = 0):
+        super().__init__(params, seed)
+        check_common(self.name, self.params, "K_grid", "K")
+        self.K: int | None = None
+        self.centres = self.cluster_means = self.cluster_counts = self.global_mean = None
+
+    def fit(self, data: FitData) -> "KMeansRouter":
+        from threadpoolctl import threadpool_limits
+
+        p = self.params
+        self.model_ids = np.asarray(data.model_ids, dtype=np.int64)
+        _, x, scores = training_matrix(data, self.model_ids)
+        self.global_mean = np.nanmean(scores, axis=0)
+        n = len(x)
+        if int(p["K"]) > 0:
+            candidates = [min(int(p["K"]), n)]
+        else:
+            grid = sorted({int(k) for k in p["K_grid"]})
+            candidates = [k for k in grid if k * int(p["min_cluster_size"]) <= n] or [min(grid[0], n)]
+        val_vectors, val_labels = validation_matrix(data, self.model_ids)
+        fitted, logits = {}, {}
+        with threadpool_limits(limits=int(p["threads"]) or None):
+            for k in candidates:
+                fitted[k] = self._cluster(x, scores, k)
+                logits[k] = self._logits(val_vectors, *fitted[k][:2])
+        self.K, self.history = choose(candidates, logits, val_labels, p["select_by"], "K")
+        self.centres, self.cluster_means, self.cluster_counts = fitted[self.K]
+        return self
+
+    def _cluster(self, x: np.ndarray, scores: np.ndarray, k: int):
+        """(centres [K x d], per-cluster mean score [K x models], evaluation counts [K x models])."""
+        from sklearn.cluster import KMeans
+
+        km = KMeans(n_clusters=k, init="k-means++", n_init=int(self.params["n_init"]),
+                    max_iter=int(self.params["max_iter"]), random_state=self.seed).fit(x)
+        centres = km.cluster_centers_.astype(np.float64)
+        assign = nearest(x, centres)
+        evaluated = ~np.isnan(scores)
+        onehot = np.eye(k)[assign]  # [n, K]
+        counts = onehot.T @ evaluated
+        sums = onehot.T @ np.where(evaluated, scores, 0.0)
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), self.global_mean[None, :])
+        return centres, means, counts
+
+    def _logits(self, queries: np.ndarray, centres: np.ndarray, means: np.ndarray) -> np.ndarray:
+        return to_logits(means[nearest(queries, centres)], self.global_mean, self.params)
+
+    def predict_logits(self, query_vectors: np.ndarray, model_ids=None) -> np.ndarray:
+        pos = self._model_positions(model_ids)
+        q = normalise(self._check_query_dim(query_vectors, self.centres.shape[1]))
+        return self._logits(q, self.centres, self.cluster_means)[:, pos]
+
+    def save(self, directory: Path) -> None:
+        self._resolve_model_ids(None)
+        save_state(directory, {"method": self.name, "params": self.params, "seed": self.seed, "K": self.K},
+                   {"model_ids": self.model_ids, "global_mean": self.global_mean, "centres": self.centres,
+                    "cluster_means": self.cluster_means, "cluster_counts": self.cluster_counts})
+
+    @classmethod
+    def load(cls, directory: Path) -> "KMeansRouter":
+        config, t = load_state(directory, cls.name)
+        method = cls(config["params"], seed=config["seed"])
+        method.K = int(config["K"])
+        method.model_ids, method.global_mean = t["model_ids"], t["global_mean"]
+        method.centres, method.cluster_means, method.cluster_counts = t["centres"], t["cluster_means"], t["cluster_counts"]
+        return method
+
+
+def nearest(x: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """Index of the nearest centre (squared Euclidean); ties go to the lower index."""
+    d2 = (centres ** 2).sum(axis=1)[None, :] - 2.0 * x @ centres.T
+    return np.argmin(d2, axis=1)

@@ -1,0 +1,199 @@
+"""kNN router (LOCUS App. B; RouterBench / RouterEval style): embedding-free, non-parametric.
+
+For a query x and model m, p_m(x) is m's mean training score over the k training queries nearest
+to x *among the queries m was evaluated on* (cosine similarity on L2-normalised encodings), so
+partial evaluations work: every model has its own neighbour set when evaluations differ.
+
+Decisions (see docs / README):
+- Cosine similarity; on normalised vectors it ranks neighbours like Euclidean distance (the
+  EmbedLLM kNN baseline). Ties in similarity go to the training query with the lower prompt_id.
+- k is tuned on the validation split over ``k_grid`` (capped at the number of training queries of
+  a model), by ``select_by`` (default validation routing accuracy; a tie keeps the smaller k);
+  ``k`` > 0 fixes it instead.
+- logit = log(p / (1 - p)) with p clipped to [``clip``, 1 - ``clip``], plus a deterministic
+  tie-breaker ``tie_eps`` x (the model's mean training score) in [0, ``tie_eps``]: averaged 0/1
+  labels tie often, and a tie then goes to the model that is better overall. The shift is far below
+  the smallest logit gap between distinct neighbour means (>= 4/k) and never moves a logit from >= 0
+  to < 0, so correctness decisions are unchanged. Remaining ties (equal training means) are broken
+  by the common evaluation: lower model_id wins.
+
+The helpers at the bottom (normalisation, training matrix, logits, tuning, safetensors I/O) are
+shared with the K-Means router.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from locus import evaluation
+from locus.atomic import atomic_path, write_json
+from locus.data.canonical import pairs_to_matrix
+from locus.errors import ConfigError, DataError
+from locus.methods.base import FitData, Method, read_params
+
+SELECT_BY = ("val_routing", "val_acc", "val_bce")
+STATE_FILE = "model.safetensors"
+CHUNK = 256  # queries scored at a time (bounds the [chunk x k x models] gather)
+
+
+class KNNRouter(Method):
+    name = "knn_router"
+    defaults = {
+        "k_grid": [5, 10, 20, 50, 100, 131, 200],
+        "k": 0,  # > 0: use this k, no tuning
+        "select_by": "val_routing",
+        "clip": 1e-4,
+        "tie_eps": 1e-4,
+    }
+
+    def __init__(self, params: dict | None = None, seed: int = 0):
+        super().__init__(params, seed)
+        check_common(self.name, self.params, "k_grid", "k")
+        self.k: int | None = None
+        self.train_prompt_ids = self.train_vectors = self.train_scores = self.global_mean = None
+
+    def fit(self, data: FitData) -> "KNNRouter":
+        self.model_ids = np.asarray(data.model_ids, dtype=np.int64)
+        self.train_prompt_ids, self.train_vectors, self.train_scores = training_matrix(data, self.model_ids)
+        self.global_mean = np.nanmean(self.train_scores, axis=0)
+        n_max = int((~np.isnan(self.train_scores)).sum(axis=0).max())
+        grid = [int(self.params["k"])] if int(self.params["k"]) > 0 else self.params["k_grid"]
+        candidates = sorted({min(int(k), n_max) for k in grid})
+        val_vectors, val_labels = validation_matrix(data, self.model_ids)
+        means = self._neighbour_means(val_vectors, candidates)
+        logits = {k: to_logits(means[k], self.global_mean, self.params) for k in candidates}
+        self.k, self.history = choose(candidates, logits, val_labels, self.params["select_by"], "k")
+        return self
+
+    def predict_logits(self, query_vectors: np.ndarray, model_ids=None) -> np.ndarray:
+        pos = self._model_positions(model_ids)
+        q = normalise(self._check_query_dim(query_vectors, self.train_vectors.shape[1]))
+        p = self._neighbour_means(q, [self.k])[self.k]
+        return to_logits(p, self.global_mean, self.params)[:, pos]
+
+    def _neighbour_means(self, queries: np.ndarray, ks: list[int]) -> dict[int, np.ndarray]:
+        """{k: [queries x models] mean training score over each model's k nearest evaluated queries}."""
+        evaluated = ~np.isnan(self.train_scores)
+        patterns, group = np.unique(evaluated.T, axis=0, return_inverse=True)
+        group = np.asarray(group).reshape(-1)
+        out = {k: np.empty((len(queries), len(self.model_ids))) for k in ks}
+        for g, pattern in enumerate(patterns):  # models evaluated on the same training queries
+            cols = np.flatnonzero(pattern)
+            models = np.flatnonzero(group == g)
+            sub = self.train_scores[np.ix_(cols, models)]
+            k_max = min(max(ks), len(cols))
+            for start in range(0, len(queries), CHUNK):
+                sims = queries[start:start + CHUNK] @ self.train_vectors[cols].T
+                order = np.argsort(-sims, axis=1, kind="stable")[:, :k_max]  # ties: lower prompt_id first
+                csum = np.cumsum(sub[order], axis=1)  # [q, k_max, models]
+                for k in ks:
+                    k_eff = min(k, len(cols))
+                    out[k][start:start + CHUNK, models] = csum[:, k_eff - 1, :] / k_eff
+        return out
+
+    def save(self, directory: Path) -> None:
+        self._resolve_model_ids(None)
+        save_state(directory, {"method": self.name, "params": self.params, "seed": self.seed, "k": self.k},
+                   {"model_ids": self.model_ids, "global_mean": self.global_mean,
+                    "train_prompt_ids": self.train_prompt_ids, "train_vectors": self.train_vectors,
+                    "train_scores": self.train_scores})
+
+    @classmethod
+    def load(cls, directory: Path) -> "KNNRouter":
+        config, t = load_state(directory, cls.name)
+        method = cls(config["params"], seed=config["seed"])
+        method.k = int(config["k"])
+        method.model_ids, method.global_mean = t["model_ids"], t["global_mean"]
+        method.train_prompt_ids, method.train_vectors, method.train_scores = (
+            t["train_prompt_ids"], t["train_vectors"], t["train_scores"])
+        return method
+
+
+# ---------------------------------------------------------------------------------------------
+# shared with the K-Means router
+# ---------------------------------------------------------------------------------------------
+def check_common(name: str, params: dict, grid_key: str, fixed_key: str) -> None:
+    if params["select_by"] not in SELECT_BY:
+        raise ConfigError(f"method {name!r}: select_by must be one of {', '.join(SELECT_BY)}, got {params['select_by']!r}")
+    grid = params[grid_key]
+    if not isinstance(grid, (list, tuple)) or not grid or any(int(v) < 1 for v in grid):
+        raise ConfigError(f"method {name!r}: {grid_key} must be a non-empty list of integers >= 1, got {grid!r}")
+    if int(params[fixed_key]) < 0:
+        raise ConfigError(f"method {name!r}: {fixed_key} must be >= 0 (0 = tune on {grid_key}), got {params[fixed_key]}")
+    if not 0 < float(params["clip"]) < 0.5 or float(params["tie_eps"]) < 0:
+        raise ConfigError(f"method {name!r}: need 0 < clip < 0.5 and tie_eps >= 0")
+
+
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (float64; a zero row stays zero)."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms > 0, norms, 1.0)
+
+
+def training_matrix(data: FitData, model_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(training prompt ids ascending, their normalised encodings, scores [prompts x models], NaN = missing)."""
+    train = data.train[data.train["model_id"].isin(model_ids)]
+    if train.empty:
+        raise DataError("no training evaluations for the requested models.")
+    prompt_ids = np.sort(train["prompt_id"].unique())
+    vectors = normalise(data.encodings.take(prompt_ids)).astype(np.float32)  # float32: what is saved
+    return prompt_ids, vectors, pairs_to_matrix(train, prompt_ids, model_ids)
+
+
+def validation_matrix(data: FitData, model_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    val = data.val[data.val["model_id"].isin(model_ids)]
+    if val.empty:
+        raise DataError("validation split has no evaluations of the fitted models; tuning needs some.")
+    prompt_ids = np.sort(val["prompt_id"].unique())
+    return normalise(data.encodings.take(prompt_ids)), pairs_to_matrix(val, prompt_ids, model_ids)
+
+
+def to_logits(p: np.ndarray, global_mean: np.ndarray, params: dict) -> np.ndarray:
+    """Clipped log-odds plus the deterministic tie-breaker tie_eps x (model's mean training score)."""
+    clip = float(params["clip"])
+    p = np.clip(p, clip, 1.0 - clip)
+    return (np.log(p / (1.0 - p)) + float(params["tie_eps"]) * global_mean[None, :]).astype(np.float32)
+
+
+def val_metrics(logits: np.ndarray, labels: np.ndarray) -> dict:
+    c = evaluation.correctness_metrics(logits, labels)
+    r = evaluation.routing_metrics(logits, labels, ks=(1,))
+    return {"val_routing": r["routing_acc"], "val_acc": c["correctness_acc"], "val_bce": c["bce"]}
+
+
+def choose(candidates: list[int], logits: dict, labels: np.ndarray, select_by: str, key: str):
+    """Pick the candidate with the best validation metric (BCE minimised, accuracies maximised);
+    ties keep the smaller candidate. Returns (choice, per-candidate history DataFrame)."""
+    rows = [{key: c, **val_metrics(logits[c], labels)} for c in candidates]
+    sign = 1.0 if select_by == "val_bce" else -1.0
+    best = min(range(len(rows)), key=lambda i: (sign * rows[i][select_by], candidates[i]))
+    for i, row in enumerate(rows):
+        row["chosen"] = i == best
+    return candidates[best], pd.DataFrame(rows)
+
+
+def save_state(directory: Path, config: dict, tensors: dict) -> None:
+    """Arrays as safetensors (``model.safetensors``) and settings as ``config.json``; never pickles."""
+    from safetensors.numpy import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    with atomic_path(directory / STATE_FILE) as tmp:
+        save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(tmp))
+    write_json(directory / "config.json", config)
+
+
+def load_state(directory: Path, name: str) -> tuple[dict, dict]:
+    from safetensors.numpy import load_file
+
+    directory = Path(directory)
+    config = read_params(directory)
+    if config.get("method") != name:
+        raise DataError(f"{directory}/config.json: written by method {config.get('method')!r}, not {name!r}.")
+    path = directory / STATE_FILE
+    if not path.is_file():
+        raise DataError(f"{path}: missing; the run directory is incomplete — re-run it.")
+    return config, load_file(str(path))

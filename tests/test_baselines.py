@@ -1,0 +1,240 @@
+"""The five baselines behind the common Method interface, on tiny generated data (seconds each)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from locus import evaluation, methods
+from locus.data.canonical import validate, write_dataset
+from locus.data.encodings import Encodings, write_encodings
+from locus.errors import ConfigError, DataError
+from locus.methods.base import EmbeddingMethod, FitData
+
+torch.set_num_threads(1)
+
+# small, fast settings; everything else is each method's default
+FAST = {
+    "embedllm": {"dim": 8, "lr": 0.02, "max_epochs": 150, "patience": 30, "threads": 1},
+    "embedllm_plus": {"dim": 8, "hidden_dim": 16, "lr": 0.02, "max_epochs": 150, "patience": 30, "threads": 1},
+    "irt_net": {"dim": 4, "n_experts": 3, "top_k": 3, "expert_hidden": 16, "expert_out": 8, "lr": 0.01,
+                "max_epochs": 60, "patience": 20, "threads": 1},
+    "knn_router": {"k_grid": [3, 5, 10]},
+    "kmeans_router": {"K_grid": [2, 4], "n_init": 2},
+}
+ALL = sorted(FAST)
+EMBEDDING = ["embedllm", "embedllm_plus", "irt_net"]
+D = 16
+
+
+def make_data(seed: int = 0, n_models: int = 4, n_per_split=(80, 30, 30)):
+    """Two query clusters; model 0 is right on cluster 0 only, model 1 on cluster 1 only, the other
+    models are coin flips. Routing must learn which cluster a query is in."""
+    rng = np.random.default_rng(seed)
+    n = sum(n_per_split)
+    cluster = rng.integers(0, 2, n)
+    x = 0.3 * rng.normal(size=(n, D))
+    x[np.arange(n), cluster] += 1.0
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    p = np.full((n, n_models), 0.5)
+    p[:, 0] = np.where(cluster == 0, 0.95, 0.05)
+    p[:, 1] = np.where(cluster == 1, 0.95, 0.05)
+    y = (rng.random((n, n_models)) < p).astype(float)
+    split = np.repeat(["train", "val", "test"], n_per_split)
+    ids = np.arange(n) + 100
+    queries = pd.DataFrame({"prompt_id": ids, "prompt": [f"q{i}" for i in ids], "benchmark": np.where(cluster, "b", "a"),
+                            "category": "c", "split": split})
+    models = pd.DataFrame({"model_id": np.arange(n_models) * 10, "name": [f"m{i}" for i in range(n_models)]})
+    scores = pd.DataFrame({"prompt_id": np.repeat(ids, n_models), "model_id": np.tile(models["model_id"], n),
+                           "score": y.reshape(-1)})
+    return queries, models, scores, Encodings(ids, x.astype(np.float32), "toy")
+
+
+def fit_data(queries, models, scores, enc, train=None):
+    data = validate(queries, models, scores)
+    train = data.split_scores("train") if train is None else train
+    return data, FitData(train=train, val=data.split_scores("val"), encodings=enc,
+                         model_ids=np.sort(train["model_id"].unique()))
+
+
+@pytest.fixture(scope="module")
+def toy():
+    q, m, s, enc = make_data()
+    data, fd = fit_data(q, m, s, enc)
+    return data, fd, enc
+
+
+@pytest.fixture(scope="module")
+def fitted(toy):
+    _, fd, _ = toy
+    return {name: methods.create(name, FAST[name], seed=3).fit(fd) for name in ALL}
+
+
+def test_logits(toy, fitted):
+    data, fd, enc = toy
+    test_q = data.split_queries("test")
+    for name, method in fitted.items():
+        logits = method.predict_logits(enc.take(test_q["prompt_id"]))
+        assert logits.shape == (len(test_q), 4) and logits.dtype == np.float32 and np.isfinite(logits).all(), name
+        sub = method.predict_logits(enc.take(test_q["prompt_id"]), [30, 0])
+        np.testing.assert_allclose(sub, logits[:, [3, 0]], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_beats_random_routing(toy, fitted, name):
+    data, _, enc = toy
+    test_q = data.split_queries("test")
+    labels = data.label_matrix(test_q["prompt_id"])
+    r = evaluation.routing_metrics(fitted[name].predict_logits(enc.take(test_q["prompt_id"])), labels)
+    assert r["routing_acc"] >= r["random"] + 0.25, (name, r)
+    c = evaluation.correctness_metrics(fitted[name].predict_logits(enc.take(test_q["prompt_id"])), labels)
+    assert c["correctness_acc"] > 0.6, (name, c)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_deterministic_for_a_seed(toy, fitted, name):
+    data, fd, enc = toy
+    x = enc.take(data.split_queries("test")["prompt_id"])
+    again = methods.create(name, FAST[name], seed=3).fit(fd)
+    np.testing.assert_array_equal(again.predict_logits(x), fitted[name].predict_logits(x))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_save_load_round_trip(toy, fitted, name, tmp_path):
+    data, _, enc = toy
+    x = enc.take(data.split_queries("test")["prompt_id"])
+    fitted[name].save(tmp_path)
+    assert (tmp_path / "config.json").is_file() and (tmp_path / "model.safetensors").is_file()
+    assert not list(tmp_path.glob("*.pkl"))
+    loaded = methods.method_class(name).load(tmp_path)
+    np.testing.assert_array_equal(loaded.predict_logits(x), fitted[name].predict_logits(x))
+    if isinstance(loaded, EmbeddingMethod):
+        ids, z = loaded.model_embeddings()
+        ids0, z0 = fitted[name].model_embeddings()
+        np.testing.assert_array_equal(ids, ids0)
+        np.testing.assert_array_equal(z, z0)
+        assert z.shape == (4, FAST[name]["dim"]) and z.dtype == np.float32
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_missing_encodings_is_a_data_error(toy, name):
+    _, fd, enc = toy
+    keep = enc.prompt_ids != fd.train["prompt_id"].iloc[0]
+    partial = Encodings(enc.prompt_ids[keep], enc.vectors[keep], "toy", source="enc.parquet")
+    bad = FitData(fd.train, fd.val, partial, fd.model_ids)
+    with pytest.raises(DataError, match="no encoding"):
+        methods.create(name, FAST[name]).fit(bad)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_dimension_mismatch_is_a_data_error(toy, fitted, name):
+    with pytest.raises(DataError, match="expected"):
+        fitted[name].predict_logits(np.zeros((3, D + 1), dtype=np.float32))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_bad_params_are_config_errors(name):
+    with pytest.raises(ConfigError):
+        methods.create(name, {"select_by": "nonsense"})
+
+
+@pytest.mark.parametrize("name", EMBEDDING)
+def test_embed_recovers_a_pool_model(toy, fitted, name):
+    """Re-fitting model 0's embedding from its own training data (decoder frozen) predicts like the
+    trained embedding (the App. H regeneration protocol)."""
+    data, fd, enc = toy
+    method = fitted[name]
+    rows = fd.train[fd.train["model_id"] == 0]
+    z = method.embed(enc.take(rows["prompt_id"]), rows["score"].to_numpy())
+    assert z.shape == (FAST[name]["dim"],) and z.dtype == np.float32
+    x = torch.from_numpy(enc.take(data.split_queries("test")["prompt_id"]))
+    _, trained = method.model_embeddings()
+    with torch.no_grad():
+        new = method.net.matrix_logits(x, torch.from_numpy(z)[None]).numpy()[:, 0]
+        old = method.net.matrix_logits(x, torch.from_numpy(trained[:1])).numpy()[:, 0]
+    assert np.mean((new >= 0) == (old >= 0)) >= 0.9, name
+    with pytest.raises(DataError):
+        method.embed(enc.take(rows["prompt_id"]), rows["score"].to_numpy()[:-1])
+
+
+def test_knn_uses_only_each_models_own_evaluations():
+    q, m, s, enc = make_data(seed=1)
+    data = validate(q, m, s)
+    train = data.split_scores("train")
+    train = train[~((train["model_id"] == 10) & (train["prompt_id"] % 2 == 0))]  # model 10: odd prompts only
+    _, fd = fit_data(q, m, s, enc, train=train)
+    knn = methods.create("knn_router", {"k": 3, "tie_eps": 0.0}, seed=0).fit(fd)
+    x = enc.take(data.split_queries("test")["prompt_id"][:5])
+    p = 1 / (1 + np.exp(-knn.predict_logits(x, [10])[:, 0].astype(np.float64)))
+    own = train[train["model_id"] == 10].sort_values("prompt_id")
+    v = enc.take(own["prompt_id"]).astype(np.float64)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    nearest = np.argsort(-(xn @ v.T), axis=1, kind="stable")[:, :3]
+    expected = np.clip(own["score"].to_numpy()[nearest].mean(axis=1), 1e-4, 1 - 1e-4)
+    np.testing.assert_allclose(p, expected, rtol=1e-5)
+
+
+def tie_data():
+    """Models 0 and 10 answer cluster 0 perfectly; model 10 is better on cluster 1 (higher global mean).
+    Models 20 and 30 have identical scores everywhere."""
+    q, m, s, enc = make_data(seed=2)
+    cluster = (q.set_index("prompt_id")["benchmark"] == "b").astype(int)
+    c = cluster.loc[s["prompt_id"]].to_numpy()
+    s = s.copy()
+    s.loc[s["model_id"] == 0, "score"] = np.where(c[s["model_id"] == 0] == 0, 1.0, 0.0)
+    s.loc[s["model_id"] == 10, "score"] = np.where(c[s["model_id"] == 10] == 0, 1.0, 0.5)
+    s.loc[s["model_id"] == 30, "score"] = s.loc[s["model_id"] == 20, "score"].to_numpy()
+    return q, m, s, enc, cluster
+
+
+@pytest.mark.parametrize("name", ["knn_router", "kmeans_router"])
+def test_ties_are_broken_deterministically(name):
+    q, m, s, enc, cluster = tie_data()
+    data, fd = fit_data(q, m, s, enc)
+    method = methods.create(name, {**FAST[name], "k": 5} if name == "knn_router" else {**FAST[name], "K": 2}).fit(fd)
+    test_q = data.split_queries("test")
+    in0 = cluster.loc[test_q["prompt_id"]].to_numpy() == 0
+    logits = method.predict_logits(enc.take(test_q["prompt_id"]))
+    # equal neighbour means (1.0) -> the model with the higher global training mean (10) wins
+    assert np.all(logits[in0, 1] > logits[in0, 0])
+    tied = in0 & (logits[:, 0] > 9.0)  # p clipped at 1 - 1e-4 for model 0: a genuine tie before the breaker
+    assert tied.sum() >= 0.7 * in0.sum()
+    assert np.all(logits[tied, 1] - logits[tied, 0] <= 1e-4 + 1e-6)
+    # identical models tie exactly, and the common evaluation ranks the lower model id first
+    np.testing.assert_array_equal(logits[:, 2], logits[:, 3])
+    order = evaluation.ranking(logits[:, 2:], np.zeros_like(logits[:, 2:]))
+    assert np.all(order[:, 0] == 0)
+
+
+def test_execute_end_to_end(tmp_path):
+    from locus.runs import execute
+
+    q, m, s, enc = make_data(seed=4)
+    write_dataset(tmp_path / "data", q, m, s)
+    write_encodings(tmp_path / "enc.parquet", enc.prompt_ids, enc.vectors, "toy", normalized=True)
+    for name in ("knn_router", "embedllm"):
+        out = tmp_path / "runs" / name
+        metrics = execute(name, FAST[name], tmp_path / "data", tmp_path / "enc.parquet", train_size=60, seed=0,
+                          out_dir=out)
+        assert metrics["test"]["overall"]["routing_acc"] > metrics["test"]["overall"]["random"]
+        for f in ("config.json", "model.safetensors", "train_pairs.parquet", "scores_val.parquet",
+                  "scores_test.parquet", "metrics.json", "log.csv"):
+            assert (out / f).is_file(), (name, f)
+        assert json.loads((out / "config.json").read_text())["method"] == name
+    assert (tmp_path / "runs" / "embedllm" / "embeddings.parquet").is_file()
+    assert not (tmp_path / "runs" / "knn_router" / "embeddings.parquet").exists()
+
+
+def test_irt_net_top_k_gating_and_balance_bias(toy):
+    _, fd, enc = toy
+    method = methods.create("irt_net", {**FAST["irt_net"], "top_k": 2, "max_epochs": 3}, seed=0).fit(fd)
+    moe = method.net.query
+    with torch.no_grad():
+        weights, _ = moe.gate_weights(torch.from_numpy(enc.vectors[:10]))
+    assert np.all((weights > 0).sum(dim=1).numpy() == 2)
+    np.testing.assert_allclose(weights.sum(dim=1).numpy(), 1.0, rtol=1e-6)
+    assert torch.any(moe.balance_bias != 0)  # updated after every step
