@@ -21,3 +21,6 @@ rule all:
         data_summary(DATASET),
         encodings(DATASET, ENCODER),
         "results/tables/routing.tex",
+        "results/tables/routing_by_dataset.tex",
+        "results/tables/correctness_by_dataset.tex",
+        "results/figures/train_sample_eff.pdf",

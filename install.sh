@@ -50,5 +50,5 @@ if [ "$want_test" = 1 ]; then
   bash scripts/slurm/install.sh || echo "install.sh: WARNING: SLURM packages could not be installed; the slurm tests will skip" >&2
   command -v chromium >/dev/null || apt_install chromium || echo "install.sh: WARNING: chromium missing; the report browser test will skip" >&2
 fi
-bash scripts/link-profile.sh
+bash scripts/link-profile.sh || echo "install.sh: WARNING: could not link the SLURM profile; use --profile profiles/slurm" >&2
 echo "locus installed in $(pwd)/.venv  (activate: source .venv/bin/activate)"

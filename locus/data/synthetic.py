@@ -53,6 +53,7 @@ DEFAULTS = {
     "split_fractions": [0.8, 0.1, 0.1],
     "partial_fraction": 1.0,
     "n_models": 112,
+    "specialization": 1.0,
 }
 PARAM_DOCS = {
     "seed": "Random seed; the same seed gives identical frames, another seed new draws.",
@@ -61,6 +62,9 @@ PARAM_DOCS = {
     "partial_fraction": "Fraction of queries each model is scored on; 1.0 = dense, <1 = a random subset per "
                         "model (at least one query in every split), for models evaluated on different queries.",
     "n_models": "Number of models, the first n of the 112-model pool (smaller pools for tests).",
+    "specialization": "Multiplier of the skill-specific part of every model's ability (tags, family vector, "
+                      "per-skill noise) relative to its general strength: larger = more specialised models, "
+                      "more to gain from routing; 1.0 = the generator's base setting.",
 }
 
 SKILLS = V.SKILLS
@@ -158,6 +162,12 @@ def resolve_params(params: dict | None) -> dict:
         p["partial_fraction"] = float(p["partial_fraction"])
     except (TypeError, ValueError):
         p["partial_fraction"] = float("nan")
+    try:
+        p["specialization"] = float(p["specialization"])
+    except (TypeError, ValueError):
+        p["specialization"] = float("nan")
+    if not 0 <= p["specialization"] <= 10:
+        raise ConfigError(f"synthetic data: specialization must be a number in [0, 10], got {params.get('specialization')!r}.")
     if not 0 < p["partial_fraction"] <= 1:
         raise ConfigError(f"synthetic data: partial_fraction must be in (0, 1], got {p['partial_fraction']}.")
     return p
@@ -197,7 +207,7 @@ def build(params: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
     texts, categories, topic_keys, steps, guess_scale = V.generate_texts([names[i] for i in bench_idx], r_text)
 
     pool = load_model_pool()
-    theta = _abilities(pool, r_models)                                    # [112, K]
+    theta = _abilities(pool, r_models, p["specialization"])                                    # [112, K]
     W, D, b, c = _items(bench_idx, names, topic_keys, steps, guess_scale, r_items)
     skill = _skill(theta, W)                                             # [n, 112]
     offsets = _calibrate(skill, D, b, c, bench_idx, names)
@@ -223,8 +233,8 @@ def build(params: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
     return queries, models, scores
 
 
-def _abilities(pool: pd.DataFrame, rng: np.random.Generator) -> np.ndarray:
-    """theta [n_models, K]: general strength + tag effects + family vector + per-skill noise."""
+def _abilities(pool: pd.DataFrame, rng: np.random.Generator, specialization: float = 1.0) -> np.ndarray:
+    """theta [n_models, K]: general strength + specialization * (tag effects + family vector + per-skill noise)."""
     n, k = len(pool), len(SKILLS)
     quality = np.array([
         FAMILY_QUALITY.get(f, UNKNOWN_BY_PARAMS.get(round(s, 2), 0.0) if f == "other_unknown" else 0.0)
@@ -237,7 +247,7 @@ def _abilities(pool: pd.DataFrame, rng: np.random.Generator) -> np.ndarray:
     fam_keys = [f if f != "other_unknown" else f"other_{i}" for i, f in zip(pool["model_id"], pool["family"])]
     uniq = sorted(set(fam_keys))
     fam_vec = rng.normal(0, FAMILY_SD, (len(uniq), k))[[uniq.index(f) for f in fam_keys]]
-    theta = general[:, None] + tags + fam_vec + rng.normal(0, SKILL_SD, (n, k))
+    theta = general[:, None] + specialization * (tags + fam_vec + rng.normal(0, SKILL_SD, (n, k)))
     for a, dup in NEAR_DUPLICATES:
         theta[dup] = theta[a] + rng.normal(0, DUPLICATE_SD, k)
     return theta

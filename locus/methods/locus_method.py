@@ -6,12 +6,17 @@ parameter (defaults in :attr:`LocusMethod.defaults`):
 - AdamW with separate encoder / decoder learning rates, weight decay on every parameter, gradient
   clipping, BCE with logits (soft labels allowed), Gaussian noise on query encodings annealed from
   ``noise_start`` to ``noise_end`` (cosine over ``noise_anneal_steps``);
-- decoder targets of a model = its own training queries (as the authors);
+- decoder targets of a model = its own training queries (as the authors). With ``encoder_fraction`` < 1
+  each step splits every model's evaluations at random into encoder tokens (that fraction, at most
+  ``max_tokens``) and decoder targets (the rest), so the network cannot score a target by copying its
+  label from an encoder token; 1.0 = the authors' behaviour (targets = all, encoder = up to max_tokens);
 - a step takes ``model_batch`` models (the authors: all models, one step per epoch) and at most
   ``max_tokens`` of each model's evaluations as encoder tokens (random subset per model and step; the
   authors subsample only above 1,024). Embeddings at evaluation always use *all* training evaluations;
-- noise is drawn once per query and step and shared by the models of the step (so the tokenizer and the
-  decoder's query part stay per-query computations); the authors draw it per (model, query) pair;
+- noise is drawn per (model, query) pair as the authors (``noise_per_pair``); False draws it once per
+  query and step, shared by the models of the step (cheaper: tokenizer and decoder query part stay
+  per-query computations; on the embedded default it overfitted earlier);
+- ``max_seconds`` > 0 stops training after that wall time (not deterministic; off by default);
 - validation every ``eval_every`` steps (the authors: every epoch) on routing accuracy (hit@1 on the
   validation split, :mod:`locus.evaluation`), early stopping after ``patience`` steps without a strict
   improvement, the best checkpoint restored; test data is never touched while training.
@@ -19,7 +24,6 @@ parameter (defaults in :attr:`LocusMethod.defaults`):
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import math
 import time
@@ -93,11 +97,31 @@ class LocusMethod(EmbeddingMethod):
         "encoder_kind": "isab",
         # optimisation (authors' values)
         "enc_lr": 2e-4, "dec_lr": 8e-4, "weight_decay": 0.05, "grad_clip": 1.0,
-        "noise_start": 0.10, "noise_end": 0.05, "noise_anneal_steps": 500,
+        "noise_start": 0.10, "noise_end": 0.05, "noise_anneal_steps": 500, "noise_per_pair": True,
         # schedule: CPU-oriented (authors: all models per step, <= 2,500 steps, patience 500, validate every step)
-        "max_steps": 3000, "patience": 600, "eval_every": 25, "model_batch": 16, "max_tokens": 256,
-        "eval_chunk_tokens": 65536, "max_seconds": 0.0,
+        "max_steps": 800, "patience": 400, "eval_every": 25, "model_batch": 16, "max_tokens": 256,
+        "encoder_fraction": 1.0, "eval_chunk_tokens": 65536, "max_seconds": 0.0,
         "threads": 0,
+    }
+
+    param_docs = {
+        "dim": "model embedding size d; attention/FFN widths follow it (FFN 2d)",
+        "heads": "attention heads (dim must be divisible by it)", "layers": "number of ISAB/SAB blocks L",
+        "latents": "learned latents r per ISAB block", "decoder_hidden": "hidden units of the decoder MLP",
+        "decoder_dropout": "dropout before the decoder's output layer", "encoder_kind": "isab (default) or sab",
+        "enc_lr": "AdamW learning rate of the encoder", "dec_lr": "AdamW learning rate of the decoder",
+        "weight_decay": "AdamW weight decay (all parameters)", "grad_clip": "max gradient norm (0 = off)",
+        "noise_start": "std of Gaussian noise on query encodings at step 0",
+        "noise_end": "noise std after noise_anneal_steps (cosine schedule)",
+        "noise_anneal_steps": "steps of the cosine noise schedule",
+        "noise_per_pair": "True: one noise draw per (model, query) pair (authors); False: per query and step",
+        "max_steps": "maximum optimiser steps", "patience": "stop after this many steps without a better val hit@1",
+        "eval_every": "validate every this many steps", "model_batch": "models per step (0 = all)",
+        "max_tokens": "max encoder tokens per model and step (random subset; 0 = all)",
+        "encoder_fraction": "< 1: split each set per step into encoder tokens (this fraction) and decoder targets",
+        "eval_chunk_tokens": "tokens per chunk when embedding all models without autograd",
+        "max_seconds": "stop after this wall time (0 = off; not deterministic)",
+        "threads": "torch threads (0 = leave torch's default)",
     }
 
     def __init__(self, params: dict | None = None, seed: int = 0):
@@ -186,6 +210,7 @@ class LocusMethod(EmbeddingMethod):
         enc_params = list(net.encoder.parameters())
         dec_params = list(net.decoder.parameters())
         opt = torch.optim.AdamW([{"params": enc_params, "lr": p["enc_lr"]}, {"params": dec_params, "lr": p["dec_lr"]}],
+                                fused=True,
                                 weight_decay=p["weight_decay"])
         n_models = len(self.model_ids)
         batch = max(1, min(int(p["model_batch"]) or n_models, n_models))
@@ -241,7 +266,22 @@ class LocusMethod(EmbeddingMethod):
         idx, y, mask = idx[:, :width], y[:, :width], mask[:, :width]
         tok_idx, tok_y, tok_mask = idx, y, mask
         k = int(p["max_tokens"])
-        if 0 < k < width:  # random subset of at most k real evaluations per model
+        frac = float(p["encoder_fraction"])
+        if frac < 1.0:  # disjoint: encoder tokens = a random part of each set, decoder targets = the rest
+            keys = torch.rand(idx.shape, generator=gen) + (~mask).float() * 2.0
+            order = keys.argsort(dim=1)
+            idx, y, mask = idx.gather(1, order), y.gather(1, order), mask.gather(1, order)
+            n_real = mask.sum(1, keepdim=True)
+            n_enc = torch.clamp(torch.ceil(n_real * frac), min=1)
+            if k > 0:
+                n_enc = torch.clamp(n_enc, max=k)
+            n_enc = torch.minimum(n_enc, torch.clamp(n_real - 1, min=1))  # keep >= 1 target when possible
+            col = torch.arange(width).unsqueeze(0)
+            enc_width = int(n_enc.max())
+            tok_idx, tok_y = idx[:, :enc_width], y[:, :enc_width]
+            tok_mask = (col[:, :enc_width] < n_enc) & mask[:, :enc_width]
+            mask = mask & ((col >= n_enc) | (n_real == 1))  # decoder targets: the rest of the set
+        elif 0 < k < width:  # random subset of at most k real evaluations per model
             keys = torch.rand(idx.shape, generator=gen) + (~mask).float() * 2.0
             pick = keys.argsort(dim=1)[:, :k]
             tok_idx, tok_y, tok_mask = idx.gather(1, pick), y.gather(1, pick), mask.gather(1, pick)
@@ -250,15 +290,21 @@ class LocusMethod(EmbeddingMethod):
         n_tok = tok_idx.numel()
         tok_pos, tgt_pos = inverse[:n_tok].view_as(tok_idx).to(device), inverse[n_tok:].view_as(idx).to(device)
         q = phi[used.to(device)]
-        if std > 0:
-            enc_q = q + std * torch.randn(q.shape, generator=gen).to(device)
-            dec_q = q + std * torch.randn(q.shape, generator=gen).to(device)
-        else:
-            enc_q = dec_q = q
-        proj = net.encoder.tokenizer.project(enc_q)
-        z = net.encoder(proj[tok_pos], tok_y.to(device), tok_mask.to(device))
-        u, uh = net.decoder.query_features(dec_q)
-        logits = net.decoder.pair_logits(z, u[tgt_pos], uh[tgt_pos])
+        if std > 0 and p["noise_per_pair"]:  # the authors' noise: one draw per (model, query) pair
+            enc_phi, dec_phi = q[tok_pos], q[tgt_pos]
+            enc_phi = enc_phi + std * torch.randn(enc_phi.shape, generator=gen).to(device)
+            dec_phi = dec_phi + std * torch.randn(dec_phi.shape, generator=gen).to(device)
+            z = net.encoder(net.encoder.tokenizer.project(enc_phi), tok_y.to(device), tok_mask.to(device))
+            u, uh = net.decoder.query_features(dec_phi)
+        else:  # one draw per query, shared by the models of the step: per-query projections only
+            enc_q, dec_q = q, q
+            if std > 0:
+                enc_q = q + std * torch.randn(q.shape, generator=gen).to(device)
+                dec_q = q + std * torch.randn(q.shape, generator=gen).to(device)
+            z = net.encoder(net.encoder.tokenizer.project(enc_q)[tok_pos], tok_y.to(device), tok_mask.to(device))
+            u, uh = net.decoder.query_features(dec_q)
+            u, uh = u[tgt_pos], uh[tgt_pos]
+        logits = net.decoder.pair_logits(z, u, uh)
         y, mask = y.to(device), mask.to(device)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(logits[mask], y[mask])
         opt.zero_grad(set_to_none=True)
@@ -350,7 +396,3 @@ class LocusMethod(EmbeddingMethod):
         if history.is_file():
             self.history = pd.read_csv(history)
         return self
-
-
-def read_config(directory: Path) -> dict:
-    return json.loads((Path(directory) / CONFIG).read_text())

@@ -8,7 +8,7 @@ rule encode:
         "results/encodings/{dataset}/{encoder}.parquet",
     params:
         batch_size=config.get("encode_batch_size", 64),
-    threads: config.get("threads", 2)
+    threads: config.get("encode_threads", 2)
     resources:
         mem_mb=4000,
         runtime=120,

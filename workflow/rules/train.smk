@@ -14,7 +14,7 @@ rule train_run:
         sampling=config.get("sampling", "shared"),
         duplicates=config.get("duplicates", "last"),
         out=lambda w: f"results/runs/{w.dataset}/{w.encoder}/{w.method}/n{w.n}/d{w.dim}/s{w.seed}",
-    threads: config.get("threads", 2)
+    threads: config.get("threads", 1)
     resources:
         mem_mb=8000,
         runtime=120,

@@ -1,0 +1,110 @@
+"""The whole DAG on the tiny config, from raw synthetic data to tables, figures and the HTML report."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = REPO / "tests" / "configs" / "tiny.yaml"
+TARGETS = [
+    "results/tables/routing.tex",
+    "results/tables/routing_by_dataset.tex",
+    "results/tables/correctness_by_dataset.tex",
+    "results/figures/train_sample_eff.pdf",
+]
+
+
+def snakemake(workdir, *args, timeout=900):
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+           "--configfile", str(TINY), "--cores", "2", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("tiny_workflow")
+    res = snakemake(workdir, *TARGETS)
+    assert res.returncode == 0, res.stderr[-6000:]
+    return workdir
+
+
+def test_tables_and_figure_exist(tiny_run):
+    tex = (tiny_run / "results/tables/routing.tex").read_text()
+    assert "\\toprule" in tex and "Oracle" in tex and "tiny synthetic test pool" in tex
+    assert (tiny_run / "results/tables/routing.csv").is_file()
+    for name in ("routing_by_dataset", "correctness_by_dataset"):
+        assert (tiny_run / f"results/tables/{name}.tex").is_file()
+    for ext in ("pdf", "png", "csv"):
+        assert (tiny_run / f"results/figures/train_sample_eff.{ext}").stat().st_size > 0
+
+
+def test_run_directory_contents(tiny_run):
+    runs = sorted((tiny_run / "results/runs").rglob("metrics.json"))
+    assert runs, "no run directories"
+    locus_run = next(p.parent for p in runs if "/locus/" in str(p))
+    for name in ("config.json", "model.safetensors", "train_pairs.parquet", "scores_val.parquet",
+                 "scores_test.parquet", "embeddings.parquet", "log.csv"):
+        assert (locus_run / name).is_file(), name
+    metrics = json.loads((locus_run / "metrics.json").read_text())
+    overall = metrics["test"]["overall"]
+    assert 0 <= overall["routing_acc"] <= overall["oracle"] <= 1
+    assert metrics["reference"]["oracle"]["overall"] == pytest.approx(overall["oracle"])
+
+
+def test_rerun_does_nothing(tiny_run):
+    res = snakemake(tiny_run, *TARGETS)
+    assert res.returncode == 0
+    assert "Nothing to be done" in res.stdout + res.stderr
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+def test_html_report_renders_in_a_real_browser(tiny_run):
+    """`snakemake --report` builds one self-contained HTML file; headless Chromium opens it, shows the
+    result categories, and every embedded figure decodes to a real image (no broken images)."""
+    report = tiny_run / "results" / "report.html"
+    res = snakemake(tiny_run, "--report", str(report))
+    assert res.returncode == 0, res.stderr[-3000:]
+    html = report.read_text()
+    assert "train_sample_eff.png" in html and "routing.tex" in html and "summary.md" in html
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (bash install.sh --test installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            errors = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(report.as_uri())
+            page.get_by_text("Figures", exact=True).wait_for(timeout=30_000)
+            assert page.get_by_text("Tables", exact=True).count() >= 1
+            images = page.evaluate("""async () => {
+              const out = {};
+              for (const [name, r] of Object.entries(results)) {
+                if (!r.mime_type.startsWith('image/')) continue;
+                out[name] = await new Promise(done => {
+                  const im = new Image();
+                  im.onload = () => done([im.naturalWidth, im.naturalHeight]);
+                  im.onerror = () => done(null);
+                  im.src = r.data_uri;
+                });
+              }
+              return out;
+            }""")
+            page.get_by_text("Figures", exact=True).click()
+            page.get_by_text("train_sample_eff.png").first.wait_for(timeout=10_000)
+            page.screenshot(path=str(tiny_run / "results" / "report.png"), full_page=True)
+        finally:
+            browser.close()
+    assert images, "no figure embedded in the report"
+    broken = [name for name, size in images.items() if not size or min(size) < 50]
+    assert not broken, f"broken images in the report: {broken}"
+    assert not errors, errors

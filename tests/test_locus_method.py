@@ -1,0 +1,113 @@
+"""LocusMethod: a tiny end-to-end fit, determinism, onboarding without training, save/load round trip."""
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from locus import evaluation  # noqa: E402
+from locus.data.canonical import pairs_to_matrix  # noqa: E402
+from locus.data.encodings import Encodings  # noqa: E402
+from locus.errors import ConfigError, DataError  # noqa: E402
+from locus.methods import create  # noqa: E402
+from locus.methods.base import FitData  # noqa: E402
+
+TINY = {"dim": 16, "heads": 2, "layers": 1, "latents": 4, "decoder_hidden": 16, "enc_lr": 3e-3, "dec_lr": 5e-3,
+        "max_steps": 120, "eval_every": 20, "patience": 200, "model_batch": 4, "max_tokens": 32,
+        "noise_anneal_steps": 50, "threads": 1}
+
+
+def specialist_problem(n_models=6, n_queries=260, d_phi=8, seed=0):
+    """Query clusters; model m is good on cluster m % 3 and poor elsewhere, so routing needs the query."""
+    rng = np.random.default_rng(seed)
+    centers = np.eye(d_phi)[:3] * 3
+    cluster = rng.integers(0, 3, n_queries)
+    phi = (centers[cluster] + rng.normal(size=(n_queries, d_phi)) * 0.3).astype(np.float32)
+    p = np.where(cluster[:, None] == (np.arange(n_models)[None] % 3), 0.9, 0.15)
+    y = (rng.random(p.shape) < p).astype(float)
+    pid, mid = np.meshgrid(np.arange(n_queries), np.arange(n_models), indexing="ij")
+    pairs = pd.DataFrame({"prompt_id": pid.ravel(), "model_id": mid.ravel(), "score": y.ravel()})
+    train_ids, val_ids, test_ids = np.arange(0, 160), np.arange(160, 210), np.arange(210, n_queries)
+    enc = Encodings(np.arange(n_queries), phi, encoder="synthetic")
+    split = lambda ids: pairs[pairs["prompt_id"].isin(ids)].reset_index(drop=True)  # noqa: E731
+    return split(train_ids), split(val_ids), split(test_ids), enc, test_ids
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return specialist_problem()
+
+
+@pytest.fixture(scope="module")
+def fitted(problem):
+    torch.set_num_threads(1)
+    train, val, _, enc, _ = problem
+    # one model has fewer evaluations than the others (padding + masks in training)
+    train = train[~((train["model_id"] == 5) & (train["prompt_id"] >= 60))]
+    data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
+    return create("locus", TINY, seed=3).fit(data), data
+
+
+def test_fit_beats_random_routing(fitted, problem):
+    model, _ = fitted
+    _, _, test, enc, test_ids = problem
+    logits = model.predict_logits(enc.take(test_ids))
+    labels = pairs_to_matrix(test, test_ids, np.arange(6))
+    r = evaluation.routing_metrics(logits, labels)
+    assert logits.shape == (len(test_ids), 6) and logits.dtype == np.float32
+    assert r["routing_acc"] > r["random"] + 0.25, r
+    hist = model.history
+    assert {"step", "train_loss", "val_bce", "val_routing_acc", "val_correctness_acc", "noise_std", "seconds"} <= set(hist)
+    assert hist["noise_std"].iloc[0] > hist["noise_std"].iloc[-1]
+
+
+def test_same_seed_same_result(fitted):
+    model, data = fitted
+    params = {**TINY, "max_steps": 20, "eval_every": 10}
+    a = create("locus", params, seed=3).fit(data)
+    b = create("locus", params, seed=3).fit(data)
+    c = create("locus", params, seed=4).fit(data)
+    assert np.array_equal(a.model_embeddings()[1], b.model_embeddings()[1])
+    pd.testing.assert_frame_equal(a.history.drop(columns="seconds"), b.history.drop(columns="seconds"))
+    assert not np.array_equal(a.model_embeddings()[1], c.model_embeddings()[1])
+
+
+def test_onboarding_is_a_forward_pass(fitted, problem):
+    model, data = fitted
+    train = problem[0]
+    ids, z_before = model.model_embeddings()
+    weights = {k: v.clone() for k, v in model.net.state_dict().items()}
+    rows = train[train["model_id"] == 2]
+    z_new = model.embed(data.encodings.take(rows["prompt_id"]), rows["score"].to_numpy())
+    assert z_new.shape == (16,)
+    # the same evaluations as a pool model give that model's embedding back
+    assert np.abs(z_new - z_before[2]).max() < 1e-4
+    assert np.array_equal(model.model_embeddings()[1], z_before)
+    assert all(torch.equal(weights[k], v) for k, v in model.net.state_dict().items())
+    # shuffled evaluations: same embedding
+    perm = np.random.default_rng(0).permutation(len(rows))
+    z_perm = model.embed(data.encodings.take(rows["prompt_id"].to_numpy()[perm]), rows["score"].to_numpy()[perm])
+    assert np.abs(z_perm - z_new).max() < 1e-5
+    with pytest.raises(DataError, match=r"\[0, 1\]"):
+        model.embed(data.encodings.take(rows["prompt_id"][:3]), np.array([0.0, 1.5, 1.0]))
+    with pytest.raises(DataError, match="shape"):
+        model.embed(np.zeros((3, 5), np.float32), np.zeros(3))
+
+
+def test_save_load_round_trip(fitted, problem, tmp_path):
+    model, _ = fitted
+    enc, test_ids = problem[3], problem[4]
+    model.save(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "model.safetensors"]
+    loaded = type(model).load(tmp_path)
+    q = enc.take(test_ids)
+    assert np.array_equal(model.predict_logits(q), loaded.predict_logits(q))
+    assert np.array_equal(model.predict_logits(q, [4, 1]), loaded.predict_logits(q)[:, [4, 1]])
+    assert np.array_equal(loaded.model_embeddings()[1], model.model_embeddings()[1])
+    with pytest.raises(DataError, match="unknown model"):
+        loaded.predict_logits(q, [99])
+
+
+def test_unknown_parameter_is_refused():
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        create("locus", {"dimension": 3})
