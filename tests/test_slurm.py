@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from slurm_cluster import REPO, interrupt_when, run_bounded
 
@@ -124,7 +125,9 @@ def test_workflow_trains_on_slurm(cluster, tmp_path):
     assert res.returncode == 0, res.output[-6000:]
     jobs = submitted_jobs(res.output)
     train_ids = [job for job, rule in jobs.items() if rule == "train_run"]
-    assert len(train_ids) == 2, jobs  # tiny.yaml: train_sizes [32, 64], one seed, one method
+    tiny = yaml.safe_load(TINY.read_text())
+    expected = len(tiny["table_methods"]) * len(tiny["train_sizes"]) * len(tiny["seeds"])
+    assert len(train_ids) == expected, jobs  # one sbatch job per routing-table run
     assert set(jobs.values()) == {"train_run"}, f"cheap rules must stay local (localrules): {jobs}"
     for job_id in train_ids:
         assert list((tmp_path / ".snakemake" / "slurm_logs" / "rule_train_run").glob(f"*/{job_id}.log"))
@@ -188,8 +191,9 @@ def test_interrupt_cancels_running_jobs(cluster, tmp_path):
     assert took < 30
     jobs = submitted_jobs(res.output)
     assert list(jobs.values()) == ["slow"], res.output[-4000:]
-    deadline = time.monotonic() + 30
+    # accounting (sacct) may lag behind the controller on a busy machine: allow a minute
+    deadline = time.monotonic() + 60
     while (state := cluster.sacct(list(jobs))[0]["State"]).startswith(("RUNNING", "PENDING")):
-        assert time.monotonic() < deadline, f"job {list(jobs)} still {state} 30 s after SIGINT"
+        assert time.monotonic() < deadline, f"job {list(jobs)} still {state} 60 s after SIGINT"
         time.sleep(0.5)
     assert state.startswith("CANCELLED"), state

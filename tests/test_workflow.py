@@ -43,7 +43,8 @@ def test_invalid_config_is_refused(tmp_path):
 
 def test_encodings_stage_runs_and_is_idempotent(tmp_path):
     targets = ["results/encodings/synthetic/all-MiniLM-L6-v2.parquet", "results/data/synthetic/summary.md"]
-    res = snakemake("--cores", "2", "--directory", str(tmp_path), "--configfile", str(TINY), *targets)
+    # targets first: --configfile takes several values and would swallow them
+    res = snakemake(*targets, "--cores", "2", "--directory", str(tmp_path), "--configfile", str(TINY))
     assert res.returncode == 0, res.stderr[-4000:]
     enc = pd.read_parquet(tmp_path / targets[0])
     queries = pd.read_parquet(tmp_path / "results/data/synthetic/queries.parquet")
@@ -53,6 +54,6 @@ def test_encodings_stage_runs_and_is_idempotent(tmp_path):
     assert "models: 12" in summary and "synthetic" in summary
     assert (tmp_path / "results/benchmarks/encode/synthetic/all-MiniLM-L6-v2.tsv").is_file()
     assert (tmp_path / "results/logs/encode/synthetic/all-MiniLM-L6-v2.log").is_file()
-    again = snakemake("--cores", "2", "--directory", str(tmp_path), "--configfile", str(TINY), *targets)
+    again = snakemake(*targets, "--cores", "2", "--directory", str(tmp_path), "--configfile", str(TINY))
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr

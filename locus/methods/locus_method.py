@@ -35,7 +35,7 @@ import pandas as pd
 from locus import evaluation
 from locus.atomic import write_json
 from locus.data.canonical import pairs_to_matrix
-from locus.errors import DataError
+from locus.errors import ConfigError, DataError
 from locus.methods.base import EmbeddingMethod, FitData, read_params
 
 log = logging.getLogger(__name__)
@@ -94,13 +94,14 @@ class LocusMethod(EmbeddingMethod):
     defaults = {
         # architecture (paper / authors' CLI defaults); internal widths follow `dim`
         "dim": 128, "heads": 4, "layers": 2, "latents": 64, "decoder_hidden": 64, "decoder_dropout": 0.1,
-        "encoder_kind": "isab",
+        "encoder_kind": "isab", "query_dropout": 0.0,
         # optimisation (authors' values)
         "enc_lr": 2e-4, "dec_lr": 8e-4, "weight_decay": 0.05, "grad_clip": 1.0,
         "noise_start": 0.10, "noise_end": 0.05, "noise_anneal_steps": 500, "noise_per_pair": True,
         # schedule: CPU-oriented (authors: all models per step, <= 2,500 steps, patience 500, validate every step)
         "max_steps": 800, "patience": 400, "eval_every": 25, "model_batch": 16, "max_tokens": 256,
         "encoder_fraction": 1.0, "eval_chunk_tokens": 65536, "max_seconds": 0.0,
+        "select": "routing_acc", "label_smoothing": 0.0, "query_weight_decay": -1.0,
         "threads": 0,
     }
 
@@ -108,7 +109,8 @@ class LocusMethod(EmbeddingMethod):
         "dim": "model embedding size d; attention/FFN widths follow it (FFN 2d)",
         "heads": "attention heads (dim must be divisible by it)", "layers": "number of ISAB/SAB blocks L",
         "latents": "learned latents r per ISAB block", "decoder_hidden": "hidden units of the decoder MLP",
-        "decoder_dropout": "dropout before the decoder's output layer", "encoder_kind": "isab (default) or sab",
+        "decoder_dropout": "dropout before the decoder's output layer",
+        "query_dropout": "dropout on the decoder's query projection u = U phi (training only)", "encoder_kind": "isab (default) or sab",
         "enc_lr": "AdamW learning rate of the encoder", "dec_lr": "AdamW learning rate of the decoder",
         "weight_decay": "AdamW weight decay (all parameters)", "grad_clip": "max gradient norm (0 = off)",
         "noise_start": "std of Gaussian noise on query encodings at step 0",
@@ -122,6 +124,10 @@ class LocusMethod(EmbeddingMethod):
         "eval_chunk_tokens": "tokens per chunk when embedding all models without autograd",
         "max_seconds": "stop after this wall time (0 = off; not deterministic)",
         "threads": "torch threads (0 = leave torch's default)",
+        "select": "validation metric for checkpoint selection and early stopping: routing_acc (val hit@1), "
+                  "bce (val BCE) or combo (val hit@1 minus val BCE)",
+        "label_smoothing": "training targets y -> y (1 - s) + s / 2 (0 = off)",
+        "query_weight_decay": "AdamW weight decay of the decoder's query projection U (< 0 = weight_decay)",
     }
 
     def __init__(self, params: dict | None = None, seed: int = 0):
@@ -140,7 +146,7 @@ class LocusMethod(EmbeddingMethod):
         p = self.params
         self.d_phi = int(d_phi)
         self.net = LocusNet(d_phi, p["dim"], p["heads"], p["layers"], p["latents"], p["decoder_hidden"],
-                            p["decoder_dropout"], p["encoder_kind"]).to(self.device)
+                            p["decoder_dropout"], p["encoder_kind"], p["query_dropout"]).to(self.device)
         return self.net
 
     @property
@@ -191,6 +197,7 @@ class LocusMethod(EmbeddingMethod):
         torch = _torch()
         p = self.params
         self._set_threads()
+        self._selection_score({})  # fail fast on a bad `select`
         torch.manual_seed(self.seed)
         rng = np.random.default_rng(self.seed)
         gen = torch.Generator().manual_seed(self.seed + 1)  # noise and token subsets (CPU generator)
@@ -208,13 +215,16 @@ class LocusMethod(EmbeddingMethod):
         val_phi = torch.from_numpy(np.ascontiguousarray(data.encodings.take(val_ids))).to(device)
 
         enc_params = list(net.encoder.parameters())
-        dec_params = list(net.decoder.parameters())
-        opt = torch.optim.AdamW([{"params": enc_params, "lr": p["enc_lr"]}, {"params": dec_params, "lr": p["dec_lr"]}],
+        query_params = list(net.decoder.query.parameters())
+        dec_params = [t for n, t in net.decoder.named_parameters() if not n.startswith("query.")]
+        query_wd = p["weight_decay"] if p["query_weight_decay"] < 0 else p["query_weight_decay"]
+        opt = torch.optim.AdamW([{"params": enc_params, "lr": p["enc_lr"]}, {"params": dec_params, "lr": p["dec_lr"]},
+                                 {"params": query_params, "lr": p["dec_lr"], "weight_decay": query_wd}],
                                 fused=True,
                                 weight_decay=p["weight_decay"])
         n_models = len(self.model_ids)
         batch = max(1, min(int(p["model_batch"]) or n_models, n_models))
-        history, best = [], {"acc": -math.inf, "step": 0, "state": None}
+        history, best = [], {"acc": -math.inf, "score": -math.inf, "step": 0, "state": None}
         t0 = time.perf_counter()
         order, pos, step, loss_sum, loss_n = rng.permutation(n_models), 0, 0, 0.0, 0
         net.train()
@@ -235,9 +245,12 @@ class LocusMethod(EmbeddingMethod):
                 history.append(row)
                 loss_sum, loss_n = 0.0, 0
                 acc = row.get("val_routing_acc", float("nan"))
-                if best["state"] is None or (np.isfinite(acc) and acc > best["acc"]) or not np.isfinite(acc):
-                    best = {"acc": acc, "step": step, "state": copy.deepcopy(net.state_dict()), "seconds": row["seconds"]}
-                log.debug("locus: step %d loss %.4f val hit@1 %.4f (%.1f s)", step, row["train_loss"], acc, row["seconds"])
+                score = self._selection_score(row)
+                if best["state"] is None or (np.isfinite(score) and score > best["score"]) or not np.isfinite(score):
+                    best = {"acc": acc, "score": score, "step": step, "state": copy.deepcopy(net.state_dict()),
+                            "seconds": row["seconds"], "bce": row.get("val_bce", float("nan"))}
+                log.debug("locus: step %d loss %.4f val hit@1 %.4f bce %.4f (%.1f s)", step, row["train_loss"], acc,
+                          row.get("val_bce", float("nan")), row["seconds"])
                 if step - best["step"] >= int(p["patience"]):
                     break
             if last:
@@ -248,6 +261,7 @@ class LocusMethod(EmbeddingMethod):
         self.history = pd.DataFrame(history)
         seconds = time.perf_counter() - t0
         self.summary = {"best_step": int(best["step"]), "best_val_routing_acc": float(best["acc"]),
+                        "best_val_bce": float(best.get("bce", float("nan"))), "select": p["select"],
                         "steps": int(step), "seconds": round(seconds, 3),
                         "seconds_to_best": round(float(best.get("seconds", seconds)), 3),
                         "device": str(device), "threads": int(torch.get_num_threads())}
@@ -306,13 +320,28 @@ class LocusMethod(EmbeddingMethod):
             u, uh = u[tgt_pos], uh[tgt_pos]
         logits = net.decoder.pair_logits(z, u, uh)
         y, mask = y.to(device), mask.to(device)
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits[mask], y[mask])
+        target = y[mask]
+        if p["label_smoothing"]:
+            target = target * (1.0 - p["label_smoothing"]) + 0.5 * p["label_smoothing"]
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits[mask], target)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if p["grad_clip"] and p["grad_clip"] > 0:
             torch.nn.utils.clip_grad_norm_(net.parameters(), p["grad_clip"])
         opt.step()
         return float(loss.detach())
+
+    def _selection_score(self, row: dict) -> float:
+        """Higher is better; the metric named by `select` (nan without a validation split)."""
+        kind = self.params["select"]
+        acc, bce = row.get("val_routing_acc", float("nan")), row.get("val_bce", float("nan"))
+        if kind == "routing_acc":
+            return acc
+        if kind == "bce":
+            return -bce
+        if kind == "combo":
+            return acc - bce
+        raise ConfigError(f"locus: select must be routing_acc, bce or combo, got {kind!r}")
 
     def _validate(self, phi, sets, val_phi, val_labels) -> dict:
         if val_phi.shape[0] == 0:

@@ -152,9 +152,10 @@ class Encoder(nn.Module):
 class Decoder(nn.Module):
     """G_psi: logit = w2 . Dropout(ReLU(W_z z + W_u u + W_zu (z*u) + b1)) + b2 with u = U phi."""
 
-    def __init__(self, d_phi: int, dim: int, hidden: int, dropout: float):
+    def __init__(self, d_phi: int, dim: int, hidden: int, dropout: float, query_dropout: float = 0.0):
         super().__init__()
         self.query = nn.Linear(d_phi, dim)  # U
+        self.query_dropout = nn.Dropout(query_dropout)  # on u (training only; 0 = the authors' decoder)
         first = nn.Linear(3 * dim, hidden)  # initialised as the one [z; u; z*u] layer, then split
         w = first.weight.detach()
         self.hidden_z = nn.Linear(dim, hidden)
@@ -170,7 +171,7 @@ class Decoder(nn.Module):
 
     def query_features(self, phi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-query part: u = U phi [Q, d] and W_u u [Q, hidden]."""
-        u = self.query(phi)
+        u = self.query_dropout(self.query(phi))
         return u, self.hidden_u(u)
 
     def _head(self, pre: torch.Tensor) -> torch.Tensor:
@@ -198,11 +199,12 @@ class LocusNet(nn.Module):
     """Encoder + decoder with the sizes of one configuration."""
 
     def __init__(self, d_phi: int, dim: int = 128, heads: int = 4, layers: int = 2, latents: int = 64,
-                 decoder_hidden: int = 64, decoder_dropout: float = 0.1, encoder_kind: str = "isab"):
+                 decoder_hidden: int = 64, decoder_dropout: float = 0.1, encoder_kind: str = "isab",
+                 query_dropout: float = 0.0):
         super().__init__()
         self.d_phi = d_phi
         self.encoder = Encoder(d_phi, dim, heads, layers, latents, encoder_kind)
-        self.decoder = Decoder(d_phi, dim, decoder_hidden, decoder_dropout)
+        self.decoder = Decoder(d_phi, dim, decoder_hidden, decoder_dropout, query_dropout)
 
     def embed(self, phi: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """z [B, d] from per-token query encodings phi [B, n, d_phi], scores y [B, n] and mask [B, n]."""
