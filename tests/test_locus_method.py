@@ -111,3 +111,18 @@ def test_save_load_round_trip(fitted, problem, tmp_path):
 def test_unknown_parameter_is_refused():
     with pytest.raises(ConfigError, match="unknown parameter"):
         create("locus", {"dimension": 3})
+
+
+def test_bad_selection_metric_fails_fast(fitted):
+    _, data = fitted
+    with pytest.raises(ConfigError, match="select"):
+        create("locus", {**TINY, "select": "accuracy_on_test"}, seed=0).fit(data)
+
+
+def test_bce_selection_trains_and_records_choice(problem):
+    train, val, _, enc, _ = problem
+    data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
+    model = create("locus", {**TINY, "max_steps": 40, "select": "bce"}, seed=1).fit(data)
+    assert model.summary["select"] == "bce"
+    best = model.history.loc[model.history["step"] == model.summary["best_step"], "val_bce"].iloc[0]
+    assert best == pytest.approx(model.history["val_bce"].min())
