@@ -69,7 +69,7 @@ class TextMF(nn.Module):
         return torch.cat(out) if out else torch.zeros((0, z.shape[0]))
 
 
-class EmbedLLM(EmbeddingMethod):
+class EmbedLLM(tu.NetCheckpoint, EmbeddingMethod):
     name = "embedllm"
     defaults = {
         "dim": 232,  # released default
@@ -164,23 +164,6 @@ class EmbedLLM(EmbeddingMethod):
                 param.requires_grad_(True)
         return z.numpy().astype(np.float32)
 
-    # -- persistence ---------------------------------------------------------------------------
-    def save(self, directory: Path) -> None:
-        self._resolve_model_ids(None)
-        config = {"method": self.name, "params": self.params, "seed": self.seed,
-                  "model_ids": self.model_ids.tolist(), "d_phi": self.d_phi}
-        tu.save_torch(directory, self.net, config)
-
-    @classmethod
-    def load(cls, directory: Path) -> "EmbedLLM":
-        config, state, _ = tu.load_torch(directory, cls.name)
-        method = cls(config["params"], seed=config["seed"])
-        method.model_ids = np.asarray(config["model_ids"], dtype=np.int64)
-        method.d_phi = int(config["d_phi"])
-        method.net = method._build(len(method.model_ids), method.d_phi)
-        method.net.load_state_dict(state)
-        method.net.eval()
-        return method
 
 
 class EmbedLLMPlus(EmbedLLM):

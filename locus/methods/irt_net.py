@@ -105,7 +105,7 @@ class IRTModule(nn.Module):
         return torch.cat(out) if out else torch.zeros((0, theta.shape[0]))
 
 
-class IRTNet(EmbeddingMethod):
+class IRTNet(tu.NetCheckpoint, EmbeddingMethod):
     name = "irt_net"
     defaults = {
         "dim": 232,
@@ -141,6 +141,9 @@ class IRTNet(EmbeddingMethod):
         self.net: IRTModule | None = None
         self.d_phi: int | None = None
 
+    def _build(self, n_models: int, d_phi: int) -> IRTModule:
+        return IRTModule(n_models, d_phi, self.params)
+
     def fit(self, data: FitData) -> "IRTNet":
         p = self.params
         gen = tu.setup_torch(self.seed, p["threads"])
@@ -148,7 +151,7 @@ class IRTNet(EmbeddingMethod):
         train = tu.PairTable.from_frame(data.train, self.model_ids, data.encodings)
         val = tu.ValidationSet(data.val, self.model_ids, data.encodings)
         self.d_phi = int(train.vectors.shape[1])
-        self.net = IRTModule(len(self.model_ids), self.d_phi, p)
+        self.net = self._build(len(self.model_ids), self.d_phi)
         opt = torch.optim.Adam(self.net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
         sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=p["lr_factor"],
                                                            patience=int(p["lr_patience"]))
@@ -203,20 +206,3 @@ class IRTNet(EmbeddingMethod):
         theta = tu.fit_rows(init, lambda t: a @ t - b, y, steps=self.params["embed_steps"],
                             lr=self.params["embed_lr"], weight_decay=self.params["weight_decay"])
         return theta.numpy().astype(np.float32)
-
-    def save(self, directory: Path) -> None:
-        self._resolve_model_ids(None)
-        config = {"method": self.name, "params": self.params, "seed": self.seed,
-                  "model_ids": self.model_ids.tolist(), "d_phi": self.d_phi}
-        tu.save_torch(directory, self.net, config)
-
-    @classmethod
-    def load(cls, directory: Path) -> "IRTNet":
-        config, state, _ = tu.load_torch(directory, cls.name)
-        method = cls(config["params"], seed=config["seed"])
-        method.model_ids = np.asarray(config["model_ids"], dtype=np.int64)
-        method.d_phi = int(config["d_phi"])
-        method.net = IRTModule(len(method.model_ids), method.d_phi, method.params)
-        method.net.load_state_dict(state)
-        method.net.eval()
-        return method

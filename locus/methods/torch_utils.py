@@ -254,3 +254,25 @@ def load_torch(directory: Path, name: str) -> tuple[dict, dict, dict]:
 
 def fit_model_ids(data: FitData) -> np.ndarray:
     return np.asarray(data.model_ids, dtype=np.int64)
+
+
+class NetCheckpoint:
+    """save/load shared by the torch baselines that keep one module ``self.net``, built by
+    ``self._build(n_models, d_phi)``: weights as safetensors, everything else as JSON."""
+
+    def save(self, directory: Path) -> None:
+        self._resolve_model_ids(None)
+        config = {"method": self.name, "params": self.params, "seed": self.seed,
+                  "model_ids": self.model_ids.tolist(), "d_phi": self.d_phi}
+        save_torch(directory, self.net, config)
+
+    @classmethod
+    def load(cls, directory: Path):
+        config, state, _ = load_torch(directory, cls.name)
+        method = cls(config["params"], seed=config["seed"])
+        method.model_ids = np.asarray(config["model_ids"], dtype=np.int64)
+        method.d_phi = int(config["d_phi"])
+        method.net = method._build(len(method.model_ids), method.d_phi)
+        method.net.load_state_dict(state)
+        method.net.eval()
+        return method
