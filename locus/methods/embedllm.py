@@ -29,7 +29,6 @@ Decisions (see docs / README):
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import torch

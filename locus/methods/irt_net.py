@@ -27,7 +27,6 @@ Decisions (see docs / README):
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import torch
