@@ -59,6 +59,11 @@ class TextMF(nn.Module):
         """Logits of aligned rows: embeddings z [n, dim], query encodings x [n, d_phi]."""
         return self.decoder(z * self.proj(x)).squeeze(-1)
 
+    @property
+    def model_table(self) -> nn.Embedding:
+        """The per-model vectors (read by the shared code in torch_utils.NetMethod)."""
+        return self.P
+
     def matrix_logits(self, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         """Logits [queries x models] of query encodings x [q, d_phi] against embeddings z [m, dim]."""
         out = []
@@ -68,7 +73,7 @@ class TextMF(nn.Module):
         return torch.cat(out) if out else torch.zeros((0, z.shape[0]))
 
 
-class EmbedLLM(tu.NetCheckpoint, EmbeddingMethod):
+class EmbedLLM(tu.NetMethod, EmbeddingMethod):
     name = "embedllm"
     defaults = {
         "dim": 232,  # released default
@@ -129,18 +134,6 @@ class EmbedLLM(tu.NetCheckpoint, EmbeddingMethod):
             max_epochs=int(p["max_epochs"]), patience=int(p["patience"]), select_by=p["select_by"],
         )
         return self
-
-    # -- inference -----------------------------------------------------------------------------
-    def predict_logits(self, query_vectors: np.ndarray, model_ids=None) -> np.ndarray:
-        pos = self._model_positions(model_ids)
-        x = torch.from_numpy(self._check_query_dim(query_vectors, self.d_phi))
-        with torch.no_grad():
-            z = self.net.P.weight[torch.from_numpy(pos)]
-            return self.net.matrix_logits(x, z).numpy().astype(np.float32)
-
-    def model_embeddings(self) -> tuple[np.ndarray, np.ndarray]:
-        self._resolve_model_ids(None)
-        return self.model_ids.copy(), self.net.P.weight.detach().numpy().astype(np.float32).copy()
 
     def embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """Fit one new model embedding on (query, score) pairs with W and MLP_psi frozen."""

@@ -96,6 +96,11 @@ class IRTModule(nn.Module):
         self.query = QueryMoE(d_phi, int(p["dim"]), int(p["n_experts"]), int(p["top_k"]), int(p["expert_hidden"]),
                               int(p["expert_out"]), float(p["dropout"]))
 
+    @property
+    def model_table(self) -> nn.Embedding:
+        """The per-model vectors (read by the shared code in torch_utils.NetMethod)."""
+        return self.theta
+
     def matrix_logits(self, x: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
         out = []
         for chunk in torch.split(x, PREDICT_CHUNK):
@@ -104,7 +109,7 @@ class IRTModule(nn.Module):
         return torch.cat(out) if out else torch.zeros((0, theta.shape[0]))
 
 
-class IRTNet(tu.NetCheckpoint, EmbeddingMethod):
+class IRTNet(tu.NetMethod, EmbeddingMethod):
     name = "irt_net"
     defaults = {
         "dim": 232,
@@ -181,17 +186,6 @@ class IRTNet(tu.NetCheckpoint, EmbeddingMethod):
                 on_epoch_end=on_epoch_end,
             )
         return self
-
-    def predict_logits(self, query_vectors: np.ndarray, model_ids=None) -> np.ndarray:
-        pos = self._model_positions(model_ids)
-        x = torch.from_numpy(self._check_query_dim(query_vectors, self.d_phi))
-        self.net.eval()
-        with torch.no_grad():
-            return self.net.matrix_logits(x, self.net.theta.weight[torch.from_numpy(pos)]).numpy().astype(np.float32)
-
-    def model_embeddings(self) -> tuple[np.ndarray, np.ndarray]:
-        self._resolve_model_ids(None)
-        return self.model_ids.copy(), self.net.theta.weight.detach().numpy().astype(np.float32).copy()
 
     def embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """Fit theta for a (new) model on its scored queries with the query network frozen."""

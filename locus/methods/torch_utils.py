@@ -256,9 +256,23 @@ def fit_model_ids(data: FitData) -> np.ndarray:
     return np.asarray(data.model_ids, dtype=np.int64)
 
 
-class NetCheckpoint:
-    """save/load shared by the torch baselines that keep one module ``self.net``, built by
-    ``self._build(n_models, d_phi)``: weights as safetensors, everything else as JSON."""
+class NetMethod:
+    """Shared by the torch embedding baselines (EmbedLLM, IRT-Net) that keep one module ``self.net``,
+    built by ``self._build(n_models, d_phi)``, whose ``model_table`` (an nn.Embedding) holds one vector
+    per model and whose ``matrix_logits(x, z)`` scores queries against model vectors: prediction,
+    model embeddings, and save/load (weights as safetensors, everything else as JSON)."""
+
+    def predict_logits(self, query_vectors: np.ndarray, model_ids=None) -> np.ndarray:
+        pos = self._model_positions(model_ids)
+        x = torch.from_numpy(self._check_query_dim(query_vectors, self.d_phi))
+        self.net.eval()
+        with torch.no_grad():
+            z = self.net.model_table.weight[torch.from_numpy(pos)]
+            return self.net.matrix_logits(x, z).numpy().astype(np.float32)
+
+    def model_embeddings(self) -> tuple[np.ndarray, np.ndarray]:
+        self._resolve_model_ids(None)
+        return self.model_ids.copy(), self.net.model_table.weight.detach().numpy().astype(np.float32).copy()
 
     def save(self, directory: Path) -> None:
         self._resolve_model_ids(None)
