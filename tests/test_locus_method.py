@@ -126,3 +126,40 @@ def test_bce_selection_trains_and_records_choice(problem):
     assert model.summary["select"] == "bce"
     best = model.history.loc[model.history["step"] == model.summary["best_step"], "val_bce"].iloc[0]
     assert best == pytest.approx(model.history["val_bce"].min())
+
+
+def test_max_targets_caps_decoder_targets_per_step(problem):
+    train, val, _, enc, test_ids = problem
+    data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
+    model = create("locus", {**TINY, "max_targets": 24}, seed=3)
+    widths = []
+    original = None
+
+    def build(d_phi):
+        nonlocal original
+        net = type(model)._build(model, d_phi)
+        original = net.decoder.pair_logits
+
+        def recording(z, u, uh):
+            widths.append(u.shape[1])
+            return original(z, u, uh)
+
+        net.decoder.pair_logits = recording
+        return net
+
+    model._build = build
+    model.fit(data)
+    assert widths and max(widths) == 24  # every model has 160 training queries; 24 are scored per step
+    logits = model.predict_logits(enc.take(test_ids))
+    labels = pairs_to_matrix(problem[2], test_ids, np.arange(6))
+    r = evaluation.routing_metrics(logits, labels)
+    assert r["routing_acc"] > r["random"] + 0.2, r
+
+
+def test_min_steps_delays_early_stopping(problem):
+    train, val, _, enc, _ = problem
+    data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
+    frozen = {**TINY, "enc_lr": 0.0, "dec_lr": 0.0, "patience": 20, "eval_every": 20, "max_steps": 200}
+    # nothing learns, so validation never improves after the first check (step 20)
+    assert create("locus", {**frozen, "min_steps": 0}, seed=0).fit(data).summary["steps"] == 40
+    assert create("locus", {**frozen, "min_steps": 100}, seed=0).fit(data).summary["steps"] == 100

@@ -27,6 +27,20 @@ def test_dry_run_default_config(tmp_path):
         assert rule in out
     assert "results/encodings/synthetic/all-MiniLM-L6-v2.parquet" in out
     assert "results/runs/synthetic/all-MiniLM-L6-v2/locus/n1024/d128/s0/metrics.json" in out
+    # the sample-efficiency figure covers the paper's grid up to 4,096
+    assert "results/runs/synthetic/all-MiniLM-L6-v2/locus/n4096/d128/s0/metrics.json" in out
+
+
+def test_seed_bands_config_adds_seeds_to_the_figure_only(tmp_path):
+    res = snakemake("-n", "results/figures/train_sample_eff.pdf", "results/tables/routing.tex",
+                    "--directory", str(tmp_path), "--configfile", str(REPO / "config" / "seed-bands.yaml"))
+    assert res.returncode == 0, res.stderr + res.stdout
+    out = res.stdout
+    for seed in (0, 1, 2):
+        assert f"results/runs/synthetic/all-MiniLM-L6-v2/irt_net/n64/d232/s{seed}/metrics.json" in out
+    # routing.tex needs only its own methods (LOCUS, EmbedLLM, IRT-Net), not the by-dataset ones
+    assert "results/runs/synthetic/all-MiniLM-L6-v2/locus/n256/d128/s0/metrics.json" in out
+    assert "knn_router" not in out and "embedllm_plus" not in out
 
 
 def test_invalid_config_is_refused(tmp_path):

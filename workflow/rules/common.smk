@@ -51,14 +51,14 @@ def run_dir(dataset, encoder, method, n, seed):
     return f"results/runs/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}"
 
 
-def run_metrics(methods, sizes, dataset=None, encoder=None):
+def run_metrics(methods, sizes, dataset=None, encoder=None, seeds=None):
     dataset = dataset or DATASET
     encoder = encoder or ENCODER
     return [
         f"{run_dir(dataset, encoder, m, n, s)}/metrics.json"
         for m in methods
         for n in sizes
-        for s in config["seeds"]
+        for s in (config["seeds"] if seeds is None else seeds)
     ]
 
 

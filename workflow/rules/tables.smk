@@ -56,7 +56,11 @@ for _kind in ("routing", "correctness"):
 
 rule sample_efficiency_figure:
     input:
-        run_metrics(config["sample_efficiency"]["methods"], config["sample_efficiency"]["train_sizes"]),
+        run_metrics(
+            config["sample_efficiency"]["methods"],
+            config["sample_efficiency"]["train_sizes"],
+            seeds=config["sample_efficiency"].get("seeds"),
+        ),
     output:
         pdf="results/figures/train_sample_eff.pdf",
         png=report(
