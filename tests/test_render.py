@@ -182,3 +182,10 @@ def test_bad_inputs(tmp_path, runs, capsys):
     with pytest.raises(DataError, match="one training size only"):
         se.efficiency(pd.DataFrame({"method": ["locus"], "train_size": [64], "mean": [0.5], "std": [0.0],
                                     "n_seeds": [1]}), "locus")
+
+
+def test_factor_labels_read_in_the_right_direction():
+    from locus.render.figures import factor_label
+    assert factor_label(2.7) == "2.7× fewer"
+    assert factor_label(1.0) == "1.0× fewer"
+    assert factor_label(0.4) == "2.5× more"

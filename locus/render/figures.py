@@ -46,11 +46,17 @@ def save_figure(fig, out: str | Path, dpi: int = 200) -> dict[str, Path]:
     return paths
 
 
+def factor_label(k: float) -> str:
+    """"2.7× fewer" for k >= 1 (the reference needs k times fewer samples), "2.5× more" for k < 1."""
+    return f"{k:.1f}× fewer" if k >= 1 else f"{1.0 / k:.1f}× more"
+
+
 def sample_efficiency_figure(curve: pd.DataFrame, summary: dict, metric_label: str = "Routing accuracy (%)",
                              title: str | None = None):
     """Paper ``fig:train_sample_eff``: mean ± std bands per method vs training evaluations per model
     (log2 axis), and a horizontal arrow per baseline at the reference point's accuracy, from the
-    baseline's sample count to the reference method's, labelled "k×". Only exact factors are drawn; where
+    baseline's sample count to the reference method's, labelled "k× fewer" (or "1/k× more" when the
+    reference needs more samples than the baseline). Only exact factors are drawn; where
     the reference point has none (the baseline never reaches that accuracy), the largest exact one is."""
     sns.set_theme(style="whitegrid", context="paper")
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
@@ -77,7 +83,7 @@ def sample_efficiency_figure(curve: pd.DataFrame, summary: dict, metric_label: s
         y, color = 100 * at["target"], PALETTE.get(method, "black")
         ax.annotate("", xy=(at["n_reference"], y), xytext=(at["n_method"], y),
                     arrowprops={"arrowstyle": "->", "lw": 1.3, "color": color})
-        ax.annotate(f"{at['factor']:.1f}× fewer", (math.sqrt(at["n_reference"] * at["n_method"]), y),
+        ax.annotate(factor_label(at["factor"]), (math.sqrt(at["n_reference"] * at["n_method"]), y),
                     xytext=(0, 3 if i == 0 else -3), textcoords="offset points", ha="center",
                     va="bottom" if i == 0 else "top", fontsize=7.5, color=color)
     ax.set_xscale("log", base=2)
