@@ -94,7 +94,7 @@ def sample_efficiency_figure(curve: pd.DataFrame, summary: dict, metric_label: s
     ax.set_xlabel("# training evaluations per model")
     ax.set_ylabel(metric_label)
     if title:
-        ax.set_title(textwrap.fill(title, 70), fontsize=9)
+        ax.set_title(textwrap.fill(title, 70, break_on_hyphens=False), fontsize=9)
     ax.legend(frameon=True, fontsize=8)
     fig.tight_layout()
     return fig
