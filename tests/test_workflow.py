@@ -71,3 +71,16 @@ def test_encodings_stage_runs_and_is_idempotent(tmp_path):
     again = snakemake(*targets, "--cores", "2", "--directory", str(tmp_path), "--configfile", str(TINY))
     assert again.returncode == 0
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_figure_seeds_are_separate_from_table_seeds(tmp_path):
+    own = tmp_path / "figure-seeds.yaml"
+    own.write_text("sample_efficiency:\n  methods: [locus, irt_net, embedllm]\n"
+                   "  train_sizes: [64, 128, 256, 512, 1024, 2048, 4096]\n  seeds: [5]\n")
+    res = snakemake("-n", "results/figures/train_sample_eff.pdf", "--directory", str(tmp_path), "--configfile", str(own))
+    assert res.returncode == 0, res.stderr + res.stdout
+    assert "results/runs/synthetic/all-MiniLM-L6-v2/locus/n64/d128/s5/metrics.json" in res.stdout
+    assert "/s0/metrics.json" not in res.stdout
+    res = snakemake("-n", "results/tables/routing.tex", "--directory", str(tmp_path), "--configfile", str(own))
+    assert res.returncode == 0, res.stderr + res.stdout
+    assert "/s5/" not in res.stdout and "locus/n256/d128/s0/metrics.json" in res.stdout
