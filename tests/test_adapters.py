@@ -22,9 +22,14 @@ from fixtures_embedllm import write_embedllm_fixture  # noqa: E402
 LLMROUTER_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "llmrouter-dc"
 
 
-def _valid(result) -> canonical.EvalData:
+def _valid(result, duplicates="error", split_overlap="error") -> canonical.EvalData:
     queries, models, scores = result
-    return canonical.validate(queries, models, scores, duplicates="error")
+    return canonical.validate(queries, models, scores, duplicates=duplicates, split_overlap=split_overlap)
+
+
+def _without_origin(frames):
+    """Adapter frames without the provenance columns (they name the input directory)."""
+    return [f.drop(columns=[canonical.ORIGIN, canonical.ORIGIN_ROW], errors="ignore") for f in frames]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -38,7 +43,9 @@ def embedllm_dir(tmp_path_factory):
 
 def test_embedllm_counts_benchmarks_and_splits(embedllm_dir):
     info = embedllm_dir
-    data = _valid(embedllm.build({"dir": str(info.directory)}))
+    raw = embedllm.build({"dir": str(info.directory)})
+    assert len(raw[2]) == info.n_rows  # raw rows: the duplicated GPQA rows are all returned
+    data = _valid(raw, duplicates="last")
     assert len(data.models) == 6
     assert data.models["name"].iloc[0] == "Qwen/Qwen1.5-7B-Chat"
     assert len(data.queries) == 60
@@ -57,18 +64,51 @@ def test_embedllm_counts_benchmarks_and_splits(embedllm_dir):
 @pytest.mark.parametrize("policy, expected", [("last", 0.0), ("max", 1.0), ("mean", 0.5)])
 def test_embedllm_duplicate_policies(embedllm_dir, policy, expected):
     assert embedllm_dir.dup_labels == (1, 0)
-    _, _, scores = embedllm.build({"dir": str(embedllm_dir.directory), "duplicates": policy})
+    scores = _valid(embedllm.build({"dir": str(embedllm_dir.directory)}), duplicates=policy).scores
     row = scores[(scores["prompt_id"] == embedllm_dir.dup_prompt_id) & (scores["model_id"] == 0)]
     assert row["score"].tolist() == [expected]
 
 
-def test_embedllm_duplicates_error(embedllm_dir):
-    with pytest.raises(DataError, match="duplicate"):
-        embedllm.build({"dir": str(embedllm_dir.directory), "duplicates": "error"})
+def test_embedllm_duplicates_error_names_file_and_rows(embedllm_dir):
+    with pytest.raises(DataError, match=r"train.csv: 6 \(prompt, model\) pair\(s\) have more than one score.*"
+                                        r"prompt_id 3 .* x model_id 0 .*train.csv rows \d+, \d+"):
+        _valid(embedllm.build({"dir": str(embedllm_dir.directory)}), duplicates="error")
+
+
+def test_embedllm_prompt_id_in_two_split_files(tmp_path):
+    write_embedllm_fixture(tmp_path, n_prompts=24)
+    val = pd.read_csv(tmp_path / "val.csv")
+    moved = val[val["prompt_id"] == val["prompt_id"].iloc[0]].assign(label=1)
+    pd.concat([pd.read_csv(tmp_path / "test.csv"), moved]).to_csv(tmp_path / "test.csv", index=False)
+    pid = int(moved["prompt_id"].iloc[0])
+    for policy in ("error", "keep_all"):
+        with pytest.raises(DataError, match=rf"1 prompt_id\(s\) are listed in more than one.*{pid} in val/test"):
+            embedllm.build({"dir": str(tmp_path), "split_overlap": policy})
+    data = _valid(embedllm.build({"dir": str(tmp_path), "split_overlap": "keep_test"}), duplicates="last")
+    assert data.queries.set_index("prompt_id").loc[pid, "split"] == "test"
+    assert data.scores.loc[data.scores["prompt_id"] == pid, "score"].tolist() == [1.0] * 6  # test.csv's rows
+    data = _valid(embedllm.build({"dir": str(tmp_path), "split_overlap": "keep_train"}), duplicates="last")
+    assert data.queries.set_index("prompt_id").loc[pid, "split"] == "val"
+    with pytest.raises(ConfigError, match="split_overlap"):
+        embedllm.build({"dir": str(tmp_path), "split_overlap": "both"})
+
+
+def test_embedllm_reads_text_as_written(tmp_path):
+    info = write_embedllm_fixture(tmp_path, n_prompts=24)
+    df = pd.read_csv(tmp_path / "train.csv")
+    df.loc[df["prompt_id"] == 0, "prompt"] = "None"
+    df.loc[df["prompt_id"] == 1, "prompt"] = "NA"
+    df.to_csv(tmp_path / "train.csv", index=False)
+    q = _valid(embedllm.build({"dir": str(info.directory)}), duplicates="last").queries.set_index("prompt_id")
+    assert q.loc[0, "prompt"] == "None" and q.loc[1, "prompt"] == "NA"
+    with open(tmp_path / "val.csv", "a") as fh:
+        fh.write("1,2,x,1,text,3,MMLU,extra\n")
+    with pytest.raises(DataError, match=r"val.csv: ragged row \(row \d+ has 8 fields, the header 7\)"):
+        embedllm.build({"dir": str(tmp_path)})
 
 
 def test_embedllm_chunked_read_equals_whole_read(embedllm_dir):
-    whole = embedllm.build({"dir": str(embedllm_dir.directory), "chunksize": 10_000})
+    whole = embedllm.build({"dir": str(embedllm_dir.directory), "chunksize": 10_000})  # origin rows included
     chunked = embedllm.build({"dir": str(embedllm_dir.directory), "chunksize": 7})
     for a, b in zip(whole, chunked):
         pd.testing.assert_frame_equal(a, b)
@@ -79,7 +119,7 @@ def test_embedllm_maps_model_names_when_model_id_missing(tmp_path, embedllm_dir)
     assert "model_id" not in pd.read_csv(tmp_path / "val.csv", nrows=0).columns
     got = embedllm.build({"dir": str(tmp_path)})
     ref = embedllm.build({"dir": str(embedllm_dir.directory)})
-    for a, b in zip(got, ref):
+    for a, b in zip(_without_origin(got), _without_origin(ref)):
         pd.testing.assert_frame_equal(a, b)
 
 
@@ -147,8 +187,11 @@ def test_csv_given_columns_and_parquet(tmp_path):
     df = pd.concat([df, df.iloc[[0]].assign(score=0.25)], ignore_index=True)  # one duplicate pair
     path = tmp_path / "evals.parquet"
     df.to_parquet(path)
-    q, m, s = csv_source.build({"path": str(path), "duplicates": "mean"})
-    data = _valid((q, m, s))
+    q, m, s = csv_source.build({"path": str(path)})
+    with pytest.raises(DataError, match=r"evals.parquet: 1 \(prompt, model\) pair.*rows 0, 18"):
+        _valid((q, m, s))
+    data = _valid((q, m, s), duplicates="mean")
+    s = data.scores
     assert data.queries["split"].tolist() == ["train", "train", "val", "test", "train", "test"]
     assert data.queries["benchmark"].tolist() == ["A", "A", "A", "B", "B", "B"]
     assert data.queries["category"].iloc[0] == "a_sub"
@@ -181,14 +224,121 @@ def test_csv_empty_and_conflicting_files(tmp_path):
     header.write_text("prompt,model,score\n")
     with pytest.raises(DataError, match="no data rows"):
         csv_source.build({"path": str(header)})
-    conflict = tmp_path / "conflict.csv"
-    df = _evals(6).assign(split="train")
-    df.loc[1, "split"] = "test"  # same prompt as row 0
-    df.to_csv(conflict, index=False)
-    with pytest.raises(DataError, match=r"different splits \(CSV row\(s\) 3"):
-        csv_source.build({"path": str(conflict)})
     with pytest.raises(ConfigError, match="path"):
         csv_source.build({})
+    with pytest.raises(ConfigError, match="data-set options"):
+        csv_source.build({"path": str(header), "duplicates": "mean"})
+
+
+def test_csv_cells_are_text_exactly_as_written(tmp_path):
+    path = tmp_path / "evals.csv"
+    path.write_text("prompt,model,score\n" + "".join(
+        f"{p},{m},{v}\n" for p, v in (("01", "true"), ("1", "FALSE"), ("1.0", "1"), ("None", "0.5"), ("NA", "True"),
+                                      ("null", "0"), (' "spaced" ', "false"))
+        for m in ("7", "07", "7.0")), encoding="utf-8")
+    q, m, s = csv_source.build({"path": str(path), "model_order": "appearance"})
+    assert q["prompt"].tolist() == ["01", "1", "1.0", "None", "NA", "null", ' "spaced" ']
+    assert m["name"].tolist() == ["7", "07", "7.0"]
+    assert s["score"].tolist()[::3] == [1.0, 0.0, 1.0, 0.5, 1.0, 0.0, 0.0]
+
+
+def test_csv_ragged_rows_are_reported_by_line(tmp_path):
+    path = tmp_path / "ragged.csv"
+    path.write_text('prompt,model,score\n"two\nlines",a,1\nq2,a\nq3,a,1,extra\nq4,a,1\n')
+    with pytest.raises(DataError, match=r"ragged.csv: 2 ragged row\(s\) with the wrong number of fields: line 4 has 2, "
+                                        r"line 5 has 4; the header has 3 \(prompt,model,score\)\. Put double quotes"):
+        csv_source.build({"path": str(path)})
+
+
+@pytest.mark.parametrize("content, pattern", [
+    (b"prompt,model,score\n\xff\xfe,a,1\n", r"bad.csv: is not UTF-8 text"),
+    (b"prompt,model,score,model\nq,a,1,b\n", r"bad.csv: column name\(s\) \['model'\] appear more than once"),
+    (b"Prompt,model,score\nq,a,1\n", r"missing column\(s\) \['prompt'\].*found 'Prompt': write the names in lower case"),
+    (b"prompt,model,score\nq,a,\n", r"'score' must be a number in \[0, 1\].*CSV row\(s\) 2 \(header = row 1\): ''"),
+    (b"prompt,model,score\n  ,a,1\n", r"'prompt' is empty in CSV row\(s\) 2"),
+])
+def test_csv_reading_errors(tmp_path, content, pattern):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(content)
+    with pytest.raises(DataError, match=pattern):
+        csv_source.build({"path": str(path)})
+
+
+def test_csv_bom_and_gzip(tmp_path):
+    import gzip
+
+    text = "prompt,model,score\n" + "".join(f"q{i},m,{i % 2}\n" for i in range(10))
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    with gzip.open(tmp_path / "z.csv.gz", "wt") as fh:
+        fh.write(text)
+    a = csv_source.build({"path": str(tmp_path / "bom.csv")})
+    b = csv_source.build({"path": str(tmp_path / "z.csv.gz")})
+    for x, y in zip(_without_origin(a), _without_origin(b)):
+        pd.testing.assert_frame_equal(x, y)
+
+
+# ---------------------------------------------------------------------------------------------
+# `locus data`: the data-set options are applied once, for every source
+# ---------------------------------------------------------------------------------------------
+def _locus(*argv) -> int:
+    from locus.cli import main
+
+    return main(list(argv))
+
+
+def _duplicated_csv(tmp_path):
+    path = tmp_path / "dup.csv"
+    rows = ["prompt,model,score,split", "q0,a,1,train", "q0,b,0,train", "q1,a,0,val", "q1,b,1,val", "q2,a,1,test",
+            "q2,b,1,test", "q0,a,0,train", "q0,a,0.5,train"]  # (q0, a) three times: 1, 0, 0.5
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("policy, expected", [("last", 0.5), ("max", 1.0), ("mean", 0.5)])
+def test_data_command_duplicates_policy_on_csv(tmp_path, policy, expected):
+    path = _duplicated_csv(tmp_path)
+    assert _locus("data", "csv", "--out", str(tmp_path / "d"), "--params", f'{{"path": "{path}"}}',
+                  "--duplicates", policy) == 0
+    s = canonical.read_dataset(tmp_path / "d").scores
+    assert s.query("prompt_id == 0 and model_id == 0")["score"].item() == pytest.approx(expected)
+    assert len(s) == 6
+
+
+def test_data_command_duplicates_error_names_file_and_rows(tmp_path, capsys):
+    path = _duplicated_csv(tmp_path)
+    argv = ["data", "csv", "--out", str(tmp_path / "d"), "--params"]
+    assert _locus(*argv, f'{{"path": "{path}", "duplicates": "error"}}') == 2
+    err = capsys.readouterr().err
+    assert "dup.csv: 1 (prompt, model) pair(s) have more than one score" in err
+    assert "prompt_id 0 ('q0') x model_id 0 ('a'): 3 rows (" in err and "dup.csv rows 2, 8, 9)" in err
+    assert not (tmp_path / "d").exists()
+    # the data set's own parameter wins over the command-line flag
+    assert _locus(*argv, f'{{"path": "{path}", "duplicates": "error"}}', "--duplicates", "max") == 2
+    assert _locus(*argv, f'{{"path": "{path}", "duplicates": "max"}}', "--duplicates", "error") == 0
+
+
+def test_data_command_split_overlap_and_source_defaults(tmp_path, capsys):
+    path = tmp_path / "overlap.csv"
+    path.write_text("prompt,model,score,split\nq0,a,1,train\nq1,a,0,train\nq2,a,1,val\nq3,a,1,test\nq0,a,0,test\n")
+    out = str(tmp_path / "d")
+    params = f'{{"path": "{path}"}}'
+    assert _locus("data", "csv", "--out", out, "--params", params) == 2
+    assert "overlap.csv: 1 prompt text(s) occur in more than one split" in capsys.readouterr().err
+    assert _locus("data", "csv", "--out", out, "--params", params, "--split-overlap", "keep_test") == 0
+    q = canonical.read_dataset(out).queries
+    assert q.loc[q["prompt"] == "q0", "split"].tolist() == ["test"]
+    assert canonical.atomic.read_manifest(out, canonical.MANIFEST)["options"] == {"duplicates": "last",
+                                                                                  "split_overlap": "keep_test"}
+    assert _locus("data", "llmrouter", "--out", out, "--params", '{"drop_test_overlap": false}') == 2
+    assert "drop_test_overlap is now the data-set option split_overlap" in capsys.readouterr().err
+
+
+def test_data_command_options_agree_with_canonical():
+    from locus.commands import data as data_command
+
+    assert {k: tuple(v) for k, v in data_command.OPTION_CHOICES.items()} == canonical.DATASET_OPTIONS
+    assert data_command.OPTION_DEFAULTS == {"duplicates": canonical.DEFAULT_DUPLICATE_POLICY,
+                                            "split_overlap": canonical.DEFAULT_SPLIT_OVERLAP}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,7 +360,7 @@ def llmrouter_dir():
 
 
 def test_llmrouter_all_items(llmrouter_dir):
-    data = _valid(llmrouter.build({"dir": str(llmrouter_dir), "drop_test_overlap": False}))
+    data = _valid(llmrouter.build({"dir": str(llmrouter_dir)}), split_overlap="keep_all")
     assert len(data.models) == 9 and len(data.queries) == 6108
     assert data.queries["benchmark"].nunique() == 14
     assert len(data.scores) == 9 * 6108
@@ -226,7 +376,8 @@ def test_llmrouter_all_items(llmrouter_dir):
 
 def test_llmrouter_defaults_drop_overlap_and_binarize(llmrouter_dir):
     q, m, s = llmrouter.build({"dir": str(llmrouter_dir)})
-    data = _valid((q, m, s))
+    assert llmrouter.DATASET_DEFAULTS == {"split_overlap": "keep_train"}
+    data = _valid((q, m, s), split_overlap="keep_train")
     test = data.split_queries("test")
     assert len(test) == 500 - 119
     assert not set(test["prompt"]) & set(data.queries.loc[data.queries["split"] != "test", "prompt"])
@@ -408,7 +559,10 @@ def test_llmrouter_download_and_rules_on_tiny_data(server, tmp_path, monkeypatch
     monkeypatch.setattr(download, "LLMROUTER_SIZES", {"train.json": len(files["train.json"])})
     dest = tmp_path / "llmrouter"
     q, m, s = llmrouter.build({"dir": str(dest), "download": True, "val_fraction": 0.25, "seed": 1})
-    data = _valid((q, m, s))
+    with pytest.raises(DataError, match=r"1 prompt text\(s\) occur in more than one split.*'train question 5' in "
+                                        r"val \(prompt_id 5, .*train.json row 5\), test \(prompt_id 12, .*test.json row 0\)"):
+        _valid((q, m, s))
+    data = _valid((q, m, s), split_overlap="keep_train")
     assert sorted(p.name for p in dest.iterdir()) == sorted(files)
     assert data.models["name"].tolist() == ["m-a", "m-b", "m-c"]  # sorted, whatever the key order
     qq = data.queries.set_index("prompt")
@@ -419,7 +573,7 @@ def test_llmrouter_download_and_rules_on_tiny_data(server, tmp_path, monkeypatch
     ma = data.models.set_index("name").loc["m-a", "model_id"]
     assert data.scores.query("prompt_id == 0 and model_id == @ma")["score"].item() == pytest.approx(2 / 3)
     n_requests = len(_Handler.log)
-    full = _valid(llmrouter.build({"dir": str(dest), "download": True, "drop_test_overlap": False}))
+    full = _valid(llmrouter.build({"dir": str(dest), "download": True}), split_overlap="keep_all")
     assert len(_Handler.log) == n_requests  # files present: nothing fetched again
     assert len(full.split_queries("test")) == 4 and len(full.queries) == 16
 
@@ -430,5 +584,18 @@ def test_embedllm_download_from_mirror(server, tmp_path, monkeypatch):
     monkeypatch.setattr(download, "EMBEDLLM_URL", server + "{revision}/")
     got = embedllm.build({"dir": str(tmp_path / "dst"), "download": True, "revision": "rev1"})
     ref = embedllm.build({"dir": str(src.directory)})
-    for a, b in zip(got, ref):
+    for a, b in zip(_without_origin(got), _without_origin(ref)):
         pd.testing.assert_frame_equal(a, b)
+
+
+def test_summary_shows_the_given_label(tmp_path):
+    path = tmp_path / "evals.csv"
+    _evals().to_csv(path, index=False)
+    out = str(tmp_path / "mine")
+    assert _locus("data", "csv", "--out", out, "--params", f'{{"path": "{path}"}}') == 0
+    assert _locus("summary", "--data", out, "--out", str(tmp_path / "s.md"), "--label", "My evaluations") == 0
+    text = (tmp_path / "s.md").read_text()
+    assert text.startswith("# Data summary: My evaluations\n") and "synthetic" not in text.lower()
+    assert "- written with: duplicates: last, split_overlap: error" in text
+    assert _locus("summary", "--data", out, "--out", str(tmp_path / "t.md")) == 0
+    assert (tmp_path / "t.md").read_text().startswith("# Data summary: mine\n")

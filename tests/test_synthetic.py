@@ -123,3 +123,29 @@ def test_bad_parameters_raise_config_error(bad):
 def test_defaults_are_documented():
     assert set(synthetic.PARAM_DOCS) == set(synthetic.DEFAULTS)
     assert synthetic.DEFAULTS["n_queries"] == 8000 and synthetic.DEFAULTS["n_models"] == 112
+
+
+@pytest.mark.parametrize("params", [{}, SMALL, {"n_queries": 437, "split_fractions": [0.6, 0.25, 0.15]}])
+def test_split_sizes_match_the_generated_splits(params):
+    sizes = synthetic.split_sizes(params)
+    assert set(sizes) == set(SPLITS) and sum(sizes.values()) == {**synthetic.DEFAULTS, **params}["n_queries"]
+    if params:  # the 8000-query default is too slow to generate here
+        queries = synthetic.build({**params, "n_models": 2})[0]
+        assert queries["split"].value_counts().to_dict() == sizes
+
+
+def test_split_sizes_is_cheap_and_refuses_small_splits():
+    import time
+
+    start = time.perf_counter()
+    assert synthetic.split_sizes({"n_queries": 36_000})["train"] > 28_000
+    assert time.perf_counter() - start < 0.5
+    with pytest.raises(ConfigError, match=r"n_queries=40 .* gives train 34, val 4, test 2 queries; every split needs "
+                                          r"at least 3 \(too small: test\)\. Raise n_queries to at least 43"):
+        synthetic.split_sizes({"n_queries": 40})
+    with pytest.raises(ConfigError, match="too small: val"):
+        synthetic.split_sizes({"n_queries": 600, "split_fractions": [0.995, 0.002, 0.003]})
+    with pytest.raises(ConfigError, match="too small"):
+        synthetic.build({"n_queries": 40})  # the adapter uses the same rule
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        synthetic.split_sizes({"n_query": 10})

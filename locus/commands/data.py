@@ -1,14 +1,28 @@
-"""`locus data SOURCE --out DIR`: build a canonical data set directory from one source adapter."""
+"""`locus data SOURCE --out DIR`: build a canonical data set directory from one source adapter.
+
+The adapter returns raw frames; the two data-set options are applied once, when the data set is written
+(:func:`locus.data.canonical.write_dataset`), whatever the source:
+
+- ``duplicates`` (last / max / mean / error): several scores for one (prompt, model);
+- ``split_overlap`` (error / keep_test / keep_train / keep_all): one prompt text in several splits.
+
+Each is taken from, in this order: the data set's ``--params`` (``{"duplicates": "error"}``), the
+command-line flag (``--duplicates`` / ``--split-overlap``), the source's own default
+(``DATASET_DEFAULTS`` of the adapter module, e.g. ``keep_train`` for llmrouter), the canonical default
+(``last`` / ``error``). An adapter that needs an option while reading (embedllm: a prompt_id in several
+split files) lists it in its ``DEFAULTS`` and receives the value chosen here.
+"""
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 
+from locus.cli import output_dir
 from locus.errors import ConfigError
+from locus.params import parse_params
 
 NAME = "data"
-HELP = "build a canonical data set (queries/models/scores Parquet) from a source adapter"
+HELP = "build a canonical data set (queries/models/scores Parquet + dataset.json) from a source adapter"
 
 # source name -> adapter module; each module has DEFAULTS (dict) and build(params) -> (queries, models, scores)
 SOURCES = {
@@ -17,16 +31,26 @@ SOURCES = {
     "llmrouter": "locus.data.llmrouter",
     "csv": "locus.data.csv_source",
 }
+# the data-set options and their canonical defaults; the same as locus.data.canonical.DATASET_OPTIONS
+# (repeated here so that `locus --help` does not import pandas; a test checks they agree)
+OPTION_CHOICES = {"duplicates": ("last", "max", "mean", "error"),
+                  "split_overlap": ("error", "keep_test", "keep_train", "keep_all")}
+OPTION_DEFAULTS = {"duplicates": "last", "split_overlap": "error"}
 
 log = logging.getLogger(__name__)
 
 
 def add_arguments(p):
     p.add_argument("source", choices=sorted(SOURCES), help="which adapter to run")
-    p.add_argument("--out", required=True, help="output data set directory")
-    p.add_argument("--params", default="{}", help="adapter parameters as a JSON object")
-    p.add_argument("--duplicates", default="last", choices=["last", "max", "mean", "error"],
-                   help="policy for duplicate (prompt, model) scores (default: last, as the authors)")
+    p.add_argument("--out", required=True, type=output_dir(), help="output data set directory")
+    p.add_argument("--params", default="{}", help="adapter parameters as a JSON object (may also hold the "
+                                                  "data-set options duplicates and split_overlap)")
+    p.add_argument("--duplicates", default=None, choices=OPTION_CHOICES["duplicates"],
+                   help="policy for several scores of one (prompt, model) (default: last, as the authors)")
+    p.add_argument("--split-overlap", dest="split_overlap", default=None,
+                   choices=OPTION_CHOICES["split_overlap"],
+                   help="one prompt text in several splits: error (the default; llmrouter: keep_train), "
+                        "keep_test (drop its train/val copies), keep_train (drop its val/test copies), keep_all")
 
 
 def adapter(source: str):
@@ -35,25 +59,39 @@ def adapter(source: str):
     return importlib.import_module(SOURCES[source])
 
 
-def parse_params(text: str, what: str) -> dict:
-    try:
-        params = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{what}: --params is not valid JSON ({exc})") from exc
-    if not isinstance(params, dict):
-        raise ConfigError(f"{what}: --params must be a JSON object, got {type(params).__name__}")
-    return params
+def dataset_options(module, params: dict, flags: dict, what: str) -> dict:
+    """The data-set options for one build (see the module docstring for the order); pops them from `params`."""
+    from locus.data.canonical import check_option
+
+    source_defaults = getattr(module, "DATASET_DEFAULTS", {})
+    options = {}
+    for name, default in OPTION_DEFAULTS.items():
+        if name in params:
+            value = params.pop(name)
+        elif flags.get(name) is not None:
+            value = flags[name]
+        else:
+            value = source_defaults.get(name, default)
+        options[name] = check_option(name, value, what)
+    return options
 
 
 def run(args) -> int:
     from locus.data.canonical import write_dataset
 
     module = adapter(args.source)
-    params = parse_params(args.params, f"data {args.source}")
+    what = f"data source {args.source!r}"
+    params = parse_params(args.params, what)
+    options = dataset_options(module, params, vars(args), what)
     unknown = sorted(set(params) - set(module.DEFAULTS))
     if unknown:
-        raise ConfigError(f"data source {args.source!r}: unknown parameter(s) {unknown}; known: {sorted(module.DEFAULTS)}")
+        renamed = getattr(module, "RENAMED_PARAMS", {})
+        hint = "".join(f"; {k} is now {renamed[k]}" for k in unknown if k in renamed)
+        raise ConfigError(f"{what}: unknown parameter(s) {unknown}; known: {sorted(module.DEFAULTS)} "
+                          f"and the data-set options {sorted(OPTION_DEFAULTS)}{hint}")
+    params.update({k: v for k, v in options.items() if k in module.DEFAULTS})
     queries, models, scores = module.build({**module.DEFAULTS, **params})
-    data = write_dataset(args.out, queries, models, scores, duplicates=args.duplicates)
-    log.info("wrote %s: %d queries, %d models, %d scores", args.out, len(data.queries), len(data.models), len(data.scores))
+    data = write_dataset(args.out, queries, models, scores, **options)
+    log.info("wrote %s: %d queries, %d models, %d scores (duplicates: %s, split_overlap: %s)", args.out,
+             len(data.queries), len(data.models), len(data.scores), options["duplicates"], options["split_overlap"])
     return 0

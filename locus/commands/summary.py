@@ -1,5 +1,11 @@
-"""`locus summary --data DIR --out FILE.md`: Markdown summary of a canonical data set."""
+"""`locus summary --data DIR --out FILE.md [--label TEXT]`: Markdown summary of a canonical data set.
+
+The title shows ``--label`` (default: the data set directory's name)."""
 from __future__ import annotations
+
+from pathlib import Path
+
+from locus.cli import output_file
 
 NAME = "summary"
 HELP = "write a Markdown summary of a data set (sizes, accuracies, oracle, best single model)"
@@ -7,9 +13,10 @@ HELP = "write a Markdown summary of a data set (sizes, accuracies, oracle, best 
 
 def add_arguments(p):
     p.add_argument("--data", required=True, help="canonical data set directory")
-    p.add_argument("--out", required=True, help="output Markdown file")
-    p.add_argument("--label", default=None, help="data set label shown in the title")
-    p.add_argument("--duplicates", default="last", choices=["last", "max", "mean", "error"])
+    p.add_argument("--out", required=True, type=output_file(), help="output Markdown file")
+    p.add_argument("--label", default=None, help="data set label shown in the title (default: the directory name)")
+    p.add_argument("--duplicates", default="last", choices=["last", "max", "mean", "error"],
+                   help="policy for several scores of one (prompt, model) in a data set written by hand")
 
 
 def run(args) -> int:
@@ -18,7 +25,8 @@ def run(args) -> int:
     from locus.data.summary import render_summary
 
     data = read_dataset(args.data, duplicates=args.duplicates)
-    text = render_summary(data, args.label or args.data)
+    label = args.label if args.label and args.label.strip() else Path(args.data).resolve().name
+    text = render_summary(data, label)
     write_text(args.out, text)
     print(text)
     return 0

@@ -1,42 +1,66 @@
 """The canonical on-disk format of evaluation data, and its validating reader and atomic writer.
 
-A data set is a directory with three Parquet files:
+A data set is a directory with three Parquet files and a manifest:
 
 - ``queries.parquet``: ``prompt_id`` (int), ``prompt`` (str), ``benchmark`` (str), ``category`` (str),
   ``split`` (``train`` / ``val`` / ``test``);
 - ``models.parquet``: ``model_id`` (int), ``name`` (str), optional metadata columns
   (``params_b`` float, ``family`` str, ``tags`` str joined by ``;``);
-- ``scores.parquet``: long table ``prompt_id, model_id, score`` with score in [0, 1].
+- ``scores.parquet``: long table ``prompt_id, model_id, score`` with score in [0, 1];
+- ``dataset.json`` (:data:`MANIFEST`): size and SHA-256 of the three files, a fingerprint of the
+  whole set, and the options it was written with. The three files and the manifest are written as one
+  set (:func:`locus.atomic.write_file_set`); :func:`read_dataset` refuses files that do not match
+  their manifest (an interrupted write, or files of different generations). A directory without a
+  manifest (written by hand or by an older locus) is read without that check.
 
 Models may be evaluated on different query subsets: a missing (prompt, model) pair means "not
 evaluated", never "wrong". Everything downstream reads data sets only through :func:`read_dataset`.
+
+Adapters hand :func:`write_dataset` *raw* frames; the two data-set options are applied here, once,
+for every source:
+
+- ``duplicates`` (:data:`DUPLICATE_POLICIES`): several score rows for one (prompt_id, model_id);
+- ``split_overlap`` (:data:`SPLIT_OVERLAP_POLICIES`): the same prompt text in more than one split.
+
+Raw frames may carry optional provenance columns on queries and scores, ``origin`` (the input file)
+and ``origin_row`` (the row in it, as the adapter numbers it); error messages then say where a bad
+row came from (``evals.csv row 7``). They are never written.
+
+This module holds the data model (:class:`EvalData`, :func:`pairs_to_matrix`), the reader and writer,
+:func:`validate` and the two policies; the individual input checks :func:`validate` runs and the
+error-message helpers are in :mod:`locus.data.validation`.
 """
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from locus.errors import DataError
+from locus import atomic
+from locus.data.validation import (ORIGIN, ORIGIN_ROW, SHOW, describe_overlap, describe_pair,
+                                   every_model_and_split_scored, format_ids, int_column, known_ids, known_splits,
+                                   model_metadata, origin_files, require_columns, score_column, text_column)
+from locus.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "val", "test")
 DUPLICATE_POLICIES = ("last", "max", "mean", "error")
 DEFAULT_DUPLICATE_POLICY = "last"  # the authors' code keeps the last row per (prompt, model)
+SPLIT_OVERLAP_POLICIES = ("error", "keep_test", "keep_train", "keep_all")
+DEFAULT_SPLIT_OVERLAP = "error"
+DATASET_OPTIONS = {"duplicates": DUPLICATE_POLICIES, "split_overlap": SPLIT_OVERLAP_POLICIES}
 
 QUERY_COLUMNS = ("prompt_id", "prompt", "benchmark", "category", "split")
 MODEL_COLUMNS = ("model_id", "name")
 SCORE_COLUMNS = ("prompt_id", "model_id", "score")
 FILES = {"queries": "queries.parquet", "models": "models.parquet", "scores": "scores.parquet"}
-
-_SHOW = 5  # offending ids shown in an error message
+MANIFEST = "dataset.json"
+FORMAT = "locus-canonical-data"
+FORMAT_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -83,6 +107,14 @@ def pairs_to_matrix(pairs: pd.DataFrame, prompt_ids, model_ids, value: str = "sc
     return out
 
 
+def check_option(name: str, value, where: str = "data set") -> str:
+    """A data-set option (`duplicates` / `split_overlap`) checked against its allowed values."""
+    allowed = DATASET_OPTIONS[name]
+    if value not in allowed:
+        raise ConfigError(f"{where}: {name} must be one of {', '.join(allowed)}, got {value!r}.")
+    return value
+
+
 # ----------------------------------------------------------------------------------------------
 # reading and validation
 # ----------------------------------------------------------------------------------------------
@@ -90,23 +122,33 @@ def read_dataset(directory: str | Path, duplicates: str = DEFAULT_DUPLICATE_POLI
     """Read and validate a canonical data set directory; raise :class:`DataError` on bad input."""
     directory = Path(directory)
     if not directory.is_dir():
+        what = "is a file, not a data set directory" if directory.exists() else "data set directory does not exist"
         raise DataError(
-            f"{directory}: data set directory does not exist. Create it with an adapter rule "
+            f"{directory}: {what}. Create it with an adapter rule "
             f"(e.g. `snakemake results/data/synthetic/queries.parquet`) or `locus data --help`."
         )
+    for key, name in FILES.items():
+        if not (directory / name).is_file():
+            present = sorted(p.name for p in directory.iterdir())
+            raise DataError(
+                f"{directory / name}: file missing. A data set directory needs {', '.join(FILES.values())} "
+                f"(found: {', '.join(present) or 'nothing'}). Rebuild it with `locus data` (or the `data` rule)."
+            )
+    try:
+        atomic.verify_file_set(directory, MANIFEST)
+    except atomic.FileSetError as exc:
+        raise DataError(
+            f"{directory}: {exc}: the files are not one consistent data set (an interrupted write, or files "
+            f"copied from different builds). Rebuild the data set with `locus data` (Snakemake: "
+            f"--forcerun data); if you edited the files on purpose, delete {MANIFEST}."
+        ) from None
     frames = {}
     for key, name in FILES.items():
         path = directory / name
-        if not path.is_file():
-            present = sorted(p.name for p in directory.iterdir())
-            raise DataError(
-                f"{path}: file missing. A data set directory needs {', '.join(FILES.values())} "
-                f"(found: {', '.join(present) or 'nothing'}). See README, 'Bring your own data'."
-            )
         try:
             frames[key] = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises many types
-            raise DataError(f"{path}: not a readable Parquet file ({exc}). Re-create it.") from exc
+            raise DataError(f"{path}: not a readable Parquet file ({exc}). Re-create it with `locus data`.") from None
     return validate(
         frames["queries"], frames["models"], frames["scores"], source=str(directory), duplicates=duplicates
     )
@@ -119,40 +161,36 @@ def validate(
     *,
     source: str = "<memory>",
     duplicates: str = DEFAULT_DUPLICATE_POLICY,
+    split_overlap: str | None = None,
 ) -> EvalData:
     """Check every invariant of the canonical format and return a clean :class:`EvalData`.
 
     Duplicate (prompt_id, model_id) score rows are resolved by ``duplicates``: ``last`` (keep the last
     row in file order, the authors' behaviour and the default), ``max``, ``mean``, or ``error``.
+    ``split_overlap`` (None = not checked, the reader's choice) resolves a prompt text found in
+    several splits; see :func:`resolve_split_overlap`.
     """
-    if duplicates not in DUPLICATE_POLICIES:
-        raise DataError(f"unknown duplicate policy {duplicates!r}; choose one of {', '.join(DUPLICATE_POLICIES)}")
+    check_option("duplicates", duplicates)
+    if split_overlap is not None:
+        check_option("split_overlap", split_overlap)
     qf, mf, sf = (f"{source}/{FILES[k]}" for k in ("queries", "models", "scores"))
-    _require_columns(queries, QUERY_COLUMNS, qf)
-    _require_columns(models, MODEL_COLUMNS, mf)
-    _require_columns(scores, SCORE_COLUMNS, sf)
+    require_columns(queries, QUERY_COLUMNS, qf)
+    require_columns(models, MODEL_COLUMNS, mf)
+    require_columns(scores, SCORE_COLUMNS, sf)
 
     queries = queries.copy()
-    queries["prompt_id"] = _int_column(queries, "prompt_id", qf)
+    queries["prompt_id"] = int_column(queries, "prompt_id", qf)
     for col in ("prompt", "benchmark", "category", "split"):
-        bad = queries[col].isna()
-        if bad.any():
-            raise DataError(
-                f"{qf}: column {col!r} is empty in {int(bad.sum())} row(s), prompt_id {_ids(queries.loc[bad, 'prompt_id'])}; "
-                f"fill it in (use the benchmark name as category when there is no finer label)."
-            )
-        queries[col] = queries[col].astype(str)
+        queries[col] = text_column(queries, col, qf, "prompt_id")
     dup_q = queries["prompt_id"].duplicated(keep=False)
     if dup_q.any():
-        raise DataError(f"{qf}: prompt_id not unique: {_ids(queries.loc[dup_q, 'prompt_id'])}; give every query one id.")
-    unknown = ~queries["split"].isin(SPLITS)
-    if unknown.any():
-        values = sorted(queries.loc[unknown, "split"].unique())
-        raise DataError(
-            f"{qf}: column 'split' has unknown value(s) {values} in {int(unknown.sum())} row(s), "
-            f"prompt_id {_ids(queries.loc[unknown, 'prompt_id'])}; allowed: {', '.join(SPLITS)} "
-            f"(rename e.g. 'dev'/'validation' to 'val')."
-        )
+        raise DataError(f"{qf}: prompt_id not unique: {format_ids(queries.loc[dup_q, 'prompt_id'])}; "
+                        f"give every query its own id.")
+    known_splits(queries, SPLITS, qf)
+
+    scores = scores.copy()
+    if split_overlap is not None:
+        queries, scores = resolve_split_overlap(queries, scores, split_overlap)
     for split in SPLITS:
         if not (queries["split"] == split).any():
             raise DataError(
@@ -161,101 +199,106 @@ def validate(
             )
 
     models = models.copy()
-    models["model_id"] = _int_column(models, "model_id", mf)
-    models["name"] = models["name"].astype(str)
+    models["model_id"] = int_column(models, "model_id", mf)
+    models["name"] = text_column(models, "name", mf, "model_id", strip=True)
+    model_metadata(models, mf)
     dup_m = models["model_id"].duplicated(keep=False)
     if dup_m.any():
-        raise DataError(f"{mf}: model_id not unique: {_ids(models.loc[dup_m, 'model_id'])}.")
+        raise DataError(f"{mf}: model_id not unique: {format_ids(models.loc[dup_m, 'model_id'])}; "
+                        f"give every model its own id.")
     dup_n = models["name"].duplicated(keep=False)
     if dup_n.any():
-        raise DataError(f"{mf}: model name not unique: {sorted(models.loc[dup_n, 'name'].unique())[:_SHOW]}.")
+        shown = sorted(models.loc[dup_n, "name"].unique())[:SHOW]
+        raise DataError(f"{mf}: model name(s) not unique: {shown} (model_id "
+                        f"{format_ids(models.loc[dup_n, 'model_id'])}); give each model one row and one name.")
 
-    scores = scores[list(SCORE_COLUMNS)].copy()
-    scores["prompt_id"] = _int_column(scores, "prompt_id", sf)
-    scores["model_id"] = _int_column(scores, "model_id", sf)
-    values = pd.to_numeric(scores["score"], errors="coerce")
-    bad = values.isna() | (values < 0) | (values > 1)
-    if bad.any():
-        rows = np.flatnonzero(bad.to_numpy())
-        examples = ", ".join(
-            f"row {r} (prompt_id={scores['prompt_id'].iat[r]}, model_id={scores['model_id'].iat[r]}, score={scores['score'].iat[r]})"
-            for r in rows[:_SHOW]
-        )
-        raise DataError(
-            f"{sf}: column 'score' must be a number in [0, 1]; {len(rows)} row(s) are NaN or out of range: "
-            f"{examples}. Rescale scores to [0, 1] (1 = correct) and drop unevaluated pairs instead of writing NaN."
-        )
-    scores["score"] = values.astype(np.float64)
+    scores["prompt_id"] = int_column(scores, "prompt_id", sf)
+    scores["model_id"] = int_column(scores, "model_id", sf)
+    scores["score"] = score_column(scores, sf)
+    known_ids(scores, queries, "prompt_id", sf, "queries.parquet", "queries")
+    known_ids(scores, models, "model_id", sf, "models.parquet", "models")
+    scores = resolve_duplicates(scores, duplicates, sf, queries=queries, models=models)
+    every_model_and_split_scored(queries, models, scores, SPLITS, qf, mf)
 
-    unknown_p = ~scores["prompt_id"].isin(queries["prompt_id"])
-    if unknown_p.any():
-        raise DataError(
-            f"{sf}: {int(unknown_p.sum())} row(s) refer to prompt_id(s) not in queries.parquet: "
-            f"{_ids(scores.loc[unknown_p, 'prompt_id'])}; add those queries or drop the rows."
-        )
-    unknown_m = ~scores["model_id"].isin(models["model_id"])
-    if unknown_m.any():
-        raise DataError(
-            f"{sf}: {int(unknown_m.sum())} row(s) refer to model_id(s) not in models.parquet: "
-            f"{_ids(scores.loc[unknown_m, 'model_id'])}; add those models or drop the rows."
-        )
-    scores = resolve_duplicates(scores, duplicates, sf)
-    scored = models["model_id"].isin(scores["model_id"])
-    if not scored.all():
-        missing = models.loc[~scored]
-        names = ", ".join(f"{i} ({n})" for i, n in zip(missing["model_id"][:_SHOW], missing["name"][:_SHOW]))
-        raise DataError(
-            f"{mf}: {len(missing)} model(s) have no scores in scores.parquet: {names}; "
-            f"remove them from models.parquet or add their scores."
-        )
-    queries = queries.sort_values("prompt_id").reset_index(drop=True)
-    models = models.sort_values("model_id").reset_index(drop=True)
-    scores = scores.sort_values(["prompt_id", "model_id"], kind="stable").reset_index(drop=True)
+    queries = queries[list(QUERY_COLUMNS)].sort_values("prompt_id").reset_index(drop=True)
+    models = models.drop(columns=[ORIGIN, ORIGIN_ROW], errors="ignore").sort_values("model_id").reset_index(drop=True)
+    scores = scores[list(SCORE_COLUMNS)].sort_values(["prompt_id", "model_id"], kind="stable").reset_index(drop=True)
     return EvalData(queries=queries, models=models, scores=scores, source=source)
 
 
-def resolve_duplicates(scores: pd.DataFrame, policy: str, source: str = "scores") -> pd.DataFrame:
-    """Collapse duplicate (prompt_id, model_id) rows by `policy` (last / max / mean / error)."""
+def resolve_duplicates(scores: pd.DataFrame, policy: str, source: str = "scores", *,
+                       queries: pd.DataFrame | None = None, models: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Collapse duplicate (prompt_id, model_id) rows by `policy` (last / max / mean / error).
+
+    `queries` / `models` (optional) let the ``error`` message show prompt text and model names;
+    ``origin`` / ``origin_row`` columns on `scores` let it say where the rows came from.
+    """
+    check_option("duplicates", policy)
     dup = scores.duplicated(["prompt_id", "model_id"], keep=False)
     if not dup.any():
         return scores
-    n_pairs = int(scores.loc[dup, ["prompt_id", "model_id"]].drop_duplicates().shape[0])
+    pairs = scores.loc[dup, ["prompt_id", "model_id"]].drop_duplicates()
     if policy == "error":
-        ex = scores.loc[dup, ["prompt_id", "model_id"]].drop_duplicates().head(_SHOW)
-        pairs = ", ".join(f"(prompt_id={p}, model_id={m})" for p, m in ex.itertuples(index=False))
+        where = origin_files(scores.loc[dup]) or source
+        shown = "; ".join(describe_pair(scores, dup, p, m, queries, models)
+                          for p, m in pairs.head(2).itertuples(index=False))
         raise DataError(
-            f"{source}: {n_pairs} duplicate (prompt_id, model_id) pair(s), e.g. {pairs}; keep one row per pair "
-            f"or set data.duplicates to last, max or mean."
+            f"{where}: {len(pairs)} (prompt, model) pair(s) have more than one score, e.g. {shown}. Keep one row "
+            f"per pair, or choose how to combine them: duplicates last, max or mean (`locus data --duplicates`, "
+            f"or the data set parameter `duplicates`)."
         )
-    log.warning("%s: %d duplicate (prompt, model) pairs resolved by policy %r", source, n_pairs, policy)
+    log.warning("%s: %d duplicate (prompt, model) pairs resolved by policy %r", source, len(pairs), policy)
     if policy == "last":
         return scores.drop_duplicates(["prompt_id", "model_id"], keep="last")
     agg = "max" if policy == "max" else "mean"
     return scores.groupby(["prompt_id", "model_id"], as_index=False, sort=False)["score"].agg(agg)
 
 
-def _require_columns(df: pd.DataFrame, required, path: str) -> None:
-    missing = [c for c in required if c not in df.columns]
-    if missing:
+def pick_split(splits, policy: str) -> str | None:
+    """The split a prompt found in several `splits` keeps under `policy` (None: keep all copies).
+
+    ``keep_test``: the most held-out one (test, else val); ``keep_train``: the least (train, else val).
+    ``error`` is the caller's to report.
+    """
+    present = [s for s in SPLITS if s in set(splits)]
+    if policy == "keep_test":
+        return present[-1]
+    if policy == "keep_train":
+        return present[0]
+    return None
+
+
+def resolve_split_overlap(queries: pd.DataFrame, scores: pd.DataFrame, policy: str):
+    """Resolve prompt texts that occur in more than one split; return ``(queries, scores)``.
+
+    ``error`` (default) refuses them; ``keep_test`` keeps each such prompt only in its most held-out
+    split (test, else val) and drops its other copies with their scores; ``keep_train`` keeps only the
+    training copy (what LLMRouter's ``drop_test_overlap`` does); ``keep_all`` keeps every copy (the
+    model is then tested on text it was trained on; logged).
+    """
+    check_option("split_overlap", policy)
+    n_splits = queries.groupby("prompt", sort=False)["split"].transform("nunique")
+    overlap = (n_splits > 1).to_numpy()
+    if not overlap.any():
+        return queries, scores
+    texts = queries.loc[overlap, "prompt"].unique()
+    if policy == "error":
         raise DataError(
-            f"{path}: missing column(s) {missing}; required: {list(required)}, found: {list(df.columns)}."
+            f"{origin_files(queries.loc[overlap]) or 'the data set'}: {len(texts)} prompt text(s) occur in "
+            f"more than one split, e.g. {describe_overlap(queries, overlap)}. A query must be in one split "
+            f"only. Remove the copies, or set the data set parameter `split_overlap` (or `locus data "
+            f"--split-overlap`): keep_test (keep it in test/val, drop the training copy), keep_train or keep_all."
         )
-
-
-def _int_column(df: pd.DataFrame, col: str, path: str) -> pd.Series:
-    values = pd.to_numeric(df[col], errors="coerce")
-    bad = values.isna() | (values != values.round())
-    if bad.any():
-        rows = np.flatnonzero(bad.to_numpy())[:_SHOW].tolist()
-        raise DataError(f"{path}: column {col!r} must hold integers; bad value(s) in row(s) {rows}: "
-                        f"{df[col].iloc[rows].tolist()}.")
-    return values.astype(np.int64)
-
-
-def _ids(series: pd.Series) -> str:
-    uniq = pd.unique(series)
-    shown = ", ".join(str(v) for v in uniq[:_SHOW])
-    return shown + (f" (and {len(uniq) - _SHOW} more)" if len(uniq) > _SHOW else "")
+    if policy == "keep_all":
+        log.warning("%d prompt text(s) occur in more than one split; all copies kept (split_overlap: keep_all)",
+                    len(texts))
+        return queries, scores
+    keep = {t: pick_split(g, policy) for t, g in queries.loc[overlap].groupby("prompt", sort=False)["split"]}
+    drop = overlap & (queries["prompt"].map(keep).to_numpy() != queries["split"].to_numpy())
+    dropped = queries.loc[drop, "prompt_id"]
+    log.info("%d prompt text(s) occur in more than one split: kept one copy each (%s), dropped %d querie(s)",
+             len(texts), policy, int(drop.sum()))
+    return queries.loc[~drop], scores.loc[~scores["prompt_id"].isin(dropped)]
 
 
 def _check_split(split: str) -> None:
@@ -267,22 +310,25 @@ def _check_split(split: str) -> None:
 # writing
 # ----------------------------------------------------------------------------------------------
 def write_dataset(directory: str | Path, queries: pd.DataFrame, models: pd.DataFrame, scores: pd.DataFrame,
-                  duplicates: str = DEFAULT_DUPLICATE_POLICY) -> EvalData:
-    """Validate, then write the three files of a data set directory.
+                  duplicates: str = DEFAULT_DUPLICATE_POLICY, split_overlap: str = DEFAULT_SPLIT_OVERLAP) -> EvalData:
+    """Apply the data-set options, validate, then write the three files and the manifest as one set.
 
-    All three are written to a temporary folder first and only then renamed into place, so a failure
-    leaves no half-written file behind (other files in `directory`, such as a summary, are kept).
+    Nothing is written when validation fails. The files are written to a temporary directory and
+    swapped in together with :data:`MANIFEST` (see :func:`locus.atomic.write_file_set`): a reader sees
+    the old set, the new set, or a refusal naming the fix, never a mix. Other files in `directory`
+    (such as a summary) are kept.
     """
     directory = Path(directory)
-    data = validate(queries, models, scores, source=str(directory), duplicates=duplicates)
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".staging-", dir=directory))
-    try:
-        data.queries[list(QUERY_COLUMNS)].to_parquet(tmp / FILES["queries"], index=False)
-        data.models.to_parquet(tmp / FILES["models"], index=False)
-        data.scores.to_parquet(tmp / FILES["scores"], index=False)
-        for name in FILES.values():
-            os.replace(tmp / name, directory / name)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    data = validate(queries, models, scores, source=str(directory), duplicates=duplicates,
+                    split_overlap=split_overlap)
+    writers = {
+        FILES["queries"]: lambda p: data.queries.to_parquet(p, index=False),
+        FILES["models"]: lambda p: data.models.to_parquet(p, index=False),
+        FILES["scores"]: lambda p: data.scores.to_parquet(p, index=False),
+    }
+    info = {"format": FORMAT, "version": FORMAT_VERSION,
+            "options": {"duplicates": duplicates, "split_overlap": split_overlap},
+            "counts": {"queries": len(data.queries), "models": len(data.models), "scores": len(data.scores),
+                       **{f"{s}_queries": int((data.queries["split"] == s).sum()) for s in SPLITS}}}
+    atomic.write_file_set(directory, writers, MANIFEST, info)
     return data

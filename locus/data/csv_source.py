@@ -3,32 +3,49 @@
 Columns (header names are matched exactly):
 
 * required: ``prompt`` (the query text), ``model`` (a model name), ``score`` (a number in [0, 1];
-  1 = correct; ``true``/``false`` are read as 1/0);
+  1 = correct; ``true``/``false`` in any letter case are read as 1/0, also mixed with numbers);
 * optional: ``benchmark`` (default ``all``), ``category`` (default: the benchmark), ``split``
-  (``train``/``val``/``test``; drawn when the column is absent).
+  (``train``/``val``/``test``, any letter case; drawn when the column is absent).
+
+Reading is explicit. A CSV is read with Python's ``csv`` module (UTF-8, a leading BOM ignored; ``,``
+separated, ``\\t`` for ``.tsv``; double quotes around fields that contain the separator, quotes or line
+breaks); every cell is text exactly as written, so the prompts ``01``, ``1`` and ``1.0`` are three
+queries and the models ``7`` and ``07`` two models; ``None``, ``NA`` or ``null`` are ordinary text. Only an
+empty cell (or one of spaces) is empty. Model names and the optional columns are stripped of
+surrounding spaces; prompts are kept exactly. A row with more or fewer fields than the header is a
+*ragged row* and refused with its line number. In a Parquet file, non-text prompt / model values are
+converted with ``str`` and missing values are empty.
 
 Rules:
 
-* A query is identified by its exact prompt text. prompt_ids are 0, 1, 2, ... in order of first
-  appearance, so they are stable as long as the file's row order is. Benchmark, category and split of a
-  query come from its first row; a later row that gives the same prompt a different split is an error.
+* A query is a prompt text (with its split, when the file gives one). prompt_ids are 0, 1, 2, ... in
+  order of first appearance, so they are stable as long as the file's row order is. Benchmark and
+  category of a query come from its first row.
+* The same prompt text given different splits is a *split overlap*, resolved by the data-set option
+  ``split_overlap`` (default ``error``; see :mod:`locus.data.canonical`).
 * model_ids: ``model_order: sorted`` (default) numbers models by sorted name, so ids do not depend on row
   order; ``appearance`` numbers them in order of first appearance.
 * Splits, when the column is absent, are drawn per query (never per row) with
   ``numpy.random.default_rng(seed)``: a random permutation of the queries is cut into val / test / train
   by ``split_fractions`` (train, val, test; rounded counts, at least one query in each split).
-* A (prompt, model) pair listed more than once is resolved by ``duplicates`` (last / max / mean / error).
+* A (prompt, model) pair listed more than once is returned as is (every row) and resolved once, by the
+  data-set option ``duplicates`` (last / max / mean / error) when the data set is written.
 * Missing pairs are fine: a model need not be evaluated on every query.
+
+Error messages name the file and the rows: CSV rows are numbered as in a spreadsheet (the header is
+row 1), Parquet rows from 0; ragged rows are reported by line.
 """
 from __future__ import annotations
 
+import csv
+import gzip
 import logging
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from locus.data.canonical import DUPLICATE_POLICIES, SPLITS, resolve_duplicates
+from locus.data.canonical import ORIGIN, ORIGIN_ROW, SPLITS
 from locus.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -38,48 +55,58 @@ REQUIRED = ("prompt", "model", "score")
 OPTIONAL = ("benchmark", "category", "split")
 DEFAULT_BENCHMARK = "all"
 DEFAULTS = {
-    "path": None,  # the CSV (.csv, .csv.gz, .tsv) or Parquet (.parquet, .pq) file; required
+    "path": None,  # the CSV (.csv, .csv.gz, .tsv, .tsv.gz, .txt) or Parquet (.parquet, .pq) file; required
     "seed": 0,  # seed of the split draw (used only when there is no `split` column)
     "split_fractions": [0.8, 0.1, 0.1],  # train, val, test shares of the queries for the draw
     "model_order": "sorted",  # model_id by sorted name ("sorted") or by first appearance ("appearance")
-    "duplicates": "last",  # repeated (prompt, model) rows: last / max / mean / error
 }
+BOOLEAN_SCORES = {"true": 1.0, "false": 0.0}
 _SHOW = 5
 
 
 def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Return canonical ``(queries, models, scores)`` frames (see :mod:`locus.data.canonical`)."""
+    """Return raw canonical ``(queries, models, scores)`` frames (every score row, duplicates included)."""
     p = _params(params)
     path = Path(p["path"]).expanduser()
-    df, row_offset = _read(path)
+    df, rows, first_row = read_table(path)
     _check_columns(df, path)
+    where = _Where(path, rows, first_row)
 
-    prompt = df["prompt"]
-    _no_empty(df, "prompt", path, row_offset)
-    _no_empty(df, "model", path, row_offset)
-    score = _scores(df["score"], path, row_offset)
-    model = df["model"].astype(str).str.strip()
+    prompt = _text(df, "prompt", where, strip=False)
+    model = _text(df, "model", where)
+    score = _scores(df["score"], where)
+    benchmark = _text(df, "benchmark", where) if "benchmark" in df.columns else \
+        pd.Series(DEFAULT_BENCHMARK, index=df.index, dtype=object)
+    category = _text(df, "category", where) if "category" in df.columns else benchmark
+    split = _splits(df, where) if "split" in df.columns else None
 
-    prompt_codes, prompt_uniques = pd.factorize(prompt.astype(str), sort=False)  # first-appearance order
-    first_rows = np.unique(prompt_codes, return_index=True)[1]  # row of each prompt's first appearance
-    queries = pd.DataFrame({"prompt_id": np.arange(len(prompt_uniques), dtype=np.int64),
-                            "prompt": np.asarray(prompt_uniques, dtype=object)})
-    benchmark = _text_column(df, "benchmark", path, row_offset, DEFAULT_BENCHMARK)
-    queries["benchmark"] = benchmark.to_numpy()[first_rows]
-    category = _text_column(df, "category", path, row_offset, None)
-    queries["category"] = (category if category is not None else benchmark).to_numpy()[first_rows]
-    if "split" in df.columns:
-        queries["split"] = _given_splits(df, prompt_codes, first_rows, path, row_offset)
-    else:
+    # a query = a prompt text (per split when the file gives splits; copies across splits are resolved
+    # by the canonical `split_overlap` option)
+    key = prompt if split is None else pd.Series(list(zip(prompt, split)), index=df.index, dtype=object)
+    prompt_codes, _ = pd.factorize(key, sort=False)  # first-appearance order
+    first_rows = np.unique(prompt_codes, return_index=True)[1]
+    queries = pd.DataFrame({
+        "prompt_id": np.arange(len(first_rows), dtype=np.int64),
+        "prompt": prompt.to_numpy()[first_rows],
+        "benchmark": benchmark.to_numpy()[first_rows],
+        "category": category.to_numpy()[first_rows],
+    })
+    if split is None:
         queries["split"] = draw_splits(len(queries), p["split_fractions"], p["seed"])
+    else:
+        queries["split"] = split.to_numpy()[first_rows]
+        _every_split_present(queries["split"], path)
+    queries[ORIGIN] = str(path)
+    queries[ORIGIN_ROW] = rows[first_rows]
 
     names = sorted(model.unique()) if p["model_order"] == "sorted" else list(pd.unique(model))
     models = pd.DataFrame({"model_id": np.arange(len(names), dtype=np.int64), "name": names})
     model_ids = pd.Index(names).get_indexer(model)
     scores = pd.DataFrame({"prompt_id": prompt_codes.astype(np.int64), "model_id": model_ids.astype(np.int64),
-                           "score": score})
-    scores = resolve_duplicates(scores, p["duplicates"], source=str(path)).reset_index(drop=True)
-    return queries[["prompt_id", "prompt", "benchmark", "category", "split"]], models, scores
+                           "score": score,
+                           ORIGIN: pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), [str(path)]),
+                           ORIGIN_ROW: rows})
+    return queries, models, scores
 
 
 def draw_splits(n: int, fractions, seed: int) -> np.ndarray:
@@ -97,12 +124,93 @@ def draw_splits(n: int, fractions, seed: int) -> np.ndarray:
     return out
 
 
+def read_table(path: Path) -> tuple[pd.DataFrame, np.ndarray, int]:
+    """The file as a frame, the number of each data row as shown in messages, and the first such number.
+
+    CSV: every cell as text (see the module docstring), rows numbered as in a spreadsheet (header = 1).
+    Parquet: columns as stored, rows numbered from 0.
+    """
+    if not path.is_file():
+        what = "is a directory, not a file" if path.is_dir() else "file not found"
+        raise DataError(f"{path}: {what}; set the csv source's `path` to your evaluations file.")
+    name = path.name.lower()
+    if name.endswith((".parquet", ".pq")):
+        try:
+            df = pd.read_parquet(path)
+        except Exception as exc:  # pyarrow raises many types
+            raise DataError(f"{path}: not a readable Parquet file ({exc}); write it again or export it as "
+                            f"CSV.") from None
+        first = 0
+    elif name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")):
+        df, first = _read_csv(path, "\t" if ".tsv" in name else ","), 2
+    else:
+        raise DataError(f"{path}: unknown file type; use .csv, .csv.gz, .tsv or .parquet.")
+    if len(df) == 0:
+        raise DataError(f"{path}: has no data rows (columns: {list(df.columns)}); add one row per (prompt, model).")
+    return df, np.arange(first, first + len(df), dtype=np.int64), first
+
+
+def _read_csv(path: Path, sep: str) -> pd.DataFrame:
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    header, records, ragged = None, [], []
+    start = 1  # line on which the current record starts
+    try:
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:
+            reader = csv.reader(fh, delimiter=sep)
+            for record in reader:
+                line, start = start, reader.line_num + 1
+                if not record:  # blank line
+                    continue
+                if header is None:
+                    header = record
+                elif len(record) != len(header):
+                    ragged.append((line, len(record)))
+                else:
+                    records.append(record)
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 "
+                        f"(\"CSV UTF-8\" in spreadsheet programs).") from None
+    except csv.Error as exc:
+        raise DataError(f"{path}: line {start}: not valid CSV ({exc}); check the quoting of that row.") from None
+    except (OSError, EOFError) as exc:
+        raise DataError(f"{path}: cannot be read ({exc}).") from None
+    if header is None:
+        raise DataError(f"{path}: the file is empty; it needs a header line `prompt,model,score` and data rows.")
+    named = [h for h in header if h.strip()]
+    repeated = sorted({h for h in named if named.count(h) > 1})
+    if repeated:
+        raise DataError(f"{path}: column name(s) {repeated} appear more than once in the header (line 1); "
+                        f"give every column its own name.")
+    if ragged:
+        shown = ", ".join(f"line {ln} has {n}" for ln, n in ragged[:_SHOW])
+        more = f" and {len(ragged) - _SHOW} more" if len(ragged) > _SHOW else ""
+        raise DataError(
+            f"{path}: {len(ragged)} ragged row(s) with the wrong number of fields: {shown}{more}; the header has "
+            f"{len(header)} ({sep.join(header)}). Put double quotes around fields that contain {sep!r}, quotes or "
+            f"line breaks, or fix those lines.")
+    return pd.DataFrame(records, columns=header, dtype=object)
+
+
 # ---------------------------------------------------------------------------------------------
+class _Where:
+    """Formats row numbers for messages: 'CSV row(s) 3, 9 (header = row 1)' or 'row(s) 3 (0-based)'."""
+
+    def __init__(self, path: Path, rows: np.ndarray, first_row: int):
+        self.path, self.rows, self.csv = path, rows, first_row > 0
+
+    def __call__(self, mask: np.ndarray) -> str:
+        rows = self.rows[np.asarray(mask, dtype=bool)]
+        shown = ", ".join(str(int(r)) for r in rows[:_SHOW])
+        more = f" and {len(rows) - _SHOW} more" if len(rows) > _SHOW else ""
+        return f"CSV row(s) {shown}{more} (header = row 1)" if self.csv else f"row(s) {shown}{more} (0-based)"
+
+
 def _params(params: dict | None) -> dict:
     params = dict(params or {})
     unknown = sorted(set(params) - set(DEFAULTS))
     if unknown:
-        raise ConfigError(f"csv: unknown parameter(s) {unknown}; known: {sorted(DEFAULTS)}")
+        raise ConfigError(f"csv: unknown parameter(s) {unknown}; known: {sorted(DEFAULTS)} (duplicates and "
+                          f"split_overlap are data-set options: give them to `locus data`).")
     p = {**DEFAULTS, **params}
     if not p["path"]:
         raise ConfigError("csv: parameter `path` (the CSV or Parquet file with prompt, model, score) is required.")
@@ -112,97 +220,73 @@ def _params(params: dict | None) -> dict:
         raise ConfigError(f"csv: split_fractions must be three non-negative numbers (train, val, test) summing to 1, got {fr!r}.")
     if p["model_order"] not in ("sorted", "appearance"):
         raise ConfigError(f"csv: model_order must be 'sorted' or 'appearance', got {p['model_order']!r}.")
-    if p["duplicates"] not in DUPLICATE_POLICIES:
-        raise ConfigError(f"csv: duplicates must be one of {DUPLICATE_POLICIES}, got {p['duplicates']!r}.")
     return p
-
-
-def _read(path: Path) -> tuple[pd.DataFrame, int]:
-    """Read the file; also return the offset from a 0-based row index to the row number shown in errors."""
-    if not path.is_file():
-        raise DataError(f"{path}: file not found; set the csv source's `path` to your evaluations file.")
-    name = path.name.lower()
-    try:
-        if name.endswith((".parquet", ".pq")):
-            df, offset = pd.read_parquet(path), 0  # Parquet "row i" (0-based)
-        elif name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")):
-            sep = "\t" if ".tsv" in name else ","
-            df, offset = pd.read_csv(path, sep=sep, keep_default_na=True), 2  # row 1 is the header
-        else:
-            raise DataError(f"{path}: unknown file type; use .csv, .csv.gz, .tsv or .parquet.")
-    except pd.errors.EmptyDataError:
-        raise DataError(f"{path}: the file is empty; it needs a header line `prompt,model,score` and data rows.") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
-        if isinstance(exc, DataError):
-            raise
-        raise DataError(f"{path}: cannot be read ({exc}).") from None
-    if len(df) == 0:
-        raise DataError(f"{path}: has no data rows (columns: {list(df.columns)}).")
-    return df, offset
-
-
-def _where(rows: np.ndarray, offset: int) -> str:
-    shown = ", ".join(str(int(r) + offset) for r in rows[:_SHOW])
-    more = f" and {len(rows) - _SHOW} more" if len(rows) > _SHOW else ""
-    return f"CSV row(s) {shown}{more} (header = row 1)" if offset else f"row(s) {shown}{more} (0-based)"
 
 
 def _check_columns(df: pd.DataFrame, path: Path) -> None:
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
+        near = {c: h for c in missing for h in map(str, df.columns) if h.strip().lower() == c}
+        hint = f" (found {', '.join(repr(h) for h in near.values())}: write the names in lower case without spaces)" \
+            if near else " Rename your columns (e.g. question -> prompt, correct -> score)."
         raise DataError(
             f"{path}: missing column(s) {missing}; required: {list(REQUIRED)}, optional: {list(OPTIONAL)}; "
-            f"found: {list(df.columns)}. Rename your columns (e.g. question -> prompt, correct -> score)."
+            f"found: {list(map(str, df.columns))}.{hint}"
         )
 
 
-def _no_empty(df: pd.DataFrame, col: str, path: Path, offset: int) -> None:
-    bad = df[col].isna().to_numpy() | (df[col].astype(str).str.strip() == "").to_numpy()
-    if bad.any():
-        raise DataError(f"{path}: column {col!r} is empty in {_where(np.flatnonzero(bad), offset)}; fill it in or drop those rows.")
+def _as_text(values: pd.Series) -> pd.Series:
+    """Cells as text: strings unchanged, missing -> '', anything else (Parquet numbers) via str()."""
+    objects = values.to_numpy(dtype=object)
+    return pd.Series([v if isinstance(v, str) else ("" if v is None or (isinstance(v, float) and np.isnan(v))
+                                                    else str(v)) for v in objects], index=values.index, dtype=object)
 
 
-def _scores(values: pd.Series, path: Path, offset: int) -> np.ndarray:
-    if values.dtype == bool:
+def _text(df: pd.DataFrame, col: str, where: _Where, strip: bool = True) -> pd.Series:
+    text = _as_text(df[col])
+    empty = (text.str.strip() == "").to_numpy()
+    if empty.any():
+        raise DataError(f"{where.path}: column {col!r} is empty in {where(empty)}; fill it in or drop those rows.")
+    return text.str.strip() if strip else text
+
+
+def _scores(values: pd.Series, where: _Where) -> np.ndarray:
+    """Numbers in [0, 1]; the words true/false (any case) are 1/0, also mixed with numbers in one column."""
+    if pd.api.types.is_bool_dtype(values):
         return values.to_numpy(np.float64)
-    if values.dtype == object:
-        values = values.replace({"true": 1, "false": 0, "True": 1, "False": 0, "TRUE": 1, "FALSE": 0})
-    num = pd.to_numeric(values, errors="coerce").to_numpy(np.float64)
-    bad = np.isnan(num) | (num < 0) | (num > 1)
+    if pd.api.types.is_numeric_dtype(values):
+        num = values.to_numpy(np.float64, na_value=np.nan)
+        raw = values
+    else:
+        raw = _as_text(values).str.strip()
+        words = raw.str.lower().map(BOOLEAN_SCORES)
+        numbers = pd.to_numeric(raw.where(words.isna()), errors="coerce")
+        num = words.fillna(numbers).to_numpy(np.float64, na_value=np.nan)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(num) | (num < 0) | (num > 1)
     if bad.any():
         rows = np.flatnonzero(bad)
-        examples = ", ".join(repr(values.iloc[r]) for r in rows[:_SHOW])
+        examples = ", ".join(repr(raw.iloc[r]) for r in rows[:_SHOW])
         raise DataError(
-            f"{path}: column 'score' must be a number in [0, 1] (1 = correct); {len(rows)} bad value(s) in "
-            f"{_where(rows, offset)}: {examples}. Rescale scores to [0, 1] and drop unevaluated pairs."
+            f"{where.path}: column 'score' must be a number in [0, 1] (1 = correct) or true/false; {len(rows)} bad "
+            f"value(s) in {where(bad)}: {examples}. Rescale scores to [0, 1], and drop the rows of unevaluated "
+            f"pairs instead of leaving the score empty."
         )
     return num
 
 
-def _text_column(df: pd.DataFrame, col: str, path: Path, offset: int, default: str | None) -> pd.Series | None:
-    if col not in df.columns:
-        return None if default is None else pd.Series(default, index=df.index, dtype=object)
-    _no_empty(df, col, path, offset)
-    return df[col].astype(str).str.strip()
-
-
-def _given_splits(df: pd.DataFrame, codes: np.ndarray, first_rows: np.ndarray, path: Path, offset: int) -> np.ndarray:
-    _no_empty(df, "split", path, offset)
-    split = df["split"].astype(str).str.strip().str.lower()
+def _splits(df: pd.DataFrame, where: _Where) -> pd.Series:
+    split = _text(df, "split", where).str.lower()
     unknown = ~split.isin(SPLITS)
     if unknown.any():
-        rows = np.flatnonzero(unknown.to_numpy())
         values = sorted(split[unknown].unique())[:_SHOW]
-        raise DataError(f"{path}: column 'split' has unknown value(s) {values} in {_where(rows, offset)}; "
+        raise DataError(f"{where.path}: column 'split' has unknown value(s) {values} in {where(unknown.to_numpy())}; "
                         f"allowed: {', '.join(SPLITS)} (rename e.g. 'dev'/'validation' to 'val').")
-    per_query = split.to_numpy()[first_rows]
-    conflict = split.to_numpy() != per_query[codes]
-    if conflict.any():
-        rows = np.flatnonzero(conflict)
-        raise DataError(f"{path}: the same prompt is given different splits ({_where(rows, offset)} disagree with "
-                        f"the prompt's first row); a query belongs to exactly one split.")
+    return split
+
+
+def _every_split_present(per_query: pd.Series, path: Path) -> None:
     missing = [s for s in SPLITS if s not in set(per_query)]
     if missing:
         raise DataError(f"{path}: no query is in split(s) {missing}; every split needs at least one query "
                         f"(or drop the `split` column to have splits drawn).")
-    return per_query

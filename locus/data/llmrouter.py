@@ -12,9 +12,13 @@ Choices (each a parameter; see ``DEFAULTS``):
 
 * **Splits.** ``test.json`` is the test split. The validation split is drawn from ``train.json``:
   ``round(val_fraction * n_train)`` items chosen uniformly with ``numpy.random.default_rng(seed)``.
-* **Train/test overlap.** 119 test texts also occur in train (69 with identical scores). With
-  ``drop_test_overlap`` (default) those test items are dropped, so no test query was seen in training;
-  train keeps them. Set it to false to keep all 6,108 items.
+* **Train/test overlap.** 119 test texts also occur in train (69 with identical scores). The adapter
+  returns every item; the data-set option ``split_overlap`` resolves the copies when the data set is
+  written (:func:`locus.data.canonical.resolve_split_overlap`). For this source it defaults to
+  ``keep_train`` (:data:`DATASET_DEFAULTS`): the test copies are dropped, so no test query was seen in
+  training, and train keeps them. ``keep_all`` keeps all 6,108 items, ``keep_test`` keeps the test
+  copies and drops the training ones. (The former parameter ``drop_test_overlap`` true/false is
+  ``split_overlap: keep_train`` / ``keep_all``.)
 * **Fractional scores.** About 3% of cells hold partial credit (e.g. 1/3, 0.6). By default they are kept
   as soft targets in [0, 1]; ``binarize: true`` maps ``score >= 0.5`` to 1 and the rest to 0.
 * **Items listed under two tasks.** Six query texts appear under ``mmlu`` and also under ``openbook_qa``
@@ -34,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from locus.data import download as dl
+from locus.data.canonical import ORIGIN, ORIGIN_ROW
 from locus.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -46,13 +51,17 @@ DEFAULTS = {
     "val_fraction": 0.1,  # share of train.json items moved to the val split
     "seed": 0,  # seed of the val draw
     "binarize": False,  # false: keep partial-credit scores as soft targets; true: score >= 0.5 -> 1 else 0
-    "drop_test_overlap": True,  # drop the test items whose text also occurs in train.json
 }
+# data-set options (applied by `locus data` / canonical.write_dataset) whose default differs for this source
+DATASET_DEFAULTS = {"split_overlap": "keep_train"}
+RENAMED_PARAMS = {"drop_test_overlap": "the data-set option split_overlap (true -> keep_train, the default for "
+                                       "this source; false -> keep_all)"}
 DEPRIORITISED_TASKS = ("mmlu",)
 
 
 def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Return canonical ``(queries, models, scores)`` frames (see :mod:`locus.data.canonical`)."""
+    """Return raw canonical ``(queries, models, scores)`` frames: every item, test copies of training texts
+    included (see :data:`DATASET_DEFAULTS`)."""
     p = _params(params)
     directory = _resolve_dir(p)
     train = _read_items(directory / "train.json")
@@ -78,22 +87,17 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         "split": [it[2] for it in items],
     })
     queries["category"] = queries["benchmark"]
+    queries[ORIGIN] = [str(directory / ("train.json" if it[4] else "test.json")) for it in items]
+    queries[ORIGIN_ROW] = [it[5] for it in items]  # item index in that JSON list
 
     names = sorted({name for it in items for name in it[3]})
     models = pd.DataFrame({"model_id": np.arange(len(names), dtype=np.int64), "name": names})
     scores = _score_frame(items, names, directory)
 
-    if p["drop_test_overlap"]:
-        train_texts = set(queries.loc[queries["split"] == "train", "prompt"])
-        drop = (queries["split"] == "test") & queries["prompt"].isin(train_texts)
-        log.info("llmrouter: dropping %d test items whose text also occurs in train", int(drop.sum()))
-        dropped = set(queries.loc[drop, "prompt_id"])
-        queries = queries[~drop]
-        scores = scores[~scores["prompt_id"].isin(dropped)]
     queries = _draw_val(queries, p["val_fraction"], p["seed"])
     if p["binarize"]:
         scores = scores.assign(score=(scores["score"] >= 0.5).astype(np.float64))
-    columns = ["prompt_id", "prompt", "benchmark", "category", "split"]
+    columns = ["prompt_id", "prompt", "benchmark", "category", "split", ORIGIN, ORIGIN_ROW]
     return queries[columns].reset_index(drop=True), models, scores.reset_index(drop=True)
 
 
@@ -102,7 +106,8 @@ def _params(params: dict | None) -> dict:
     params = dict(params or {})
     unknown = sorted(set(params) - set(DEFAULTS))
     if unknown:
-        raise ConfigError(f"llmrouter: unknown parameter(s) {unknown}; known: {sorted(DEFAULTS)}")
+        renamed = "".join(f"; {k} is now {RENAMED_PARAMS[k]}" for k in unknown if k in RENAMED_PARAMS)
+        raise ConfigError(f"llmrouter: unknown parameter(s) {unknown}; known: {sorted(DEFAULTS)}{renamed}")
     p = {**DEFAULTS, **params}
     frac = p["val_fraction"]
     if not isinstance(frac, (int, float)) or not 0 < frac < 1:

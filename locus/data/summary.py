@@ -1,10 +1,17 @@
-"""A human-readable summary of a canonical data set (Markdown): sizes, accuracies, oracle and best single model."""
+"""A human-readable summary of a canonical data set (Markdown): sizes, accuracies, oracle and best single model.
+
+The title carries the label the caller gives (``locus summary --label``); nothing here assumes a
+particular source.
+"""
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pandas as pd
 
-from locus.data.canonical import SPLITS, EvalData
+from locus import atomic
+from locus.data.canonical import MANIFEST, SPLITS, EvalData
 
 
 def split_stats(data: EvalData) -> pd.DataFrame:
@@ -13,7 +20,9 @@ def split_stats(data: EvalData) -> pd.DataFrame:
         q = data.split_queries(split)
         labels = data.label_matrix(q["prompt_id"])
         evaluated = ~np.isnan(labels)
-        per_model = np.nanmean(np.where(evaluated, labels, np.nan), axis=0)
+        with warnings.catch_warnings():  # a model without scores in this split has no mean (NaN)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            per_model = np.nanmean(labels, axis=0)
         best = int(np.nanargmax(per_model))
         rows.append({
             "split": split,
@@ -59,9 +68,24 @@ def render_summary(data: EvalData, label: str) -> str:
                  f"({len(data.scores) / (len(data.queries) * len(models)):.1%} of all pairs)")
     binary = np.isin(data.scores["score"].to_numpy(), (0.0, 1.0)).mean()
     parts.append(f"- binary scores: {binary:.1%}")
+    overlap = data.queries.groupby("prompt")["split"].nunique().gt(1).sum()
+    parts.append(f"- prompt texts found in more than one split: {int(overlap)}")
+    options = _written_with(data.source)
+    if options:
+        parts.append(f"- written with: {options}")
     parts += ["", "## Splits", "",
               "`oracle`: mean over queries of the best score of any model; `best_single`: the best model's mean "
               "score on that split.", "", _md_table(split_stats(data)), "",
               "## Benchmarks (query counts per split, mean score over all pairs)", "",
               _md_table(benchmark_stats(data)), ""]
     return "\n".join(parts)
+
+
+def _written_with(directory: str) -> str:
+    """The data-set options recorded in the manifest ('' when there is none)."""
+    try:
+        manifest = atomic.read_manifest(directory, MANIFEST)
+    except atomic.FileSetError:
+        return ""
+    options = (manifest or {}).get("options") or {}
+    return ", ".join(f"{k}: {v}" for k, v in sorted(options.items()))

@@ -57,7 +57,8 @@ DEFAULTS = {
 }
 PARAM_DOCS = {
     "seed": "Random seed; the same seed gives identical frames, another seed new draws.",
-    "n_queries": "Total number of queries over all splits (EmbedLLM has ~36k; 8000 is the embedded default).",
+    "n_queries": "Total number of queries over all splits (EmbedLLM has ~36k; 8000 is the embedded default); "
+                 "every split must get at least MIN_SPLIT_QUERIES (see split_sizes).",
     "split_fractions": "Train/val/test fractions (three numbers summing to 1), applied within each benchmark.",
     "partial_fraction": "Fraction of queries each model is scored on; 1.0 = dense, <1 = a random subset per "
                         "model (at least one query in every split), for models evaluated on different queries.",
@@ -78,6 +79,7 @@ BENCHMARKS = {
 }
 TARGET_ACCURACY = {b: v[2] for b, v in BENCHMARKS.items()}
 NEAR_DUPLICATES = ((5, 39), (62, 71), (6, 87))
+MIN_SPLIT_QUERIES = 3  # fewest queries a split may get (see split_sizes)
 
 # latent-model constants (logit units)
 SIZE_SLOPE = 0.2           # per doubling of params_b
@@ -146,8 +148,8 @@ def resolve_params(params: dict | None) -> dict:
         p[key] = int(p[key])
     if p["seed"] < 0:
         raise ConfigError(f"synthetic data: seed must be >= 0, got {p['seed']}.")
-    if p["n_queries"] < 30:
-        raise ConfigError(f"synthetic data: n_queries must be >= 30 (every split needs queries), got {p['n_queries']}.")
+    if p["n_queries"] < 1:
+        raise ConfigError(f"synthetic data: n_queries must be a positive number of queries, got {p['n_queries']}.")
     if not 1 <= p["n_models"] <= 112:
         raise ConfigError(f"synthetic data: n_models must be in 1..112 (the pool size), got {p['n_models']}.")
     try:
@@ -170,7 +172,45 @@ def resolve_params(params: dict | None) -> dict:
         raise ConfigError(f"synthetic data: specialization must be a number in [0, 10], got {params.get('specialization')!r}.")
     if not 0 < p["partial_fraction"] <= 1:
         raise ConfigError(f"synthetic data: partial_fraction must be in (0, 1], got {p['partial_fraction']}.")
+    _check_split_sizes(p)
     return p
+
+
+def split_sizes(params: dict | None) -> dict:
+    """Queries per split, ``{"train": n, "val": n, "test": n}``, for generator `params` (merged with DEFAULTS).
+
+    Cheap (no data is generated) and exactly what :func:`build` produces: each benchmark's share of
+    ``n_queries`` is cut by ``split_fractions`` (largest remainders). Raises :class:`ConfigError` when a
+    parameter is invalid or a split would get fewer than :data:`MIN_SPLIT_QUERIES` queries.
+    """
+    p = resolve_params(params)
+    return _split_sizes(p["n_queries"], p["split_fractions"])
+
+
+def _split_counts(n_queries: int, fractions) -> np.ndarray:
+    """[benchmarks x splits] query counts: benchmark shares of n_queries, each cut by the split fractions."""
+    per_benchmark = _largest_remainder(n_queries, [v[0] for v in BENCHMARKS.values()])
+    return np.array([_largest_remainder(int(c), fractions) for c in per_benchmark], dtype=np.int64)
+
+
+def _split_sizes(n_queries: int, fractions) -> dict:
+    return dict(zip(SPLITS, (int(c) for c in _split_counts(n_queries, fractions).sum(axis=0))))
+
+
+def _check_split_sizes(p: dict) -> None:
+    sizes = _split_sizes(p["n_queries"], p["split_fractions"])
+    small = [s for s in SPLITS if sizes[s] < MIN_SPLIT_QUERIES]
+    if not small:
+        return
+    need = next((n for n in range(p["n_queries"] + 1, p["n_queries"] + 200_000)
+                 if min(_split_sizes(n, p["split_fractions"]).values()) >= MIN_SPLIT_QUERIES), None)
+    got = ", ".join(f"{s} {n}" for s, n in sizes.items())
+    fix = f"raise n_queries to at least {need}" if need else "raise n_queries"
+    raise ConfigError(
+        f"synthetic data: n_queries={p['n_queries']} with split_fractions {p['split_fractions']} gives {got} "
+        f"queries; every split needs at least {MIN_SPLIT_QUERIES} (too small: {', '.join(small)}). "
+        f"{fix[0].upper() + fix[1:]}, or raise the fraction of {', '.join(small)}."
+    )
 
 
 def _is_integer(value) -> bool:
@@ -310,11 +350,13 @@ def _calibrate(skill, D, b, c, bench_idx, names, per_benchmark: int = 1000, iter
 
 
 def _assign_splits(bench_idx, fractions, rng) -> np.ndarray:
-    """Split labels, stratified by benchmark (each benchmark split by `fractions`, random order)."""
+    """Split labels, stratified by benchmark: benchmark i's queries, in random order, are cut by
+    ``_split_counts(n, fractions)[i]`` (the counts :func:`split_sizes` reports)."""
     split = np.empty(len(bench_idx), dtype=object)
+    counts = _split_counts(len(bench_idx), fractions)
     for i in np.unique(bench_idx):
         rows = rng.permutation(np.flatnonzero(bench_idx == i))
-        split[rows] = np.repeat(np.array(SPLITS, dtype=object), _largest_remainder(len(rows), fractions))
+        split[rows] = np.repeat(np.array(SPLITS, dtype=object), counts[i])
     for s in SPLITS:
         if not (split == s).any():
             raise ConfigError(f"synthetic data: split {s!r} got no queries; raise n_queries or that split's fraction.")
