@@ -1,22 +1,20 @@
 """Open a finished run directory for use by people: the fitted method, its encoder and its model names.
 
-A run directory is written by :func:`locus.runs.execute` (``config.json``, ``model.safetensors``,
-``metrics.json`` ...). ``metrics.json`` records the short encoder name (``encoder``) and the data set
-directory (``dataset``) whose ``models.parquet`` gives the model names; when that directory is gone the
-models are named by their ids.
+A run directory is written by :func:`locus.runs.execute`; its checkpoint is ``config.json`` +
+``model.safetensors`` (:mod:`locus.weights`, checksummed). ``config.json`` records everything needed here:
+the method, the model ids and their names (``model_ids``, ``model_names``, from the data set's
+models.parquet at training time) and the short encoder name (``encoder``), so a checkpoint opens the same
+from any directory, even when the data set is gone.
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from locus import methods
-from locus.errors import DataError
-
+from locus import methods, weights
+from locus.errors import ConfigError, DataError
 
 @dataclass
 class Checkpoint:
@@ -25,63 +23,69 @@ class Checkpoint:
     encoder: str
     model_ids: np.ndarray
     names: dict  # model_id -> name
+    config: dict = field(default_factory=dict)  # the run's config.json
 
     def name(self, model_id: int) -> str:
         return self.names.get(int(model_id), str(int(model_id)))
 
     def resolve_models(self, spec: str | None) -> np.ndarray:
-        """Model ids from a comma list of ids and/or names (exact, else unique case-insensitive suffix
-        after the organisation, e.g. ``Yi-34B-Chat``). None / empty -> all models of the run."""
-        if not spec:
+        """Model ids from a comma list of ids and/or names (exact, else unique case-insensitive match of the
+        full name or of the part after the organisation, e.g. ``Yi-34B-Chat``), in the order given, each
+        once. None -> all models of the run; a list naming no model (``""``, ``","``) is a DataError."""
+        if spec is None:
             return self.model_ids
+        items = [s.strip() for s in str(spec).split(",") if s.strip()]
+        example = ", ".join(f"{k}={v}" for k, v in list(self.names.items())[:3])
+        if not items:
+            raise DataError(f"--models {spec!r}: names no model; give a comma list of model ids or names "
+                            f"(e.g. {example}), or leave --models out for all models of the run.")
+        known = set(self.model_ids.tolist())
         by_name = {v: k for k, v in self.names.items()}
         out = []
-        for item in (s.strip() for s in spec.split(",")):
-            if not item:
-                continue
-            if item.lstrip("-").isdigit() and int(item) in set(self.model_ids.tolist()):
-                out.append(int(item))
-                continue
-            if item in by_name:
-                out.append(by_name[item])
-                continue
-            low = item.lower()
-            hits = [k for k, v in self.names.items() if v.lower() == low or v.lower().split("/")[-1] == low]
-            if len(hits) != 1:
-                known = ", ".join(f"{k}={v}" for k, v in list(self.names.items())[:5])
-                why = "is ambiguous" if hits else "is not a model of this run"
-                raise DataError(f"--models: {item!r} {why} ({self.directory}); give model ids or full names, "
-                                f"e.g. {known} ...")
-            out.append(hits[0])
-        ids = np.asarray(out, dtype=np.int64)
-        unknown = ~np.isin(ids, self.model_ids)
-        if unknown.any():
-            raise DataError(f"--models: id(s) {ids[unknown].tolist()} are not models of the run {self.directory}.")
-        return ids
+        for item in items:
+            if item.lstrip("-").isdigit() and int(item) in known:
+                hit = int(item)
+            elif item in by_name:
+                hit = by_name[item]
+            else:
+                low = item.lower()
+                hits = [k for k, v in self.names.items() if v.lower() == low or v.lower().split("/")[-1] == low]
+                if len(hits) != 1:
+                    why = "is ambiguous" if hits else "is not a model of this run"
+                    raise DataError(f"--models: {item!r} {why} ({self.directory}, {len(known)} models); give model "
+                                    f"ids or full names, e.g. {example} ...")
+                hit = hits[0]
+            if hit not in out:
+                out.append(hit)
+        return np.asarray(out, dtype=np.int64)
 
 
 def load_checkpoint(directory: str | Path) -> Checkpoint:
+    """The checkpoint of a finished run directory; a missing, damaged or foreign one is a DataError."""
     directory = Path(directory)
-    config_path = directory / "config.json"
-    if not config_path.is_file():
-        raise DataError(f"{config_path}: missing; --checkpoint must be a finished run directory "
+    if not directory.is_dir():
+        raise DataError(f"{directory}: not a directory; --checkpoint must be a finished run directory "
                         f"(results/runs/.../s<seed>/) containing config.json and model.safetensors.")
-    config = json.loads(config_path.read_text())
-    metrics_path = directory / "metrics.json"
-    metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
-    name = config.get("method") or metrics.get("method")
-    if not name:
-        raise DataError(f"{config_path}: no 'method' entry; re-run the training rule.")
-    method = methods.method_class(name).load(directory)
-    encoder = metrics.get("encoder") or config.get("encoder") or "unknown"
+    config = weights.read_config(directory)
+    where = directory / weights.CONFIG_FILE
+    name = config.get("method")
+    try:
+        cls = methods.method_class(name) if isinstance(name, str) else None
+    except ConfigError as exc:
+        raise DataError(f"{where}: {exc}; re-run the training rule.") from exc
+    if cls is None:
+        raise DataError(f"{where}: no 'method' entry; re-run the training rule.")
+    method = cls.load(directory)
     model_ids = np.asarray(method.model_ids, dtype=np.int64)
-    names = {int(i): str(int(i)) for i in model_ids}
-    dataset = metrics.get("dataset")
-    models_file = Path(dataset) / "models.parquet" if dataset else None
-    if models_file is not None and models_file.is_file():
-        models = pd.read_parquet(models_file, columns=["model_id", "name"])
-        names.update({int(i): str(n) for i, n in zip(models["model_id"], models["name"]) if int(i) in names})
-    return Checkpoint(directory=directory, method=method, encoder=encoder, model_ids=model_ids, names=names)
+    names = config.get("model_names")
+    if not isinstance(names, list) or len(names) != len(model_ids) or not all(isinstance(n, str) for n in names):
+        raise DataError(f"{where}: no 'model_names' matching its {len(model_ids)} 'model_ids' (not written by "
+                        f"`locus train`, or by an older version); re-run the training rule.")
+    encoder = config.get("encoder")
+    if not isinstance(encoder, str) or not encoder:
+        raise DataError(f"{where}: no 'encoder' entry; re-run the training rule.")
+    return Checkpoint(directory=directory, method=method, encoder=encoder, model_ids=model_ids,
+                      names=dict(zip(model_ids.tolist(), names)), config=config)
 
 
 def encode_queries(encoder: str, texts, batch_size: int = 64) -> np.ndarray:

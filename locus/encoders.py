@@ -384,9 +384,10 @@ def encode_dataset(dataset_dir: str | os.PathLike, encoder_name: str, out_path: 
                    batch_size: int = 64, threads: int | None = None, cache_dir=None, device: str | None = None,
                    progress: bool = True) -> dict:
     """Encode the ``prompt`` of every query of a canonical data set (sorted by prompt_id) and write
-    ``out_path`` with :func:`locus.data.encodings.write_encodings`. Returns timing stats."""
+    ``out_path`` with :func:`locus.data.encodings.write_encodings`, recording the data set's fingerprint
+    (training checks it). Returns timing stats."""
     from locus.data.canonical import read_dataset
-    from locus.data.encodings import write_encodings
+    from locus.data.encodings import data_fingerprint, write_encodings
 
     queries = read_dataset(dataset_dir).queries.sort_values("prompt_id")
     t0 = time.perf_counter()
@@ -397,7 +398,8 @@ def encode_dataset(dataset_dir: str | os.PathLike, encoder_name: str, out_path: 
     t2 = time.perf_counter()
     norms = np.linalg.norm(vectors, axis=1)
     normalized = bool(len(norms) and np.allclose(norms, 1.0, atol=1e-3))
-    write_encodings(out_path, queries["prompt_id"].to_numpy(np.int64), vectors, encoder_name, normalized)
+    write_encodings(out_path, queries["prompt_id"].to_numpy(np.int64), vectors, encoder_name, normalized,
+                    data_fingerprint(queries["prompt_id"], queries["prompt"]))
     n = len(queries)
     stats = {
         "encoder": encoder_name, "queries": n, "dim": int(vectors.shape[1]), "normalized": normalized,

@@ -21,6 +21,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 KS = (1, 3, 5)
+VALIDATION_METRICS = ("val_routing", "val_acc", "val_bce")  # what `select_by` may name (validation_metrics)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -93,6 +94,16 @@ def evaluate(logits: np.ndarray, labels: np.ndarray, benchmarks=None) -> dict:
             per[b] = {**correctness_metrics(logits[rows], labels[rows]), **routing_metrics(logits[rows], labels[rows])}
         result["by_benchmark"] = per
     return result
+
+
+def validation_metrics(logits: np.ndarray, labels: np.ndarray) -> dict:
+    """The values every method selects checkpoints / hyper-parameters by (``select_by``):
+    ``val_routing`` (hit@1), ``val_acc`` (correctness accuracy) and ``val_bce``; NaN without labels."""
+    c = correctness_metrics(logits, labels)
+    r = routing_metrics(logits, labels, ks=(1,))
+    nan = float("nan")
+    return {"val_routing": r.get("routing_acc", nan), "val_acc": c.get("correctness_acc", nan),
+            "val_bce": c.get("bce", nan)}
 
 
 def best_single_model(val_labels: np.ndarray) -> int:

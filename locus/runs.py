@@ -1,15 +1,12 @@
 """One run = one method x encoder x training size x dimension x seed: sample the training evaluations,
 fit, score val/test, evaluate, and write every artefact of the run directory atomically.
 
-Run directory (``results/runs/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}/``):
+The files of a run directory, their layout and their validating readers are in
+:mod:`locus.run_artifacts` (:func:`~locus.run_artifacts.run_files` lists them per method); this module
+only writes them, and checks that it wrote exactly that list.
 
-- ``config.json``        method name + parameters + run settings (written by the method's ``save``
-                           together with its weights, ``model.safetensors``, where it has weights);
-- ``train_pairs.parquet`` the exact (prompt_id, model_id, score) training evaluations;
-- ``scores_val.parquet`` / ``scores_test.parquet``: long ``prompt_id, model_id, logit``;
-- ``embeddings.parquet``  ``model_id, embedding`` (embedding methods only);
-- ``metrics.json``       val and test metrics (overall + per benchmark) and reference rows;
-- ``log.csv``            per-epoch log (methods with epochs; otherwise a one-line summary).
+Checks before any fitting: the method parameters, that the encodings were made from this data set
+(fingerprint, :func:`locus.data.encodings.check_matches`) and that the training size fits the split.
 """
 from __future__ import annotations
 
@@ -21,10 +18,11 @@ import numpy as np
 import pandas as pd
 
 from locus import evaluation, methods
+from locus import run_artifacts as ra
 from locus.atomic import atomic_dir, write_json
-from locus.data.canonical import EvalData, pairs_to_matrix, read_dataset
-from locus.data.encodings import read_encodings, read_vectors, write_vectors
-from locus.errors import ConfigError
+from locus.data.canonical import EvalData, read_dataset
+from locus.data.encodings import check_matches, read_encodings, write_vectors
+from locus.errors import ConfigError, DataError
 from locus.methods.base import EmbeddingMethod, FitData
 
 log = logging.getLogger(__name__)
@@ -35,10 +33,11 @@ SAMPLING = ("shared", "per_model")
 def training_pairs(data: EvalData, train_size: int, seed: int, sampling: str = "shared") -> pd.DataFrame:
     """The training evaluations of a run: `train_size` training-split queries per model.
 
-    ``shared`` (the authors' behaviour, default): one random set of `train_size` training queries,
-    the same for every model; a model keeps the pairs it was evaluated on (fewer if its evaluations are
-    partial). ``per_model``: each model draws `train_size` queries among its own evaluated training
-    queries. If fewer are available, all are used.
+    ``shared`` (the authors' behaviour, default): one random set of `train_size` training queries, the
+    same for every model; a model keeps the pairs it was evaluated on (fewer if its evaluations are
+    partial). A `train_size` above the number of training queries is a DataError (the run would be
+    recorded under a size it never had). ``per_model``: each model draws `train_size` queries among its
+    own evaluated training queries, all of them if it has fewer (the counts are in metrics.json).
     """
     if sampling not in SAMPLING:
         raise ConfigError(f"unknown sampling {sampling!r}; choose one of {', '.join(SAMPLING)}")
@@ -48,15 +47,28 @@ def training_pairs(data: EvalData, train_size: int, seed: int, sampling: str = "
     train = data.split_scores("train")
     if sampling == "shared":
         ids = data.split_queries("train")["prompt_id"].to_numpy()
-        chosen = np.sort(rng.choice(ids, size=min(train_size, len(ids)), replace=False))
+        if train_size > len(ids):
+            raise DataError(f"{data.source}: train_size {train_size} exceeds the {len(ids)} queries of the train "
+                            f"split; choose a training size <= {len(ids)} (config `train_sizes` / --train-size).")
+        chosen = np.sort(rng.choice(ids, size=train_size, replace=False))
         pairs = train[train["prompt_id"].isin(chosen)]
     else:
         parts = []
         for model_id, rows in train.groupby("model_id", sort=True):
             take = rng.choice(len(rows), size=min(train_size, len(rows)), replace=False)
             parts.append(rows.iloc[np.sort(take)])
-        pairs = pd.concat(parts)
+        pairs = pd.concat(parts) if parts else train.iloc[:0]
+    if pairs.empty:
+        raise DataError(f"{data.source}: no training evaluations (the train split has no scored queries).")
     return pairs.sort_values(["model_id", "prompt_id"]).reset_index(drop=True)
+
+
+def training_counts(train: pd.DataFrame) -> dict:
+    """What a run actually trained on: distinct queries, and training queries per model (min/median/max)."""
+    per_model = train.groupby("model_id").size()
+    return {"n_train_queries": int(train["prompt_id"].nunique()),
+            "train_queries_per_model": {"min": int(per_model.min()), "median": float(per_model.median()),
+                                        "max": int(per_model.max())}}
 
 
 def score_frame(logits: np.ndarray, prompt_ids, model_ids) -> pd.DataFrame:
@@ -69,18 +81,16 @@ def score_frame(logits: np.ndarray, prompt_ids, model_ids) -> pd.DataFrame:
     })
 
 
-def read_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(prompt_ids, model_ids, logits [prompts x models]) from a scores_*.parquet file."""
-    df = pd.read_parquet(path)
-    prompt_ids = np.sort(df["prompt_id"].unique())
-    model_ids = np.sort(df["model_id"].unique())
-    return prompt_ids, model_ids, pairs_to_matrix(df, prompt_ids, model_ids, value="logit")
-
-
 def evaluate_split(data: EvalData, split: str, logits: np.ndarray, model_ids) -> dict:
     q = data.split_queries(split)
     labels = data.label_matrix(q["prompt_id"], model_ids)
     return evaluation.evaluate(logits, labels, q["benchmark"].to_numpy())
+
+
+def model_names(data: EvalData, model_ids) -> list[str]:
+    """Names of `model_ids` (in that order) from the data set's models.parquet."""
+    by_id = dict(zip(data.models["model_id"].astype(int), data.models["name"].astype(str)))
+    return [by_id[int(i)] for i in model_ids]
 
 
 def execute(
@@ -95,13 +105,14 @@ def execute(
     duplicates: str = "last",
 ) -> dict:
     """Fit `method` on one run's training evaluations and write the run directory. Returns metrics."""
+    model = methods.create(method, params, seed=seed)  # bad parameters fail before any data is read
     data = read_dataset(dataset_dir, duplicates=duplicates)
     enc = read_encodings(encodings_path)
+    fingerprint = check_matches(enc, data.queries, str(dataset_dir))
     train = training_pairs(data, train_size, seed, sampling)
     model_ids = np.sort(train["model_id"].unique())
     fit_data = FitData(train=train, val=data.split_scores("val"), encodings=enc, model_ids=model_ids)
 
-    model = methods.create(method, params, seed=seed)
     log.info("%s: fitting on %d pairs (%d models, n=%d, sampling=%s, seed=%d)",
              method, len(train), len(model_ids), train_size, sampling, seed)
     t0 = time.perf_counter()
@@ -110,7 +121,8 @@ def execute(
 
     outputs, metrics = {}, {"method": method, "params": model.params, "train_size": train_size, "seed": seed,
                             "sampling": sampling, "encoder": enc.encoder, "dataset": str(dataset_dir),
-                            "n_train_pairs": int(len(train)), "n_models": int(len(model_ids)),
+                            "data_fingerprint": fingerprint, "n_train_pairs": int(len(train)),
+                            **training_counts(train), "n_models": int(len(model_ids)),
                             "fit_seconds": round(fit_seconds, 3)}
     for split in ("val", "test"):
         q = data.split_queries(split)
@@ -127,26 +139,22 @@ def execute(
     log.info("%s: test routing %.4f, correctness %.4f (fit %.1f s)", method, t["routing_acc"],
              t["correctness_acc"], fit_seconds)
 
+    run_info = {"model_names": model_names(data, model_ids), "encoder": enc.encoder, "dataset": str(dataset_dir),
+                "data_fingerprint": fingerprint, "train_size": int(train_size), "sampling": sampling}
     with atomic_dir(out_dir) as tmp:
-        model.save(tmp)
-        train.to_parquet(tmp / "train_pairs.parquet", index=False)
+        model.save(tmp, extra=run_info)
+        train.to_parquet(tmp / ra.TRAIN_PAIRS, index=False)
         for split, frame in outputs.items():
-            frame.to_parquet(tmp / f"scores_{split}.parquet", index=False)
+            frame.to_parquet(tmp / ra.scores_file(split), index=False)
         if isinstance(model, EmbeddingMethod):
             ids, z = model.model_embeddings()
-            write_embeddings(tmp / "embeddings.parquet", ids, z)
+            write_vectors(tmp / ra.EMBEDDINGS, "model_id", ids, z)
         history = model.history if model.history is not None else pd.DataFrame(
-            [{"fit_seconds": fit_seconds, "val_routing_acc": metrics["val"]["overall"]["routing_acc"]}])
-        history.to_csv(tmp / "log.csv", index=False)
-        write_json(tmp / "metrics.json", metrics)
+            [{"fit_seconds": fit_seconds, "val_routing": metrics["val"]["overall"]["routing_acc"]}])
+        history.to_csv(tmp / ra.LOG, index=False)
+        write_json(tmp / ra.METRICS, metrics)
+        written = sorted(p.name for p in tmp.iterdir())
+        if written != sorted(ra.run_files(method)):
+            raise RuntimeError(f"run directory of {method!r} holds {written}, but locus.run_artifacts.run_files "
+                               f"declares {sorted(ra.run_files(method))}; update one of them.")
     return metrics
-
-
-def write_embeddings(path: str | Path, model_ids, z: np.ndarray) -> None:
-    """Model embeddings: `model_id` + fixed-size float32 `embedding` (same layout as encodings)."""
-    write_vectors(path, "model_id", model_ids, z)
-
-
-def read_embeddings(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    ids, z, _ = read_vectors(path, "model_id")
-    return ids, z

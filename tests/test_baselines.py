@@ -1,6 +1,7 @@
 """The five baselines behind the common Method interface, on tiny generated data (seconds each)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -10,7 +11,7 @@ import torch
 
 from locus import evaluation, methods
 from locus.data.canonical import validate, write_dataset
-from locus.data.encodings import Encodings, write_encodings
+from locus.data.encodings import Encodings, data_fingerprint, write_encodings
 from locus.errors import ConfigError, DataError
 from locus.methods.base import EmbeddingMethod, FitData
 
@@ -137,8 +138,44 @@ def test_dimension_mismatch_is_a_data_error(toy, fitted, name):
 
 @pytest.mark.parametrize("name", ALL)
 def test_bad_params_are_config_errors(name):
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="select_by must be one of val_routing, val_bce, val_acc"):
         methods.create(name, {"select_by": "nonsense"})
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        methods.create(name, {"select": "val_bce"})
+
+
+def test_registry_metadata():
+    names = methods.names()
+    assert names == ["locus", "embedllm", "embedllm_plus", "irt_net", "knn_router", "kmeans_router"]
+    for name in names:
+        cls, info = methods.method_class(name), methods.info(name)
+        assert cls.name == info.name == name
+        assert info.label and info.latex_label and isinstance(info.order, int)
+        assert info.has_embeddings == issubclass(cls, EmbeddingMethod) == cls.has_embeddings
+        assert info.uses_torch == (name not in ("knn_router", "kmeans_router"))
+        # one checkpoint-selection vocabulary for every method
+        assert cls.defaults["select_by"] in ("val_routing", "val_bce", "val_acc")
+    assert len({methods.info(n).order for n in names}) == len(names)
+    assert methods.info("locus").latex_label == "\\textsc{Locus} (ours)"
+    assert methods.info("knn_router").label == "kNN router"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        methods.info("locus").order = 3
+    with pytest.raises(ConfigError, match="known: embedllm, embedllm_plus, irt_net"):
+        methods.method_class("gpt")
+
+
+@pytest.mark.parametrize("name", EMBEDDING)
+@pytest.mark.parametrize("vectors,scores,message", [
+    (np.zeros((2, D)), [0.5, 2.0], r"\[0, 1\]"),
+    (np.zeros((2, D)), [0.5], "one score per query"),
+    (np.zeros((0, D)), [], "at least one"),
+    (np.zeros((2, D)), [[0.5], [1.0]], "one model"),
+    (np.full((2, D), np.nan), [0.5, 1.0], "NaN/Inf"),
+    (np.zeros((2, D + 1)), [0.5, 1.0], "shape"),
+])
+def test_embed_refuses_bad_input(fitted, name, vectors, scores, message):
+    with pytest.raises(DataError, match=message):
+        fitted[name].embed(np.asarray(vectors, np.float32), np.asarray(scores, np.float32))
 
 
 @pytest.mark.parametrize("name", EMBEDDING)
@@ -215,7 +252,8 @@ def test_execute_end_to_end(tmp_path):
 
     q, m, s, enc = make_data(seed=4)
     write_dataset(tmp_path / "data", q, m, s)
-    write_encodings(tmp_path / "enc.parquet", enc.prompt_ids, enc.vectors, "toy", normalized=True)
+    write_encodings(tmp_path / "enc.parquet", enc.prompt_ids, enc.vectors, "toy", normalized=True,
+                    data_fingerprint=data_fingerprint(q["prompt_id"], q["prompt"]))
     for name in ("knn_router", "embedllm"):
         out = tmp_path / "runs" / name
         metrics = execute(name, FAST[name], tmp_path / "data", tmp_path / "enc.parquet", train_size=60, seed=0,

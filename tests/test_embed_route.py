@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 from locus import checkpoint  # noqa: E402
 from locus.cli import main  # noqa: E402
 from locus.data.canonical import write_dataset  # noqa: E402
-from locus.data.encodings import read_vectors, write_encodings  # noqa: E402
+from locus.data.encodings import data_fingerprint, read_vectors, write_encodings  # noqa: E402
 from locus.runs import execute  # noqa: E402
 
 D_PHI = 8
@@ -34,7 +34,8 @@ def run_dir(tmp_path_factory):
     write_dataset(root / "data", queries, models, scores)
     vectors = rng.normal(size=(n_q, D_PHI)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    write_encodings(root / "enc.parquet", np.arange(n_q), vectors, "fake-encoder", True)
+    write_encodings(root / "enc.parquet", np.arange(n_q), vectors, "fake-encoder", True,
+                    data_fingerprint(queries["prompt_id"], queries["prompt"]))
     execute("locus", PARAMS, root / "data", root / "enc.parquet", 20, 0, root / "run")
     return root / "run"
 
@@ -133,7 +134,8 @@ def test_route_with_real_minilm(tmp_path, capsys):
     scores = pd.DataFrame({"prompt_id": np.tile(np.arange(n), 2), "model_id": np.repeat([0, 1], n),
                            "score": np.concatenate([is_math, ~is_math]).astype(float)})
     write_dataset(tmp_path / "data", queries, models, scores)
-    write_encodings(tmp_path / "enc.parquet", np.arange(n), vec, "all-MiniLM-L6-v2", True)
+    write_encodings(tmp_path / "enc.parquet", np.arange(n), vec, "all-MiniLM-L6-v2", True,
+                    data_fingerprint(queries["prompt_id"], queries["prompt"]))
     execute("locus", {**PARAMS, "max_steps": 5}, tmp_path / "data", tmp_path / "enc.parquet", 24, 0, tmp_path / "run")
     assert main(["route", "--checkpoint", str(tmp_path / "run"), "What is 7 plus 9?", "--top-k", "1"]) == 0
     assert "p=" in capsys.readouterr().out

@@ -15,7 +15,7 @@ import torch
 
 from locus import encoders
 from locus.data.canonical import write_dataset
-from locus.data.encodings import read_encodings
+from locus.data.encodings import data_fingerprint, read_encodings
 from locus.errors import ConfigError, DataError
 
 torch.set_num_threads(1)
@@ -249,6 +249,10 @@ def test_encode_dataset_writes_sorted_vectors(tiny_dataset, tmp_path, models):
     schema = pq.read_schema(out)
     assert str(schema.field("embedding").type) == "fixed_size_list<element: float>[384]"
     assert schema.metadata[b"locus.normalized"] == b"true"
+    # the fingerprint of the encoded data set (sorted (prompt_id, prompt) pairs; row order does not matter)
+    assert enc.data_fingerprint == data_fingerprint(queries["prompt_id"], queries["prompt"])
+    assert enc.data_fingerprint == data_fingerprint(queries["prompt_id"][::-1], queries["prompt"][::-1])
+    assert enc.data_fingerprint != data_fingerprint(queries["prompt_id"], queries["prompt"] + "?")
     direct = encoders.encode_texts(models["all-MiniLM-L6-v2"], ["Name the capital of Italy."], progress=False)
     np.testing.assert_allclose(enc.take([3]), direct, atol=1e-6)
 

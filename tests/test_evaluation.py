@@ -70,3 +70,22 @@ def test_training_pairs_shared_and_per_model():
     per = training_pairs(data, 4, seed=1, sampling="per_model")
     assert len(per[per.model_id == 0]) == 4 and len(per[per.model_id == 1]) == 3  # only 3 train evals
     assert set(per.prompt_id) <= set(range(8))  # never val/test
+
+
+def test_training_size_above_the_split_is_refused():
+    from locus.errors import DataError
+
+    with pytest.raises(DataError, match="train_size 9 exceeds the 8 queries of the train split"):
+        training_pairs(_pool(), 9, seed=1, sampling="shared")
+
+
+def test_validation_metrics_name_the_select_by_values():
+    labels = np.array([[1, 0], [0, 1], [NAN, 1]], dtype=float)
+    logits = np.array([[2.0, -2.0], [3.0, -1.0], [0.0, 1.0]])
+    v = evaluation.validation_metrics(logits, labels)
+    assert tuple(v) == evaluation.VALIDATION_METRICS
+    assert v["val_routing"] == pytest.approx(2 / 3)
+    assert v["val_acc"] == pytest.approx(evaluation.correctness_metrics(logits, labels)["correctness_acc"])
+    assert v["val_bce"] == pytest.approx(evaluation.correctness_metrics(logits, labels)["bce"])
+    empty = evaluation.validation_metrics(logits, np.full_like(labels, np.nan))
+    assert all(np.isnan(x) for x in empty.values())

@@ -57,7 +57,7 @@ def test_fit_beats_random_routing(fitted, problem):
     assert logits.shape == (len(test_ids), 6) and logits.dtype == np.float32
     assert r["routing_acc"] > r["random"] + 0.25, r
     hist = model.history
-    assert {"step", "train_loss", "val_bce", "val_routing_acc", "val_correctness_acc", "noise_std", "seconds"} <= set(hist)
+    assert {"step", "train_loss", "val_bce", "val_routing", "val_acc", "noise_std", "seconds"} <= set(hist)
     assert hist["noise_std"].iloc[0] > hist["noise_std"].iloc[-1]
 
 
@@ -88,10 +88,22 @@ def test_onboarding_is_a_forward_pass(fitted, problem):
     perm = np.random.default_rng(0).permutation(len(rows))
     z_perm = model.embed(data.encodings.take(rows["prompt_id"].to_numpy()[perm]), rows["score"].to_numpy()[perm])
     assert np.abs(z_perm - z_new).max() < 1e-5
-    with pytest.raises(DataError, match=r"\[0, 1\]"):
-        model.embed(data.encodings.take(rows["prompt_id"][:3]), np.array([0.0, 1.5, 1.0]))
-    with pytest.raises(DataError, match="shape"):
-        model.embed(np.zeros((3, 5), np.float32), np.zeros(3))
+
+
+
+@pytest.mark.parametrize("vectors,scores,message", [
+    (np.zeros((3, 8)), [0.0, 1.5, 1.0], r"\[0, 1\]"),
+    (np.zeros((3, 8)), [0.0, np.nan, 1.0], r"\[0, 1\]"),
+    (np.zeros((3, 5)), np.zeros(3), "shape"),
+    (np.zeros((3, 8)), np.zeros(2), "one score per query"),
+    (np.zeros((0, 8)), np.zeros(0), "at least one"),
+    (np.zeros((3, 8)), np.zeros((3, 2)), "one model"),
+    (np.full((3, 8), np.inf), np.zeros(3), "NaN/Inf"),
+])
+def test_embed_refuses_bad_input(fitted, vectors, scores, message):
+    model, _ = fitted
+    with pytest.raises(DataError, match=message):
+        model.embed(np.asarray(vectors, np.float32), np.asarray(scores))
 
 
 def test_save_load_round_trip(fitted, problem, tmp_path):
@@ -101,8 +113,12 @@ def test_save_load_round_trip(fitted, problem, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "model.safetensors"]
     loaded = type(model).load(tmp_path)
     q = enc.take(test_ids)
+    # the same call is bit-identical after a round trip ...
     assert np.array_equal(model.predict_logits(q), loaded.predict_logits(q))
-    assert np.array_equal(model.predict_logits(q, [4, 1]), loaded.predict_logits(q)[:, [4, 1]])
+    assert np.array_equal(model.predict_logits(q, [4, 1]), loaded.predict_logits(q, [4, 1]))
+    # ... while a different matmul shape may sum in another order (last float digit differs on some CPUs)
+    np.testing.assert_allclose(loaded.predict_logits(q, [4, 1]), loaded.predict_logits(q)[:, [4, 1]],
+                               rtol=1e-5, atol=1e-6)
     assert np.array_equal(loaded.model_embeddings()[1], model.model_embeddings()[1])
     with pytest.raises(DataError, match="unknown model"):
         loaded.predict_logits(q, [99])
@@ -113,17 +129,18 @@ def test_unknown_parameter_is_refused():
         create("locus", {"dimension": 3})
 
 
-def test_bad_selection_metric_fails_fast(fitted):
-    _, data = fitted
-    with pytest.raises(ConfigError, match="select"):
-        create("locus", {**TINY, "select": "accuracy_on_test"}, seed=0).fit(data)
+@pytest.mark.parametrize("params", [{"select_by": "accuracy_on_test"}, {"select": "val_bce"}, {"heads": 3},
+                                    {"encoder_kind": "lstm"}, {"max_steps": 0}])
+def test_bad_parameters_fail_at_construction(params):
+    with pytest.raises(ConfigError):
+        create("locus", {**TINY, **params}, seed=0)
 
 
 def test_bce_selection_trains_and_records_choice(problem):
     train, val, _, enc, _ = problem
     data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
-    model = create("locus", {**TINY, "max_steps": 40, "select": "bce"}, seed=1).fit(data)
-    assert model.summary["select"] == "bce"
+    model = create("locus", {**TINY, "max_steps": 40, "select_by": "val_bce"}, seed=1).fit(data)
+    assert model.summary["select_by"] == "val_bce"
     best = model.history.loc[model.history["step"] == model.summary["best_step"], "val_bce"].iloc[0]
     assert best == pytest.approx(model.history["val_bce"].min())
 

@@ -1,11 +1,17 @@
 """Query encodings on disk: one Parquet file per (data set, encoder).
 
 Columns: ``prompt_id`` (int64) and ``embedding`` (fixed-size list of float32, one vector per query).
-The file's schema metadata records ``locus.encoder`` (short name), ``locus.dim`` and
-``locus.normalized``. Readers get an :class:`Encodings` object; nothing else parses the file.
+The file's schema metadata records ``locus.encoder`` (short name), ``locus.dim``, ``locus.normalized``
+and ``locus.data_fingerprint``: the :func:`data_fingerprint` of the data set that was encoded (SHA-256
+over its sorted (prompt_id, prompt) pairs). Training refuses encodings whose fingerprint differs from
+its data set's (:func:`check_matches`), and encodings without one (written before fingerprints existed):
+prompt ids alone cannot tell two data sets apart (synthetic data sets all number prompts 0..n-1), so
+such files must be re-encoded. Readers get an :class:`Encodings` object; nothing else parses the file.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +24,18 @@ from locus.atomic import atomic_path
 from locus.errors import DataError
 
 _META_PREFIX = "locus."
+FINGERPRINT_KEY = "data_fingerprint"
+
+
+def data_fingerprint(prompt_ids, prompts) -> str:
+    """SHA-256 (hex) over the (prompt_id, prompt text) pairs of a data set, sorted by prompt_id."""
+    ids = np.asarray(prompt_ids, dtype=np.int64)
+    texts = np.asarray(list(prompts), dtype=object)
+    if len(ids) != len(texts):
+        raise ValueError(f"{len(ids)} prompt ids but {len(texts)} prompts")
+    order = np.argsort(ids, kind="stable")
+    pairs = [[int(ids[i]), str(texts[i])] for i in order]
+    return hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -26,6 +44,7 @@ class Encodings:
     vectors: np.ndarray  # float32 [n, dim]
     encoder: str = "unknown"
     source: str = "<memory>"
+    data_fingerprint: str | None = None  # of the data set encoded (None: not recorded)
     _index: pd.Index = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -85,10 +104,41 @@ def read_vectors(path: str | Path, id_column: str) -> tuple[np.ndarray, np.ndarr
     return table.column(id_column).to_numpy().astype(np.int64), vectors, meta
 
 
-def write_encodings(path: str | Path, prompt_ids, vectors: np.ndarray, encoder: str, normalized: bool) -> None:
-    write_vectors(path, "prompt_id", prompt_ids, vectors, {"encoder": encoder, "normalized": str(bool(normalized)).lower()})
+def write_encodings(path: str | Path, prompt_ids, vectors: np.ndarray, encoder: str, normalized: bool,
+                    data_fingerprint: str) -> None:
+    """Encodings of a data set; `data_fingerprint` is that data set's :func:`data_fingerprint`."""
+    if not data_fingerprint:
+        raise ValueError("write_encodings: data_fingerprint is required (see locus.data.encodings.data_fingerprint)")
+    meta = {"encoder": encoder, "normalized": str(bool(normalized)).lower(), FINGERPRINT_KEY: data_fingerprint}
+    write_vectors(path, "prompt_id", prompt_ids, vectors, meta)
 
 
 def read_encodings(path: str | Path) -> Encodings:
     ids, vectors, meta = read_vectors(path, "prompt_id")
-    return Encodings(prompt_ids=ids, vectors=vectors, encoder=meta.get("encoder", "unknown"), source=str(path))
+    if len(np.unique(ids)) != len(ids):
+        raise DataError(f"{path}: duplicate prompt_id values; the file is damaged — re-run `locus encode`.")
+    if not np.isfinite(vectors).all():
+        raise DataError(f"{path}: encodings hold NaN/Inf values; the file is damaged — re-run `locus encode`.")
+    return Encodings(prompt_ids=ids, vectors=vectors, encoder=meta.get("encoder", "unknown"), source=str(path),
+                     data_fingerprint=meta.get(FINGERPRINT_KEY) or None)
+
+
+def check_matches(encodings: Encodings, queries: pd.DataFrame, dataset: str) -> str:
+    """DataError unless `encodings` were made from exactly these queries (``prompt_id``, ``prompt``) of the
+    data set directory `dataset`; returns the fingerprint."""
+    expected = data_fingerprint(queries["prompt_id"], queries["prompt"])
+    redo = (f"re-run `locus encode --data {dataset} --encoder {encodings.encoder} --out {encodings.source}` "
+            f"(in the workflow: delete the file, or `snakemake --forcerun encode`)")
+    if encodings.data_fingerprint is None:
+        raise DataError(f"encodings {encodings.source} record no data-set fingerprint (made by an older locus), so "
+                        f"nothing shows they encode {dataset}; {redo}.")
+    if encodings.data_fingerprint != expected:
+        covered = np.isin(queries["prompt_id"].to_numpy(np.int64), encodings.prompt_ids).mean() if len(queries) else 0
+        raise DataError(f"encodings {encodings.source} were made for another data set than {dataset} (fingerprint "
+                        f"{encodings.data_fingerprint[:12]}... vs {expected[:12]}...; they cover {covered:.0%} of its "
+                        f"prompt ids); {redo}.")
+    missing = ~np.isin(queries["prompt_id"].to_numpy(np.int64), encodings.prompt_ids)
+    if missing.any():  # a consistent file cannot get here; an edited or damaged one can
+        raise DataError(f"encodings {encodings.source} lack {int(missing.sum())} of the {len(missing)} prompt ids of "
+                        f"{dataset} although their fingerprint matches (the file was modified); {redo}.")
+    return expected

@@ -6,12 +6,25 @@ models: ``predict_logits`` returns a [queries x models] matrix of logits, sigmoi
 predicted probability that the model answers the query correctly. Embedding methods also expose
 one vector per model and can embed a new model from its scored queries.
 
+Each method class is the one home of its metadata: ``name`` (registry key), ``label`` (plain display
+label), ``latex_label`` (tables), ``order`` (table order), ``uses_torch`` (the workflow requests a GPU
+only for these), ``has_embeddings`` (True exactly for :class:`EmbeddingMethod` subclasses) and
+``defaults`` (every parameter with its default; anything else is refused).
+
+Persistence is shared: :meth:`Method.save` / :meth:`Method.load` write and read ``model.safetensors`` +
+``config.json`` through :mod:`locus.weights` (checksum, finiteness); a method only says what its state
+is (:meth:`Method.get_state`) and how to restore it (:meth:`Method.set_state`).
+
+Checkpoint selection / tuning on the validation split uses one vocabulary for every method:
+``select_by`` ∈ :data:`SELECT_BY` (``val_routing`` = hit@1, ``val_bce``, ``val_acc`` = correctness
+accuracy; :func:`locus.evaluation.validation_metrics`).
+
 Everything after training (metrics, tables, figures, analyses) reads the saved score matrices and
 embeddings written by :mod:`locus.runs`, so it is written once for all methods.
 """
 from __future__ import annotations
 
-import json
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +33,25 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from locus import weights
 from locus.data.encodings import Encodings
-from locus.errors import ConfigError, DataError
+from locus.errors import ConfigError, DataError, LocusError
+
+SELECT_BY = ("val_routing", "val_bce", "val_acc")  # keys of locus.evaluation.validation_metrics
+
+
+def check_select_by(name: str, select_by) -> None:
+    if select_by not in SELECT_BY:
+        raise ConfigError(f"method {name!r}: select_by must be one of {', '.join(SELECT_BY)}, got {select_by!r}")
+
+
+def better(select_by: str, new: float, best: float | None) -> bool:
+    """Is `new` a better validation value than `best`? BCE is minimised, accuracies maximised; a tie keeps
+    the earlier (shorter-trained / smaller) candidate; None (no candidate yet) and NaN (no validation
+    labels) always count as better, so the latest candidate is kept when nothing can be measured."""
+    if best is None or not math.isfinite(new):
+        return True
+    return new < best if select_by == "val_bce" else new > best
 
 
 @dataclass(frozen=True)
@@ -41,10 +71,23 @@ class FitData:
 
 
 class Method(ABC):
-    """Base class. Subclasses set `name`, `defaults` and implement fit / predict_logits / save / load."""
+    """Base class. Subclasses set the metadata below and implement fit / predict_logits / get_state /
+    set_state."""
 
     name: ClassVar[str]
+    label: ClassVar[str]  # plain text, e.g. "kNN router"
+    latex_label: ClassVar[str]  # LaTeX, e.g. "$k$NN router"
+    order: ClassVar[int]  # position in tables (ascending)
+    color: ClassVar[str | None] = None  # line colour in figures (None: the next colour of a palette)
+    uses_torch: ClassVar[bool] = True  # False: numpy/scikit-learn only (no GPU requested)
+    has_embeddings: ClassVar[bool] = False  # derived: True exactly for EmbeddingMethod subclasses
     defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # derived, never set by hand: True exactly for EmbeddingMethod and its subclasses
+        is_base = cls.__module__ == __name__ and cls.__qualname__ == "EmbeddingMethod"
+        cls.has_embeddings = is_base or issubclass(cls, EmbeddingMethod)
 
     def __init__(self, params: dict | None = None, seed: int = 0):
         params = dict(params or {})
@@ -54,6 +97,8 @@ class Method(ABC):
                 f"method {self.name!r}: unknown parameter(s) {unknown}; known: {sorted(self.defaults)}"
             )
         self.params = {**self.defaults, **params}
+        if "select_by" in self.params:
+            check_select_by(self.name, self.params["select_by"])
         self.seed = int(seed)
         self.history: pd.DataFrame | None = None  # per-epoch log, when the method has epochs
         self.model_ids: np.ndarray | None = None
@@ -66,14 +111,42 @@ class Method(ABC):
     def predict_logits(self, query_vectors: np.ndarray, model_ids=None) -> np.ndarray:
         """float32 logits [len(query_vectors), len(model_ids)] (default: all fitted models, ascending)."""
 
+    # persistence ------------------------------------------------------------------------------
     @abstractmethod
-    def save(self, directory: Path) -> None:
-        """Write weights as safetensors and everything else as JSON into `directory` (never pickles)."""
+    def get_state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(JSON-able settings beyond name/params/seed/model_ids, numpy arrays) of the fitted method."""
+
+    @abstractmethod
+    def set_state(self, config: dict, arrays: dict[str, np.ndarray]) -> None:
+        """Restore what :meth:`get_state` returned (``self.params``, ``seed`` and ``model_ids`` are set)."""
+
+    def save(self, directory: Path, extra: dict | None = None) -> None:
+        """``model.safetensors`` + ``config.json`` (method, params, seed, model_ids, the method's settings,
+        `extra` — e.g. the run's model names — and the weights' SHA-256). Never pickles."""
+        self._resolve_model_ids(None)
+        config, arrays = self.get_state()
+        weights.save(directory, arrays, {"method": self.name, "params": self.params, "seed": self.seed,
+                                         "model_ids": self.model_ids.tolist(), **config, **(extra or {})})
 
     @classmethod
-    @abstractmethod
     def load(cls, directory: Path) -> "Method":
-        ...
+        """The fitted method saved in `directory`; any damage is a DataError naming the directory."""
+        directory = Path(directory)
+        config, arrays = weights.load(directory)
+        if config.get("method") != cls.name:
+            raise DataError(f"{directory / weights.CONFIG_FILE}: written by method {config.get('method')!r}, "
+                            f"not {cls.name!r}.")
+        try:
+            method = cls(config["params"], seed=config["seed"])
+            method.model_ids = np.asarray(config["model_ids"], dtype=np.int64).reshape(-1)
+            method.set_state(config, arrays)
+        except LocusError as exc:
+            raise DataError(f"{directory}: the checkpoint does not load ({exc}); re-run the training rule.") from exc
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:  # missing entries, wrong shapes
+            detail = " ".join(str(exc).split())  # one line (torch's messages span several)
+            raise DataError(f"{directory}: config.json / model.safetensors do not describe a fitted {cls.name!r} "
+                            f"({type(exc).__name__}: {detail[:300]}); re-run the training rule.") from exc
+        return method
 
     # helpers for subclasses -------------------------------------------------------------------
     def _resolve_model_ids(self, model_ids) -> np.ndarray:
@@ -105,19 +178,41 @@ class Method(ABC):
 
 
 class EmbeddingMethod(Method):
-    """A method that represents each model by a vector."""
+    """A method that represents each model by a vector (``d_phi``: the query encoding size it was fitted on)."""
+
+    d_phi: int | None = None
 
     @abstractmethod
     def model_embeddings(self) -> tuple[np.ndarray, np.ndarray]:
         """(model_ids [m], embeddings float32 [m, dim]) of the fitted models."""
 
-    @abstractmethod
     def embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        """Embedding of a (new) model from its scored queries: vectors [n, d_phi], scores [n] in [0, 1]."""
+        """Embedding float32 [dim] of one (new) model from its scored queries: vectors [n, d_phi] and
+        scores [n] in [0, 1] (n >= 1). Bad input is a DataError; the fitted method is not modified."""
+        self._resolve_model_ids(None)
+        vectors, scores = self._check_embed_inputs(query_vectors, scores)
+        return np.asarray(self._embed(vectors, scores), dtype=np.float32)
 
+    @abstractmethod
+    def _embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        """:meth:`embed` on validated inputs (float32 [n, d_phi], float32 [n])."""
 
-def read_params(directory: Path, filename: str = "config.json") -> dict:
-    path = Path(directory) / filename
-    if not path.is_file():
-        raise DataError(f"{path}: missing; {directory} is not a finished run directory.")
-    return json.loads(path.read_text())
+    def _check_embed_inputs(self, query_vectors, scores) -> tuple[np.ndarray, np.ndarray]:
+        what = f"{self.name}: embed()"
+        vectors = self._check_query_dim(query_vectors, self.d_phi)
+        scores = np.asarray(scores, dtype=np.float32)
+        if scores.ndim != 1:
+            raise DataError(f"{what} embeds one model: scores must be 1-D [n], got shape {scores.shape}.")
+        if len(scores) != len(vectors):
+            raise DataError(f"{what} needs one score per query vector, got {len(scores)} scores for "
+                            f"{len(vectors)} vectors.")
+        if len(scores) == 0:
+            raise DataError(f"{what} needs at least one scored query.")
+        bad = ~((scores >= 0) & (scores <= 1))
+        if bad.any():
+            raise DataError(f"{what}: scores must lie in [0, 1] (no NaN; drop unevaluated queries); row(s) "
+                            f"{np.flatnonzero(bad)[:5].tolist()} do not.")
+        rows = ~np.isfinite(vectors).all(axis=1)
+        if rows.any():
+            raise DataError(f"{what}: query encodings of row(s) {np.flatnonzero(rows)[:5].tolist()} hold NaN/Inf.")
+        return np.ascontiguousarray(vectors), scores

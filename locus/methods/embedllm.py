@@ -75,6 +75,11 @@ class TextMF(nn.Module):
 
 class EmbedLLM(tu.NetMethod, EmbeddingMethod):
     name = "embedllm"
+    label = "EmbedLLM"
+    latex_label = "EmbedLLM"
+    color = "#2ca02c"
+    order = 20
+    uses_torch = True
     defaults = {
         "dim": 232,  # released default
         "hidden_layers": 0,  # 0 = the released Linear classifier
@@ -93,7 +98,6 @@ class EmbedLLM(tu.NetMethod, EmbeddingMethod):
 
     def __init__(self, params: dict | None = None, seed: int = 0):
         super().__init__(params, seed)
-        tu.check_select_by(self.name, self.params["select_by"])
         for key in ("dim", "batch_size", "max_epochs", "patience"):
             if int(self.params[key]) < 1:
                 raise ConfigError(f"method {self.name!r}: {key} must be >= 1, got {self.params[key]}")
@@ -135,10 +139,9 @@ class EmbedLLM(tu.NetMethod, EmbeddingMethod):
         )
         return self
 
-    def embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    def _embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """Fit one new model embedding on (query, score) pairs with W and MLP_psi frozen."""
-        self._resolve_model_ids(None)
-        x, y = tu.as_scores(query_vectors, scores, self.name, self.d_phi)
+        x, y = torch.from_numpy(query_vectors), torch.from_numpy(scores)
         self.net.eval()
         with torch.no_grad():
             qp = self.net.proj(x)
@@ -157,9 +160,12 @@ class EmbedLLM(tu.NetMethod, EmbeddingMethod):
         return z.numpy().astype(np.float32)
 
 
-
 class EmbedLLMPlus(EmbedLLM):
     """EmbedLLM with a deeper decoder: 2 hidden ReLU layers of width 64 (OUR CHOICE; the paper leaves it open)."""
 
     name = "embedllm_plus"
+    label = "EmbedLLM+"
+    latex_label = "EmbedLLM+"
+    color = "#9467bd"
+    order = 30
     defaults = {**EmbedLLM.defaults, "hidden_layers": 2, "hidden_dim": 64}

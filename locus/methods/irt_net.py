@@ -111,6 +111,11 @@ class IRTModule(nn.Module):
 
 class IRTNet(tu.NetMethod, EmbeddingMethod):
     name = "irt_net"
+    label = "IRT-Net"
+    latex_label = "IRT-Net"
+    color = "#1f77b4"
+    order = 40
+    uses_torch = True
     defaults = {
         "dim": 232,
         "n_experts": 39,
@@ -135,7 +140,6 @@ class IRTNet(tu.NetMethod, EmbeddingMethod):
 
     def __init__(self, params: dict | None = None, seed: int = 0):
         super().__init__(params, seed)
-        tu.check_select_by(self.name, self.params["select_by"])
         p = self.params
         for key in ("dim", "n_experts", "top_k", "expert_hidden", "expert_out", "batch_size", "max_epochs", "patience"):
             if int(p[key]) < 1:
@@ -187,10 +191,9 @@ class IRTNet(tu.NetMethod, EmbeddingMethod):
             )
         return self
 
-    def embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    def _embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """Fit theta for a (new) model on its scored queries with the query network frozen."""
-        self._resolve_model_ids(None)
-        x, y = tu.as_scores(query_vectors, scores, self.name, self.d_phi)
+        x, y = torch.from_numpy(query_vectors), torch.from_numpy(scores)
         self.net.eval()
         with torch.no_grad():
             a, b, _ = self.net.query(x)

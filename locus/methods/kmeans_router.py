@@ -18,17 +18,20 @@ Decisions (see docs / README):
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from locus.methods.base import FitData, Method
-from locus.methods.knn_router import (check_common, choose, load_state, normalise, save_state, to_logits,
-                                      training_matrix, validation_matrix)
+from locus.methods.knn_router import (check_common, choose, normalise, to_logits, training_matrix,
+                                      validation_matrix)
 
 
 class KMeansRouter(Method):
     name = "kmeans_router"
+    label = "K-Means router"
+    latex_label = "$K$-Means router"
+    color = "#7f7f7f"
+    order = 60
+    uses_torch = False
     defaults = {
         "K_grid": [4, 8, 16, 32, 64],
         "K": 0,  # > 0: use this K, no tuning
@@ -93,20 +96,14 @@ class KMeansRouter(Method):
         q = normalise(self._check_query_dim(query_vectors, self.centres.shape[1]))
         return self._logits(q, self.centres, self.cluster_means)[:, pos]
 
-    def save(self, directory: Path) -> None:
-        self._resolve_model_ids(None)
-        save_state(directory, {"method": self.name, "params": self.params, "seed": self.seed, "K": self.K},
-                   {"model_ids": self.model_ids, "global_mean": self.global_mean, "centres": self.centres,
-                    "cluster_means": self.cluster_means, "cluster_counts": self.cluster_counts})
+    def get_state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        return {"K": self.K}, {"global_mean": self.global_mean, "centres": self.centres,
+                               "cluster_means": self.cluster_means, "cluster_counts": self.cluster_counts}
 
-    @classmethod
-    def load(cls, directory: Path) -> "KMeansRouter":
-        config, t = load_state(directory, cls.name)
-        method = cls(config["params"], seed=config["seed"])
-        method.K = int(config["K"])
-        method.model_ids, method.global_mean = t["model_ids"], t["global_mean"]
-        method.centres, method.cluster_means, method.cluster_counts = t["centres"], t["cluster_means"], t["cluster_counts"]
-        return method
+    def set_state(self, config: dict, arrays: dict[str, np.ndarray]) -> None:
+        self.K = int(config["K"])
+        self.global_mean, self.centres = arrays["global_mean"], arrays["centres"]
+        self.cluster_means, self.cluster_counts = arrays["cluster_means"], arrays["cluster_counts"]
 
 
 def nearest(x: np.ndarray, centres: np.ndarray) -> np.ndarray:

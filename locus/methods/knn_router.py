@@ -17,29 +17,30 @@ Decisions (see docs / README):
   to < 0, so correctness decisions are unchanged. Remaining ties (equal training means) are broken
   by the common evaluation: lower model_id wins.
 
-The helpers at the bottom (normalisation, training matrix, logits, tuning, safetensors I/O) are
-shared with the K-Means router.
+The helpers at the bottom (normalisation, training matrix, logits, tuning) are shared with the K-Means
+router. The checkpoint stores the training encodings and the score matrix (its gaps as a boolean mask,
+``train_evaluated``: saved arrays must be finite, see :mod:`locus.weights`).
 """
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from locus import evaluation
-from locus.atomic import atomic_path, write_json
 from locus.data.canonical import pairs_to_matrix
 from locus.errors import ConfigError, DataError
-from locus.methods.base import FitData, Method, read_params
+from locus.methods.base import FitData, Method, better
 
-SELECT_BY = ("val_routing", "val_acc", "val_bce")
-STATE_FILE = "model.safetensors"
 CHUNK = 256  # queries scored at a time (bounds the [chunk x k x models] gather)
 
 
 class KNNRouter(Method):
     name = "knn_router"
+    label = "kNN router"
+    latex_label = "$k$NN router"
+    color = "#8c564b"
+    order = 50
+    uses_torch = False
     defaults = {
         "k_grid": [5, 10, 20, 50, 100, 131, 200],
         "k": 0,  # > 0: use this k, no tuning
@@ -93,30 +94,23 @@ class KNNRouter(Method):
                     out[k][start:start + CHUNK, models] = csum[:, k_eff - 1, :] / k_eff
         return out
 
-    def save(self, directory: Path) -> None:
-        self._resolve_model_ids(None)
-        save_state(directory, {"method": self.name, "params": self.params, "seed": self.seed, "k": self.k},
-                   {"model_ids": self.model_ids, "global_mean": self.global_mean,
-                    "train_prompt_ids": self.train_prompt_ids, "train_vectors": self.train_vectors,
-                    "train_scores": self.train_scores})
+    def get_state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        evaluated = ~np.isnan(self.train_scores)
+        return {"k": self.k}, {"global_mean": self.global_mean, "train_prompt_ids": self.train_prompt_ids,
+                               "train_vectors": self.train_vectors, "train_evaluated": evaluated,
+                               "train_scores": np.where(evaluated, self.train_scores, 0.0)}
 
-    @classmethod
-    def load(cls, directory: Path) -> "KNNRouter":
-        config, t = load_state(directory, cls.name)
-        method = cls(config["params"], seed=config["seed"])
-        method.k = int(config["k"])
-        method.model_ids, method.global_mean = t["model_ids"], t["global_mean"]
-        method.train_prompt_ids, method.train_vectors, method.train_scores = (
-            t["train_prompt_ids"], t["train_vectors"], t["train_scores"])
-        return method
+    def set_state(self, config: dict, arrays: dict[str, np.ndarray]) -> None:
+        self.k = int(config["k"])
+        self.global_mean, self.train_prompt_ids, self.train_vectors = (
+            arrays["global_mean"], arrays["train_prompt_ids"], arrays["train_vectors"])
+        self.train_scores = np.where(arrays["train_evaluated"], arrays["train_scores"], np.nan)
 
 
 # ---------------------------------------------------------------------------------------------
 # shared with the K-Means router
 # ---------------------------------------------------------------------------------------------
 def check_common(name: str, params: dict, grid_key: str, fixed_key: str) -> None:
-    if params["select_by"] not in SELECT_BY:
-        raise ConfigError(f"method {name!r}: select_by must be one of {', '.join(SELECT_BY)}, got {params['select_by']!r}")
     grid = params[grid_key]
     if not isinstance(grid, (list, tuple)) or not grid or any(int(v) < 1 for v in grid):
         raise ConfigError(f"method {name!r}: {grid_key} must be a non-empty list of integers >= 1, got {grid!r}")
@@ -158,42 +152,15 @@ def to_logits(p: np.ndarray, global_mean: np.ndarray, params: dict) -> np.ndarra
     return (np.log(p / (1.0 - p)) + float(params["tie_eps"]) * global_mean[None, :]).astype(np.float32)
 
 
-def val_metrics(logits: np.ndarray, labels: np.ndarray) -> dict:
-    c = evaluation.correctness_metrics(logits, labels)
-    r = evaluation.routing_metrics(logits, labels, ks=(1,))
-    return {"val_routing": r["routing_acc"], "val_acc": c["correctness_acc"], "val_bce": c["bce"]}
-
-
 def choose(candidates: list[int], logits: dict, labels: np.ndarray, select_by: str, key: str):
-    """Pick the candidate with the best validation metric (BCE minimised, accuracies maximised);
-    ties keep the smaller candidate. Returns (choice, per-candidate history DataFrame)."""
-    rows = [{key: c, **val_metrics(logits[c], labels)} for c in candidates]
-    sign = 1.0 if select_by == "val_bce" else -1.0
-    best = min(range(len(rows)), key=lambda i: (sign * rows[i][select_by], candidates[i]))
+    """Pick the candidate with the best validation metric (BCE minimised, accuracies maximised,
+    :func:`locus.methods.base.better`); ties keep the smaller candidate. Returns (choice, per-candidate
+    history DataFrame)."""
+    rows = [{key: c, **evaluation.validation_metrics(logits[c], labels)} for c in sorted(candidates)]
+    best, best_value = 0, None
+    for i, row in enumerate(rows):
+        if better(select_by, row[select_by], best_value):
+            best, best_value = i, row[select_by]
     for i, row in enumerate(rows):
         row["chosen"] = i == best
-    return candidates[best], pd.DataFrame(rows)
-
-
-def save_state(directory: Path, config: dict, tensors: dict) -> None:
-    """Arrays as safetensors (``model.safetensors``) and settings as ``config.json``; never pickles."""
-    from safetensors.numpy import save_file
-
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    with atomic_path(directory / STATE_FILE) as tmp:
-        save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(tmp))
-    write_json(directory / "config.json", config)
-
-
-def load_state(directory: Path, name: str) -> tuple[dict, dict]:
-    from safetensors.numpy import load_file
-
-    directory = Path(directory)
-    config = read_params(directory)
-    if config.get("method") != name:
-        raise DataError(f"{directory}/config.json: written by method {config.get('method')!r}, not {name!r}.")
-    path = directory / STATE_FILE
-    if not path.is_file():
-        raise DataError(f"{path}: missing; the run directory is incomplete — re-run it.")
-    return config, load_file(str(path))
+    return rows[best][key], pd.DataFrame(rows)

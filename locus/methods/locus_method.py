@@ -19,36 +19,17 @@ parameter (defaults in :attr:`LocusMethod.defaults`):
   query and step, shared by the models of the step (cheaper: tokenizer and decoder query part stay
   per-query computations; on the embedded default it overfitted earlier);
 - ``max_seconds`` > 0 stops training after that wall time (not deterministic; off by default);
-- validation every ``eval_every`` steps (the authors: every epoch) on the metric named by ``select``
-  (default ``routing_acc`` = hit@1 on the validation split, :mod:`locus.evaluation`; ``bce`` or ``combo`` =
-  hit@1 - BCE), early stopping after ``patience`` steps without a strict improvement, the best checkpoint
-  restored; test data is never touched while training. Early stopping never fires before ``min_steps``
-  (default 600): the first few hundred steps are a plateau where the network routes every query to the
-  same model (val hit@1 = the best single model's, unchanged), and at n = 4,096 a patience of 400
-  counted from step 25 stopped training before it started (test hit@1 67.3% after 425 steps vs 71.2%
-  after 800 steps, same seed).
+- validation every ``eval_every`` steps (the authors: every epoch) on the metric named by ``select_by``
+  (default ``val_routing`` = hit@1 on the validation split; ``val_bce`` or ``val_acc``: the vocabulary of
+  every method, :mod:`locus.methods.base`), early stopping after ``patience`` steps without a strict
+  improvement, the best checkpoint restored; test data is never touched while training. Early stopping
+  never fires before ``min_steps`` (default 600): the first few hundred steps are a plateau where the
+  network routes every query to the same model (val hit@1 = the best single model's, unchanged), and at
+  n = 4,096 a patience of 400 counted from step 25 stopped training before it started (test hit@1 67.3%
+  after 425 steps vs 71.2% after 800 steps, same seed).
 
-Regularisation options, all off by default (measured on the embedded default data ``sp1.5``, n = 256
-training queries, seed 0, 1 thread, val = the 801 validation queries; none beat the defaults on val, so the
-defaults stay the authors' recipe; see docs of each parameter):
-
-- ``select="bce"``: val BCE is lowest at step 25 (0.664), before the network separates models at all (val
-  hit@1 0.607 there vs. best single 0.668), so BCE selection picks a near-constant router (test hit@1 0.652);
-- ``encoder_fraction=0.5`` (disjoint encoder/decoder split): val hit@1 peaks ~0.653, val BCE still rises
-  from 0.67 to 0.75 by step 500 (the rise is not only label copying through z);
-- ``query_dropout`` (dropout on u) 0.3 with ``dec_lr`` 2e-4 and constant noise 0.10: no BCE rise (0.665) but
-  the model-specific signal is not learnt either (val hit@1 <= 0.645, train loss stuck at 0.615);
-- lower noise (0.04 -> 0.02): routing rises earlier but train loss falls to 0.36 (memorisation), val hit@1 0.659
-  at step 475; ``query_weight_decay`` 3.0 (AdamW decay of U): the same curve as the defaults;
-- ``enc_lr`` 5e-4 (default 2e-4): models separate no earlier (step ~350), val hit@1 0.674 at step 800, val BCE
-  0.78; ``dim`` 64 / 32 latents: 2x faster, but still a constant router for ~300 steps (val hit@1 <= 0.645);
-- ``label_smoothing``: targets pulled towards 0.5 (calibration only; not measured).
-
-With the defaults at n = 1,024: val hit@1 0.700 (step 475), test hit@1 0.705, correctness 0.629, fit 381 s.
-``max_targets`` 256 at n = 1,024: val 0.688, test 0.686, fit 272 s; at n = 4,096 (800 steps, validation every
-50): val 0.695, test 0.712, fit 292 s. ``mean_skip`` (the masked mean of the tokens added to z, a linear path
-from scores to z, tried against the plateau) learnt no earlier and overfitted sooner (n = 256: val 0.664;
-n = 1,024: val 0.652), so it was not kept.
+The options that were measured against these defaults, and why none is the default, are in docs/methods.md
+("LOCUS: what was measured").
 """
 from __future__ import annotations
 
@@ -56,21 +37,17 @@ import copy
 import logging
 import math
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from locus import evaluation
-from locus.atomic import write_json
 from locus.data.canonical import pairs_to_matrix
 from locus.errors import ConfigError, DataError
-from locus.methods.base import EmbeddingMethod, FitData, read_params
+from locus.methods.base import EmbeddingMethod, FitData, better
 
 log = logging.getLogger(__name__)
 
-WEIGHTS = "model.safetensors"
-CONFIG = "config.json"
 EMBEDDINGS_KEY = "model_embeddings"
 
 
@@ -120,6 +97,11 @@ class LocusMethod(EmbeddingMethod):
     """LOCUS: attention encoder over a model's scored evaluations + MLP correctness predictor."""
 
     name = "locus"
+    label = "LOCUS"
+    latex_label = "\\textsc{Locus} (ours)"
+    color = "#d62728"
+    order = 10
+    uses_torch = True
     defaults = {
         # architecture (paper / authors' CLI defaults); internal widths follow `dim`
         "dim": 128, "heads": 4, "layers": 2, "latents": 64, "decoder_hidden": 64, "decoder_dropout": 0.1,
@@ -130,7 +112,7 @@ class LocusMethod(EmbeddingMethod):
         # schedule: CPU-oriented (authors: all models per step, <= 2,500 steps, patience 500, validate every step)
         "max_steps": 800, "min_steps": 600, "patience": 400, "eval_every": 25, "model_batch": 16, "max_tokens": 256,
         "max_targets": 1024, "encoder_fraction": 1.0, "eval_chunk_tokens": 65536, "max_seconds": 0.0,
-        "select": "routing_acc", "label_smoothing": 0.0, "query_weight_decay": -1.0,
+        "select_by": "val_routing", "label_smoothing": 0.0, "query_weight_decay": -1.0,
         "threads": 0,
     }
 
@@ -155,14 +137,22 @@ class LocusMethod(EmbeddingMethod):
         "eval_chunk_tokens": "tokens per chunk when embedding all models without autograd",
         "max_seconds": "stop after this wall time (0 = off; not deterministic)",
         "threads": "torch threads (0 = leave torch's default)",
-        "select": "validation metric for checkpoint selection and early stopping: routing_acc (val hit@1), "
-                  "bce (val BCE) or combo (val hit@1 minus val BCE)",
+        "select_by": "validation metric for checkpoint selection and early stopping: val_routing (hit@1), "
+                     "val_bce or val_acc (correctness accuracy)",
         "label_smoothing": "training targets y -> y (1 - s) + s / 2 (0 = off)",
         "query_weight_decay": "AdamW weight decay of the decoder's query projection U (< 0 = weight_decay)",
     }
 
     def __init__(self, params: dict | None = None, seed: int = 0):
         super().__init__(params, seed)
+        p = self.params
+        for key in ("dim", "heads", "layers", "latents", "decoder_hidden", "max_steps", "eval_every"):
+            if int(p[key]) < 1:
+                raise ConfigError(f"method 'locus': {key} must be >= 1, got {p[key]}")
+        if int(p["dim"]) % int(p["heads"]):
+            raise ConfigError(f"method 'locus': dim ({p['dim']}) must be divisible by heads ({p['heads']})")
+        if p["encoder_kind"] not in ("isab", "sab"):
+            raise ConfigError(f"method 'locus': encoder_kind must be isab or sab, got {p['encoder_kind']!r}")
         self.net = None
         self.z = None  # [M, dim] float32 numpy, embeddings of the fitted models
         self.d_phi: int | None = None
@@ -228,7 +218,6 @@ class LocusMethod(EmbeddingMethod):
         torch = _torch()
         p = self.params
         self._set_threads()
-        self._selection_score({})  # fail fast on a bad `select`
         torch.manual_seed(self.seed)
         rng = np.random.default_rng(self.seed)
         gen = torch.Generator().manual_seed(self.seed + 1)  # noise and token subsets (CPU generator)
@@ -255,7 +244,8 @@ class LocusMethod(EmbeddingMethod):
                                 weight_decay=p["weight_decay"])
         n_models = len(self.model_ids)
         batch = max(1, min(int(p["model_batch"]) or n_models, n_models))
-        history, best = [], {"acc": -math.inf, "score": -math.inf, "step": 0, "state": None}
+        select_by = p["select_by"]
+        history, best = [], {"value": None, "step": 0, "state": None}
         t0 = time.perf_counter()
         order, pos, step, loss_sum, loss_n = rng.permutation(n_models), 0, 0, 0.0, 0
         net.train()
@@ -275,13 +265,11 @@ class LocusMethod(EmbeddingMethod):
                 row["seconds"] = time.perf_counter() - t0
                 history.append(row)
                 loss_sum, loss_n = 0.0, 0
-                acc = row.get("val_routing_acc", float("nan"))
-                score = self._selection_score(row)
-                if best["state"] is None or (np.isfinite(score) and score > best["score"]) or not np.isfinite(score):
-                    best = {"acc": acc, "score": score, "step": step, "state": copy.deepcopy(net.state_dict()),
-                            "seconds": row["seconds"], "bce": row.get("val_bce", float("nan"))}
-                log.debug("locus: step %d loss %.4f val hit@1 %.4f bce %.4f (%.1f s)", step, row["train_loss"], acc,
-                          row.get("val_bce", float("nan")), row["seconds"])
+                value = row.get(select_by, math.nan)
+                if better(select_by, value, best["value"]):  # NaN (no validation split): keep the latest
+                    best = {"value": value, "step": step, "state": copy.deepcopy(net.state_dict()), "row": row}
+                log.debug("locus: step %d loss %.4f val hit@1 %.4f bce %.4f (%.1f s)", step, row["train_loss"],
+                          row.get("val_routing", math.nan), row.get("val_bce", math.nan), row["seconds"])
                 if step >= int(p["min_steps"]) and step - best["step"] >= int(p["patience"]):
                     break
             if last:
@@ -291,12 +279,14 @@ class LocusMethod(EmbeddingMethod):
         self.z = self._embed_sets(phi, sets).cpu().numpy().astype(np.float32)
         self.history = pd.DataFrame(history)
         seconds = time.perf_counter() - t0
-        self.summary = {"best_step": int(best["step"]), "best_val_routing_acc": float(best["acc"]),
-                        "best_val_bce": float(best.get("bce", float("nan"))), "select": p["select"],
-                        "steps": int(step), "seconds": round(seconds, 3),
-                        "seconds_to_best": round(float(best.get("seconds", seconds)), 3),
+        best_row = best.get("row", {})
+        self.summary = {"best_step": int(best["step"]), "select_by": select_by, "steps": int(step),
+                        **{f"best_{k}": float(best_row.get(k, math.nan)) for k in evaluation.VALIDATION_METRICS},
+                        "seconds": round(seconds, 3),
+                        "seconds_to_best": round(float(best_row.get("seconds", seconds)), 3),
                         "device": str(device), "threads": int(torch.get_num_threads())}
-        log.info("locus: %d steps in %.1f s; best val hit@1 %.4f at step %d", step, seconds, best["acc"], best["step"])
+        log.info("locus: %d steps in %.1f s; best val hit@1 %.4f at step %d", step, seconds,
+                 self.summary["best_val_routing"], best["step"])
         del self._sets, self._phi
         return self
 
@@ -367,27 +357,11 @@ class LocusMethod(EmbeddingMethod):
         opt.step()
         return float(loss.detach())
 
-    def _selection_score(self, row: dict) -> float:
-        """Higher is better; the metric named by `select` (nan without a validation split)."""
-        kind = self.params["select"]
-        acc, bce = row.get("val_routing_acc", float("nan")), row.get("val_bce", float("nan"))
-        if kind == "routing_acc":
-            return acc
-        if kind == "bce":
-            return -bce
-        if kind == "combo":
-            return acc - bce
-        raise ConfigError(f"locus: select must be routing_acc, bce or combo, got {kind!r}")
-
     def _validate(self, phi, sets, val_phi, val_labels) -> dict:
         if val_phi.shape[0] == 0:
             return {}
         z = self._embed_sets(phi, sets)
-        logits = self._grid_logits(z, val_phi).cpu().numpy()
-        corr = evaluation.correctness_metrics(logits, val_labels)
-        rout = evaluation.routing_metrics(logits, val_labels, ks=(1,))
-        return {"val_bce": corr.get("bce", float("nan")), "val_routing_acc": rout.get("routing_acc", float("nan")),
-                "val_correctness_acc": corr.get("correctness_acc", float("nan"))}
+        return evaluation.validation_metrics(self._grid_logits(z, val_phi).cpu().numpy(), val_labels)
 
     # ------------------------------------------------------------------------------------------
     # prediction and onboarding
@@ -405,59 +379,31 @@ class LocusMethod(EmbeddingMethod):
             raise RuntimeError("locus: fit() or load() first")
         return self.model_ids.copy(), self.z.copy()
 
-    def embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    def _embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """z of a new model from its scored queries: one forward pass, no gradient step, nothing stored."""
         torch = _torch()
-        if self.net is None:
-            raise RuntimeError("locus: fit() or load() first")
-        phi = self._check_query_dim(query_vectors, self.d_phi)
-        scores = np.asarray(scores, dtype=np.float32).reshape(-1)
-        if len(scores) != len(phi) or len(phi) == 0:
-            raise DataError(f"locus: embed needs >= 1 scored query and one score per query; got {len(phi)} "
-                            f"encodings and {len(scores)} scores.")
-        bad = ~((scores >= 0) & (scores <= 1))
-        if bad.any():
-            raise DataError(f"locus: scores must lie in [0, 1]; row(s) {np.flatnonzero(bad)[:5].tolist()} do not.")
         self.net.eval()
         with torch.no_grad():
-            z = self.net.embed(torch.from_numpy(phi).to(self.device)[None], torch.from_numpy(scores).to(self.device)[None])
+            z = self.net.embed(torch.from_numpy(query_vectors).to(self.device)[None],
+                               torch.from_numpy(scores).to(self.device)[None])
         return z[0].cpu().numpy().astype(np.float32)
 
     # ------------------------------------------------------------------------------------------
-    # persistence: config.json + model.safetensors (weights and the model embeddings)
+    # persistence (locus.methods.base.Method.save / load): network weights + the model embeddings
     # ------------------------------------------------------------------------------------------
-    def save(self, directory: Path) -> None:
-        from safetensors.torch import save_file
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        tensors = {k: v.detach().cpu().contiguous() for k, v in self.net.state_dict().items()}
-        tensors[EMBEDDINGS_KEY] = _torch().from_numpy(np.ascontiguousarray(self.z))
-        save_file(tensors, str(directory / WEIGHTS))
-        write_json(directory / CONFIG, {
-            "method": self.name, "params": self.params, "seed": self.seed, "d_phi": self.d_phi,
-            "encoder": self.encoder_name, "model_ids": self.model_ids.tolist(), "summary": self.summary,
-        })
+    def get_state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        from locus.methods.torch_utils import state_arrays
+        arrays = {**state_arrays(self.net), EMBEDDINGS_KEY: self.z}
+        return {"d_phi": self.d_phi, "encoder": self.encoder_name, "summary": self.summary}, arrays
 
-    @classmethod
-    def load(cls, directory: Path) -> "LocusMethod":
-        from safetensors.torch import load_file
-        directory = Path(directory)
-        config = read_params(directory, CONFIG)
-        if config.get("method") != cls.name:
-            raise DataError(f"{directory / CONFIG}: method is {config.get('method')!r}, not {cls.name!r}.")
-        path = directory / WEIGHTS
-        if not path.is_file():
-            raise DataError(f"{path}: missing; {directory} is not a finished LOCUS run directory.")
-        self = cls(config["params"], seed=config.get("seed", 0))
-        self.model_ids = np.asarray(config["model_ids"], dtype=np.int64)
+    def set_state(self, config: dict, arrays: dict[str, np.ndarray]) -> None:
+        from locus.methods.torch_utils import load_arrays
+        arrays = dict(arrays)
         self.encoder_name = config.get("encoder", "unknown")
         self.summary = config.get("summary", {})
-        tensors = load_file(str(path))
-        self.z = tensors.pop(EMBEDDINGS_KEY).numpy().astype(np.float32)
+        self.z = arrays.pop(EMBEDDINGS_KEY).astype(np.float32)
+        if self.z.shape[0] != len(self.model_ids):
+            raise ValueError(f"{len(self.z)} model embeddings for {len(self.model_ids)} model ids")
         self._build(int(config["d_phi"]))
-        self.net.load_state_dict({k: v.to(self.device) for k, v in tensors.items()})
+        load_arrays(self.net, arrays, self.device)
         self.net.eval()
-        history = directory / "log.csv"
-        if history.is_file():
-            self.history = pd.read_csv(history)
-        return self

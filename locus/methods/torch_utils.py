@@ -7,7 +7,8 @@
 - :func:`train_early_stopping`: the epoch loop with early stopping on a validation metric,
   remembering the best weights;
 - :func:`fit_rows`: fit a few free rows (new model embeddings) with everything else frozen;
-- :func:`save_torch` / :func:`load_torch`: weights as safetensors, settings as ``config.json``.
+- :func:`state_arrays` / :func:`load_arrays`: a module's state dict as numpy arrays and back (saved by
+  :mod:`locus.weights` through :meth:`locus.methods.base.Method.save`).
 
 torch is imported here at module level: this module is only imported by the torch baselines,
 never by ``locus --help``.
@@ -17,7 +18,6 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -25,13 +25,9 @@ import pandas as pd
 import torch
 
 from locus import evaluation
-from locus.atomic import atomic_path, write_json
 from locus.data.canonical import pairs_to_matrix
-from locus.errors import ConfigError, DataError
-from locus.methods.base import FitData, read_params
-
-SELECT_BY = ("val_bce", "val_routing", "val_acc")
-WEIGHTS_FILE = "model.safetensors"
+from locus.errors import DataError
+from locus.methods.base import FitData, better
 
 
 def setup_torch(seed: int, threads: int) -> torch.Generator:
@@ -80,22 +76,8 @@ class ValidationSet:
         self.labels = pairs_to_matrix(val, self.prompt_ids, model_ids)
 
     def metrics(self, logits: np.ndarray) -> dict:
-        """val_bce / val_acc over labelled pairs and val_routing (hit@1), as in :mod:`locus.evaluation`."""
-        c = evaluation.correctness_metrics(logits, self.labels)
-        r = evaluation.routing_metrics(logits, self.labels, ks=(1,))
-        return {"val_bce": c["bce"], "val_acc": c["correctness_acc"], "val_routing": r["routing_acc"]}
-
-
-def better(select_by: str, new: float, best: float | None) -> bool:
-    """BCE is minimised, accuracies are maximised; a tie keeps the earlier (shorter-trained) checkpoint."""
-    if best is None:
-        return True
-    return new < best if select_by == "val_bce" else new > best
-
-
-def check_select_by(name: str, select_by: str) -> None:
-    if select_by not in SELECT_BY:
-        raise ConfigError(f"method {name!r}: select_by must be one of {', '.join(SELECT_BY)}, got {select_by!r}")
+        """val_routing (hit@1), val_acc and val_bce: :func:`locus.evaluation.validation_metrics`."""
+        return evaluation.validation_metrics(logits, self.labels)
 
 
 def train_early_stopping(
@@ -206,50 +188,15 @@ def fit_rows(
     return params.detach()
 
 
-def as_scores(query_vectors, scores, name: str, d_phi: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Validate the inputs of ``embed``: vectors [n, d_phi] and scores [n] in [0, 1]."""
-    scores = np.asarray(scores, dtype=np.float32).reshape(-1)
-    query_vectors = np.asarray(query_vectors, dtype=np.float32)
-    if query_vectors.ndim != 2 or query_vectors.shape[1] != d_phi:
-        raise DataError(f"{name}: embed() query encodings have shape {query_vectors.shape}, expected [n, {d_phi}]; "
-                        f"use the encoder the method was trained with.")
-    if len(scores) != len(query_vectors) or len(scores) == 0:
-        raise DataError(f"{name}: embed() needs one score per query vector, got {len(scores)} scores for "
-                        f"{len(query_vectors)} vectors.")
-    if np.isnan(scores).any() or (scores < 0).any() or (scores > 1).any():
-        raise DataError(f"{name}: embed() scores must lie in [0, 1] (no NaN); drop unevaluated queries.")
-    return torch.from_numpy(np.ascontiguousarray(query_vectors)), torch.from_numpy(scores)
+def state_arrays(module: torch.nn.Module) -> dict[str, np.ndarray]:
+    """The module's state dict as contiguous numpy arrays (CPU copies), ready for :mod:`locus.weights`."""
+    return {k: v.detach().cpu().contiguous().numpy().copy() for k, v in module.state_dict().items()}
 
 
-def save_torch(directory: Path, module: torch.nn.Module, config: dict, extra: dict | None = None) -> None:
-    """``model.safetensors`` (the module's weights + `extra` tensors) and ``config.json``."""
-    from safetensors.torch import save_file
-
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().contiguous().clone() for k, v in module.state_dict().items()}
-    for key, value in (extra or {}).items():
-        tensors[f"extra.{key}"] = torch.as_tensor(np.ascontiguousarray(value))
-    with atomic_path(directory / WEIGHTS_FILE) as tmp:
-        save_file(tensors, str(tmp))
-    write_json(directory / "config.json", config)
-
-
-def load_torch(directory: Path, name: str) -> tuple[dict, dict, dict]:
-    """(config, module state_dict, extra tensors as numpy) of a directory written by :func:`save_torch`."""
-    from safetensors.torch import load_file
-
-    directory = Path(directory)
-    config = read_params(directory)
-    if config.get("method") != name:
-        raise DataError(f"{directory}/config.json: written by method {config.get('method')!r}, not {name!r}.")
-    path = directory / WEIGHTS_FILE
-    if not path.is_file():
-        raise DataError(f"{path}: missing; the run directory is incomplete — re-run it.")
-    tensors = load_file(str(path))
-    extra = {k[len("extra."):]: v.numpy() for k, v in tensors.items() if k.startswith("extra.")}
-    state = {k: v for k, v in tensors.items() if not k.startswith("extra.")}
-    return config, state, extra
+def load_arrays(module: torch.nn.Module, arrays: dict[str, np.ndarray], device=None) -> None:
+    """Load numpy arrays into the module (strict: missing or unexpected keys and wrong shapes raise)."""
+    module.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)).to(device or "cpu")
+                            for k, v in arrays.items()})
 
 
 def fit_model_ids(data: FitData) -> np.ndarray:
@@ -260,7 +207,7 @@ class NetMethod:
     """Shared by the torch embedding baselines (EmbedLLM, IRT-Net) that keep one module ``self.net``,
     built by ``self._build(n_models, d_phi)``, whose ``model_table`` (an nn.Embedding) holds one vector
     per model and whose ``matrix_logits(x, z)`` scores queries against model vectors: prediction,
-    model embeddings, and save/load (weights as safetensors, everything else as JSON)."""
+    model embeddings, and the state saved by :meth:`locus.methods.base.Method.save`."""
 
     def predict_logits(self, query_vectors: np.ndarray, model_ids=None) -> np.ndarray:
         pos = self._model_positions(model_ids)
@@ -274,19 +221,11 @@ class NetMethod:
         self._resolve_model_ids(None)
         return self.model_ids.copy(), self.net.model_table.weight.detach().numpy().astype(np.float32).copy()
 
-    def save(self, directory: Path) -> None:
-        self._resolve_model_ids(None)
-        config = {"method": self.name, "params": self.params, "seed": self.seed,
-                  "model_ids": self.model_ids.tolist(), "d_phi": self.d_phi}
-        save_torch(directory, self.net, config)
+    def get_state(self) -> tuple[dict, dict[str, np.ndarray]]:
+        return {"d_phi": self.d_phi}, state_arrays(self.net)
 
-    @classmethod
-    def load(cls, directory: Path):
-        config, state, _ = load_torch(directory, cls.name)
-        method = cls(config["params"], seed=config["seed"])
-        method.model_ids = np.asarray(config["model_ids"], dtype=np.int64)
-        method.d_phi = int(config["d_phi"])
-        method.net = method._build(len(method.model_ids), method.d_phi)
-        method.net.load_state_dict(state)
-        method.net.eval()
-        return method
+    def set_state(self, config: dict, arrays: dict[str, np.ndarray]) -> None:
+        self.d_phi = int(config["d_phi"])
+        self.net = self._build(len(self.model_ids), self.d_phi)
+        load_arrays(self.net, arrays)
+        self.net.eval()

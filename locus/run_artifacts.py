@@ -1,0 +1,152 @@
+"""The files of a run directory and their one validating reader each (for experiments, analyses, tests).
+
+A run directory (``results/runs/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}/``, written atomically
+by :func:`locus.runs.execute`) holds exactly :func:`run_files` of its method:
+
+- ``config.json`` + ``model.safetensors``: the checkpoint (:mod:`locus.weights`; method, params, seed,
+  model ids *and names*, encoder, data set and its fingerprint, the weights' SHA-256);
+- ``train_pairs.parquet``: the exact ``prompt_id, model_id, score`` training evaluations;
+- ``scores_val.parquet`` / ``scores_test.parquet``: long ``prompt_id, model_id, logit``, every
+  (query of the split) x (model of the run) pair;
+- ``embeddings.parquet``: ``model_id, embedding`` (embedding methods only);
+- ``metrics.json``: val and test metrics, reference rows, the run settings and training counts;
+- ``log.csv``: per-epoch / per-step / per-candidate log (one summary row for methods without one).
+
+Every reader raises :class:`~locus.errors.DataError` naming the run directory and the fix (re-run the
+training rule) for a missing or malformed file.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from locus.errors import DataError
+from locus.weights import CONFIG_FILE, WEIGHTS_FILE
+
+TRAIN_PAIRS = "train_pairs.parquet"
+EMBEDDINGS = "embeddings.parquet"
+METRICS = "metrics.json"
+LOG = "log.csv"
+SPLITS = ("val", "test")
+
+RUN_FILES_ALL = (CONFIG_FILE, WEIGHTS_FILE, TRAIN_PAIRS, "scores_val.parquet", "scores_test.parquet", METRICS, LOG)
+RUN_FILES_EMBEDDING = RUN_FILES_ALL + (EMBEDDINGS,)
+
+
+def scores_file(split: str) -> str:
+    if split not in SPLITS:
+        raise DataError(f"no score file for split {split!r}; runs score {', '.join(SPLITS)}.")
+    return f"scores_{split}.parquet"
+
+
+def run_files(method: str) -> tuple[str, ...]:
+    """Every file of a run directory of `method` (what the training rule declares as outputs)."""
+    from locus import methods
+
+    return RUN_FILES_EMBEDDING if methods.info(method).has_embeddings else RUN_FILES_ALL
+
+
+def _file(run_dir, name: str) -> Path:
+    path = Path(run_dir) / name
+    if not path.is_file():
+        raise DataError(f"{path}: missing; {run_dir} is not a finished run directory — re-run the training rule "
+                        f"(snakemake deletes incomplete outputs; or `locus train ... --out {run_dir}`).")
+    return path
+
+
+def _parquet(run_dir, name: str, columns: dict[str, str]) -> pd.DataFrame:
+    """The file's frame with `columns` ({name: "int"|"float"}) checked: present, no nulls, right kind."""
+    path = _file(run_dir, name)
+    try:
+        df = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several types
+        detail = " ".join(str(exc).split())
+        raise DataError(f"{path}: not a readable Parquet file ({detail}); re-run the training rule.") from exc
+    for col, kind in columns.items():
+        if col not in df.columns:
+            raise DataError(f"{path}: missing column {col!r} (found {list(df.columns)}); re-run the training rule.")
+        ok = pd.api.types.is_integer_dtype(df[col]) if kind == "int" else pd.api.types.is_numeric_dtype(df[col])
+        if not ok or df[col].isna().any():
+            raise DataError(f"{path}: column {col!r} must be {kind} without missing values; re-run the training rule.")
+    return df
+
+
+def read_scores(run_dir, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(prompt_ids ascending, model_ids ascending, float32 logits [prompts x models]) of one split."""
+    name = scores_file(split)
+    df = _parquet(run_dir, name, {"prompt_id": "int", "model_id": "int", "logit": "float"})
+    path = Path(run_dir) / name
+    if df.duplicated(["prompt_id", "model_id"]).any():
+        raise DataError(f"{path}: duplicate (prompt_id, model_id) rows; re-run the training rule.")
+    if not np.isfinite(df["logit"].to_numpy(np.float64)).all():
+        raise DataError(f"{path}: logits hold NaN/Inf; re-run the training rule.")
+    prompt_ids = np.sort(df["prompt_id"].unique()).astype(np.int64)
+    model_ids = np.sort(df["model_id"].unique()).astype(np.int64)
+    if len(df) != len(prompt_ids) * len(model_ids):
+        raise DataError(f"{path}: {len(df)} rows for {len(prompt_ids)} prompts x {len(model_ids)} models; every pair "
+                        f"must be scored — re-run the training rule.")
+    logits = np.empty((len(prompt_ids), len(model_ids)), dtype=np.float32)
+    rows, cols = np.searchsorted(prompt_ids, df["prompt_id"]), np.searchsorted(model_ids, df["model_id"])
+    logits[rows, cols] = df["logit"].to_numpy()
+    return prompt_ids, model_ids, logits
+
+
+def read_embeddings(run_dir) -> tuple[np.ndarray, np.ndarray]:
+    """(model_ids, float32 embeddings [models x dim]) of an embedding method's run."""
+    from locus.data.encodings import read_vectors
+
+    path = _file(run_dir, EMBEDDINGS)
+    ids, z, _ = read_vectors(path, "model_id")
+    if len(np.unique(ids)) != len(ids) or len(ids) == 0:
+        raise DataError(f"{path}: model ids must be unique and non-empty; re-run the training rule.")
+    if not np.isfinite(z).all():
+        raise DataError(f"{path}: embeddings hold NaN/Inf; re-run the training rule.")
+    return ids, z
+
+
+def read_train_pairs(run_dir) -> pd.DataFrame:
+    """The run's training evaluations: ``prompt_id, model_id, score`` (score in [0, 1])."""
+    df = _parquet(run_dir, TRAIN_PAIRS, {"prompt_id": "int", "model_id": "int", "score": "float"})
+    path = Path(run_dir) / TRAIN_PAIRS
+    if df.empty or df.duplicated(["prompt_id", "model_id"]).any() or not df["score"].between(0, 1).all():
+        raise DataError(f"{path}: needs unique (prompt_id, model_id) rows with score in [0, 1]; re-run the "
+                        f"training rule.")
+    return df[["prompt_id", "model_id", "score"]].reset_index(drop=True)
+
+
+def read_metrics(run_dir) -> dict:
+    """metrics.json: a JSON object with at least method, train_size, seed, val and test."""
+    path = _file(run_dir, METRICS)
+    try:
+        metrics = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{path}: not valid JSON ({exc}); re-run the training rule.") from exc
+    if not isinstance(metrics, dict):
+        raise DataError(f"{path}: must hold a JSON object; re-run the training rule.")
+    missing = [k for k in ("method", "train_size", "seed", "val", "test") if k not in metrics]
+    if missing:
+        raise DataError(f"{path}: missing entries {missing}; re-run the training rule.")
+    return metrics
+
+
+def read_log(run_dir) -> pd.DataFrame:
+    """log.csv: the training log (at least one row)."""
+    path = _file(run_dir, LOG)
+    try:
+        df = pd.read_csv(path)
+    except Exception as exc:
+        detail = " ".join(str(exc).split())
+        raise DataError(f"{path}: not a readable CSV file ({detail}); re-run the training rule.") from exc
+    if df.empty:
+        raise DataError(f"{path}: no rows; re-run the training rule.")
+    return df
+
+
+def load_checkpoint(run_dir):
+    """The fitted method with the run's encoder and model names (:class:`locus.checkpoint.Checkpoint`)."""
+    from locus.checkpoint import load_checkpoint as load
+
+    return load(run_dir)
