@@ -2,20 +2,139 @@
 
 Each command lives in its own module under `locus/commands/` and defines `NAME`, `HELP`,
 `add_arguments(parser)` and `run(args) -> int`. Commands are discovered automatically and imported
-lazily, so `locus --help` stays fast.
+lazily, so `locus --help` stays fast. Command modules do not import each other: what two commands
+share lives in a package module (or in the argument types below).
+
+User mistakes never end in a traceback: they exit with code 2 and one line
+``locus COMMAND: error: ...`` that says what to do. Three layers catch them:
+
+- argument types (:func:`int_at_least`, :func:`output_file`, :func:`device_arg`, ...): argparse
+  rejects the value before anything runs (it exits 2 itself);
+- :class:`~locus.errors.LocusError` raised by the package (bad data, bad configuration);
+- an ``OSError`` about one of the command's output paths (a full disk, a permission that changed
+  after the check) in :func:`main`. Any other exception is a bug and keeps its traceback.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import logging
+import os
 import pkgutil
+import re
 import sys
+from pathlib import Path
 
 import locus.commands
-from locus.errors import LocusError
+from locus.errors import ConfigError, LocusError
+from locus.outputs import check_output
+
+# argument destinations treated as output paths even without an output type (e.g. `data --out`)
+OUTPUT_DESTS = ("out", "json")
 
 
+# --------------------------------------------------------------------------------------------------
+# argument types: argparse prints "locus CMD: error: argument --flag: MESSAGE" and exits 2
+# --------------------------------------------------------------------------------------------------
+def int_at_least(minimum: int, meaning: str = ""):
+    """An argparse type: a whole number >= `minimum`; `meaning` explains special values (e.g. 0)."""
+    note = f" ({meaning})" if meaning else ""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(str(text).strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}{note}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}{note}, got {value}")
+        return value
+
+    parse.__name__ = f"int>={minimum}"
+    return parse
+
+
+positive_int = int_at_least(1)
+threads_arg = int_at_least(0, "0 = torch's default number of threads")
+
+
+def comma_list(text: str) -> list[str]:
+    """An argparse type: a non-empty comma-separated list (blank items dropped)."""
+    items = [s.strip() for s in str(text).split(",") if s.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"{text!r} names nothing; give one or more names separated by commas "
+                                         "(or leave the option out for all)")
+    return items
+
+
+def _output_type(directory: bool, suffixes: tuple[str, ...] = ()):
+    def parse(text: str) -> Path:
+        if suffixes and Path(text).suffix.lower() not in suffixes:
+            raise argparse.ArgumentTypeError(f"{text}: expected a path ending in {' or '.join(suffixes)}")
+        try:
+            return check_output(text, directory)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.locus_output = True
+    parse.__name__ = "output directory" if directory else "output file"
+    return parse
+
+
+def output_file(suffixes=()):
+    """An argparse type for a file the command writes (checked by :func:`check_output`)."""
+    return _output_type(False, tuple(s.lower() for s in suffixes))
+
+
+def output_dir():
+    """An argparse type for a directory the command writes (an existing one is replaced)."""
+    return _output_type(True)
+
+
+def existing_dir(what: str = "directory"):
+    """An argparse type: a directory that must exist."""
+    def parse(text: str) -> Path:
+        p = Path(text).expanduser()
+        if not p.exists():
+            raise argparse.ArgumentTypeError(f"{p}: {what} not found; check the path")
+        if not p.is_dir():
+            raise argparse.ArgumentTypeError(f"{p}: is a file, expected a {what}")
+        return p
+
+    parse.__name__ = what
+    return parse
+
+
+def device_arg(kinds=("cpu", "cuda", "mps")):
+    """An argparse type for a torch device (``cpu``, ``cuda``, ``cuda:N``, ``mps``), refused when this
+    machine does not have it."""
+    def parse(text: str) -> str:
+        value = str(text).strip().lower()
+        m = re.fullmatch(r"(cpu|cuda|mps)(?::(\d+))?", value)
+        if not m or m.group(1) not in kinds or (m.group(2) and m.group(1) != "cuda"):
+            raise argparse.ArgumentTypeError(f"unknown device {text!r}; use {' or '.join(kinds)}"
+                                             + (" (cuda:N for the N-th GPU)" if "cuda" in kinds else ""))
+        if m.group(1) == "cpu":
+            return value
+        import torch
+        if m.group(1) == "mps":
+            if not torch.backends.mps.is_available():
+                raise argparse.ArgumentTypeError("mps is not available on this machine; use --device cpu")
+            return value
+        if not torch.cuda.is_available():
+            why = "this torch has no CUDA support" if torch.version.cuda is None else "no CUDA GPU is visible"
+            raise argparse.ArgumentTypeError(f"{value}: CUDA is not available ({why}); use --device cpu")
+        if m.group(2) and int(m.group(2)) >= torch.cuda.device_count():
+            raise argparse.ArgumentTypeError(f"{value}: this machine has {torch.cuda.device_count()} CUDA "
+                                             f"device(s), cuda:0..cuda:{torch.cuda.device_count() - 1}")
+        return value
+
+    parse.__name__ = "device"
+    return parse
+
+
+# --------------------------------------------------------------------------------------------------
+# parser and entry point
+# --------------------------------------------------------------------------------------------------
 def _command_modules():
     for info in sorted(pkgutil.iter_modules(locus.commands.__path__), key=lambda i: i.name):
         if not info.name.startswith("_"):
@@ -29,16 +148,46 @@ def build_parser() -> argparse.ArgumentParser:
     for module in _command_modules():
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
-        p.set_defaults(_run=module.run)
+        outputs = [a.dest for a in p._actions if getattr(a.type, "locus_output", False)]
+        p.set_defaults(_run=module.run, _outputs=outputs)
     return parser
 
 
+def _output_of(exc: OSError, args) -> str | None:
+    """The output argument `exc` is about (the path itself, a file beside it such as a temporary or
+    a sibling output, something inside it, or a directory on its way), else None."""
+    dests = set(getattr(args, "_outputs", ())) | set(OUTPUT_DESTS)
+    values = [getattr(args, d, None) for d in sorted(dests)]
+    names = [n for n in (exc.filename, exc.filename2) if n not in (None, "")]
+    for value in values:
+        if value is None or not isinstance(value, (str, os.PathLike)):
+            continue
+        target = Path(value).absolute()
+        for name in names:
+            f = Path(os.fsdecode(name)).absolute()
+            if f == target or target in f.parents or f in target.parents or f.parent == target.parent:
+                return str(value)
+    return None
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; returns the exit code (0 ok, 2 a user mistake: one error line on stderr)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2; it printed the message)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return int(args._run(args) or 0)
     except LocusError as exc:
         print(f"locus {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        out = _output_of(exc, args)
+        if out is None:
+            raise  # not about an output path: a bug or an unexpected failure, keep the traceback
+        reason = exc.strerror or str(exc)
+        print(f"locus {args.command}: error: cannot write {out}: {reason} ({exc.filename}); check the disk "
+              "and the permissions or choose another output path", file=sys.stderr)
         return 2

@@ -1,4 +1,6 @@
-"""Errors whose message is meant for the user (the CLI prints them without a traceback)."""
+"""Errors whose message is meant for the user: the CLI prints ``locus COMMAND: error: MESSAGE`` (one
+line, no traceback) and exits with code 2, so the message names the file or option and says what to
+do. Anything else that escapes a command is a bug and keeps its traceback (see :mod:`locus.cli`)."""
 
 
 class LocusError(Exception):

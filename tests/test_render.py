@@ -11,7 +11,7 @@ from locus.cli import main
 from locus.errors import DataError
 from locus.experiments import comparison
 from locus.experiments import sample_efficiency as se
-from locus.render.latex import emphasis, fmt
+from locus.render.latex import emphasis, fmt, method_label
 
 BENCHES = ("mmlu", "GSM8K", "zeta", "MathQA")  # stored out of paper order on purpose
 
@@ -73,7 +73,7 @@ def test_routing_table(runs, tmp_path):
                  "--data-label", "synthetic (embedded default)"]) == 0
     tex = out.read_text()
     assert "synthetic (embedded default)" in tex and "\\label{tab:concise_routing_correctness}" in tex
-    locus = row(tex, "\\textsc{Locus}")
+    locus = row(tex, method_label("locus"))
     # 256: mean 61.90 ± std(0.618, 0.620) = 0.14, best; 512: irt_net 64.00 best, locus 63.00 second (std 0)
     assert locus.split(" & ")[1] == "\\textbf{61.90}{\\scriptsize$\\pm$0.14}"
     assert locus.split(" & ")[2] == "\\underline{63.00}{\\scriptsize$\\pm$0.00}"
@@ -103,7 +103,7 @@ def test_by_dataset_tables(runs, tmp_path):
     # knn is best everywhere (70.00), LOCUS second in the 256 block
     knn = row(tex, "\\multirow{2}{*}{$k$NN router}")
     assert knn.split(" & ")[2] == "\\textbf{70.00}"
-    assert row(tex, "\\multirow{2}{*}{\\textsc{Locus}").split(" & ")[2].startswith("\\underline{61.90}")
+    assert row(tex, f"\\multirow{{2}}{{*}}{{{method_label('locus')}}}").split(" & ")[2].startswith("\\underline{61.90}")
     csv = pd.read_csv(out.with_suffix(".csv"))
     mmlu = csv[(csv.approach == "locus") & (csv.benchmark == "mmlu") & (csv.train_size == 256)]
     assert mmlu.mean_pct.item() == pytest.approx(61.9)  # mmlu offset 0
@@ -189,3 +189,81 @@ def test_factor_labels_read_in_the_right_direction():
     assert factor_label(2.7) == "2.7× fewer"
     assert factor_label(1.0) == "1.0× fewer"
     assert factor_label(0.4) == "2.5× more"
+
+
+# ---------------------------------------------------------------------------------------------- labels
+def test_method_labels_come_from_the_method_classes(monkeypatch, tmp_path):
+    from locus.methods import method_class
+    from locus.render import labels
+
+    cls = method_class("irt_net")
+    assert labels.latex_label("irt_net") == getattr(cls, "latex_label", "irt\\_net")
+    monkeypatch.setattr(cls, "latex_label", "IRT-\\textsc{Net}", raising=False)
+    monkeypatch.setattr(cls, "label", "IRT Net (plain)", raising=False)
+    # a method no longer registered: its escaped name, after the registered ones
+    paths = [write(tmp_path, metrics_dict(m, n, 0, 0.6, 0.7)) for m in ("old_method", "irt_net", "locus")
+             for n in (256, 512)]
+    out = tmp_path / "t.tex"
+    assert main(["table", "routing", "--metrics", *paths, "--out", str(out)]) == 0
+    body = [line.split(" & ")[0] for line in out.read_text().splitlines() if " & " in line][2:5]
+    assert body == [method_label("locus"), "IRT-\\textsc{Net}", "old\\_method"]
+    csv = pd.read_csv(out.with_suffix(".csv"))
+    assert set(csv[csv.approach == "irt_net"].label) == {"IRT Net (plain)"}
+    assert set(csv[csv.approach == "old_method"].label) == {"old_method"}
+
+
+def test_embedding_free_block_follows_the_classes():
+    from locus.render import labels
+    assert not labels.has_embeddings("knn_router") and not labels.has_embeddings("kmeans_router")
+    assert labels.has_embeddings("locus") and labels.has_embeddings("not_registered")
+
+
+# ---------------------------------------------------------------------------------------------- data labels
+def test_captions_name_the_data_set_given_or_recorded(tmp_path):
+    from locus.experiments import tables
+    paths = [write(tmp_path, metrics_dict(m, 256, 0, 0.6, 0.7, dataset="results/data/llm_router"))
+             for m in ("locus", "irt_net")]
+    out = tmp_path / "t.tex"
+    assert main(["table", "routing-by-dataset", "--metrics", *paths, "--out", str(out)]) == 0
+    tex = out.read_text()
+    assert "data set llm\\_router (query encoder: enc)" in tex and "results/data" not in tex
+    assert main(["table", "routing", "--metrics", *paths, "--out", str(out), "--data-label", "EmbedLLM 10%"]) == 0
+    assert "data set EmbedLLM 10\\% (query encoder" in out.read_text()
+    cap = tables.caption("correctness-by-dataset", "my_data", "mpnet", "val", (1, 1))
+    assert cap.startswith("Overall and per-benchmark correctness prediction accuracy (\\%) on the val split of the "
+                          "data set my\\_data") and cap.endswith("One seed per cell.")
+    assert "(reference rows excluded)" not in cap
+    assert tables.seeds_sentence((2, 3)) == "Mean{\\scriptsize$\\pm$}std over 2--3 seeds."
+    assert comparison.dataset_name("results/data/embedllm/") == "embedllm"
+
+
+def test_no_hard_coded_data_set_in_render_or_experiments():
+    from pathlib import Path
+
+    import locus
+    root = Path(locus.__file__).parent
+    for path in [*root.glob("render/*.py"), *root.glob("experiments/*.py")]:
+        assert "synthetic" not in path.read_text().lower(), path
+
+
+def test_figure_title_data_and_summary(tmp_path):
+    from locus.experiments import figures
+    from locus.render.figures import figure_title
+
+    assert figure_title("EmbedLLM", "all-mpnet-base-v2", "test") == "EmbedLLM (all-mpnet-base-v2), test"
+    paths = []
+    for n in (64, 128, 256):
+        for method, shift in (("locus", 0.0), ("embedllm", -0.05)):
+            paths.append(write(tmp_path, metrics_dict(method, n, 0, 0.5 + 0.05 * math.log2(n / 64) + shift, 0.6,
+                                                      dataset="results/data/embedllm")))
+    out = tmp_path / "fig" / "se.pdf"
+    summary = figures.sample_efficiency(paths, out)
+    assert summary["dataset"] == "embedllm" and summary["encoder"] == "enc"
+    assert json.loads(out.with_suffix(".json").read_text())["dataset"] == "embedllm"
+    lines = figures.report_lines(summary)
+    assert len(lines) == 1 and lines[0].startswith("locus vs embedllm: at n=128")
+    frame = pd.read_csv(out.with_suffix(".csv"))
+    assert list(frame.columns) == figures.CSV_COLUMNS and set(frame.kind) == {"curve", "factor"}
+    assert figures.json_safe({"a": [float("nan"), 1.0], "b": float("inf")}) == {"a": [None, 1.0], "b": None}
+    with pytest.raises(Exception, match="not among --methods"):
+        figures.sample_efficiency(paths, out, methods=["embedllm"])

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from locus.cli import device_arg, output_file, positive_int
+
 NAME = "encode"
 HELP = "encode query texts of a data set with a sentence encoder (offline for packaged encoders)"
 
@@ -13,10 +15,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoder", default="all-MiniLM-L6-v2", metavar="NAME",
                         help="all-MiniLM-L6-v2 (default), all-mpnet-base-v2 (the paper's), a local model "
                              "folder, or a Hugging Face hub name (needs network)")
-    parser.add_argument("--out", metavar="PATH", help="output Parquet file (prompt_id + embedding)")
-    parser.add_argument("--batch-size", type=int, default=64, metavar="N", help="texts per batch (default 64)")
-    parser.add_argument("--threads", type=int, default=None, metavar="N", help="torch CPU threads (default: torch's)")
-    parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda (default: automatic)")
+    parser.add_argument("--out", metavar="PATH", type=output_file(), help="output Parquet file (prompt_id + embedding)")
+    parser.add_argument("--batch-size", type=positive_int, default=64, metavar="N", help="texts per batch (default 64)")
+    parser.add_argument("--threads", type=positive_int, default=None, metavar="N",
+                        help="torch CPU threads (default: torch's)")
+    parser.add_argument("--device", type=device_arg(), default=None,
+                        help="torch device: cpu, cuda, cuda:N or mps (default: automatic)")
     parser.add_argument("--cache-dir", default=None, metavar="D",
                         help="where all-mpnet-base-v2 is reassembled once (default $LOCUS_CACHE_DIR/encoders "
                              "or ~/.cache/locus/encoders)")

@@ -35,8 +35,6 @@ REQUIRED = ("method", "train_size", "seed", "encoder", "dataset")
 # Display order of the paper's appendix tables; other benchmarks follow, sorted.
 PAPER_BENCHMARKS = ("MathQA", "LogiQA", "MedMCQA", "PIQA", "TruthfulQA", "MMLU", "GSM8K", "GPQA", "ASDiv",
                     "SocialIQA")
-# Canonical method order when none is given; unknown methods follow, sorted.
-METHOD_ORDER = ("locus", "embedllm", "embedllm_plus", "irt_net", "knn_router", "kmeans_router")
 
 
 @dataclass(frozen=True)
@@ -125,7 +123,8 @@ def check_comparable(runs: list[Run]) -> None:
 
 def order_methods(runs: list[Run], methods=None) -> list[str]:
     """Methods to show, in order. With `methods` given: exactly those (each must have runs); otherwise the
-    canonical order (LOCUS first, then the baselines), unknown methods sorted at the end."""
+    order of the method classes (``order``: LOCUS first, then the baselines), names that are not registered
+    sorted at the end."""
     present = {r.method for r in runs}
     if methods:
         absent = [m for m in methods if m not in present]
@@ -133,8 +132,9 @@ def order_methods(runs: list[Run], methods=None) -> list[str]:
             raise DataError(f"no metrics for method(s) {', '.join(absent)} among the {len(runs)} metrics files "
                             f"(present: {', '.join(sorted(present))}); fix --methods or add their metrics files")
         return list(dict.fromkeys(methods))
-    known = [m for m in METHOD_ORDER if m in present]
-    return known + sorted(present - set(known))
+    from locus.render.labels import sort_key
+
+    return sorted(present, key=sort_key)
 
 
 def _key(name: str) -> str:
@@ -208,6 +208,13 @@ def describe_data(runs: list[Run]) -> tuple[str, str]:
     return str(m["dataset"]), str(m["encoder"])
 
 
+def dataset_name(dataset: str) -> str:
+    """The data set's name from the path recorded in metrics.json (``results/data/embedllm`` ->
+    ``embedllm``), for captions and titles when no label is given."""
+    text = str(dataset).rstrip("/\\")
+    return Path(text).name or text or "unnamed data set"
+
+
 @dataclass
 class Collection:
     """Everything a comparison table or figure needs, from one list of metrics files."""
@@ -222,6 +229,10 @@ class Collection:
     dataset: str
     encoder: str
     seeds: tuple  # (fewest, most) seeds of any method cell
+
+    def data_label(self, label: str | None = None) -> str:
+        """`label` when given (the workflow passes each data set's own), else the data set's name."""
+        return label if label else dataset_name(self.dataset)
 
 
 def collect(paths, split: str = "test", methods=None,

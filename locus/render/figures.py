@@ -19,11 +19,19 @@ import seaborn as sns  # noqa: E402
 
 from locus.atomic import atomic_path  # noqa: E402
 from locus.render import write_csv  # noqa: E402,F401  (re-exported)
+from locus.render.labels import color as method_color  # noqa: E402
+from locus.render.labels import plain_label  # noqa: E402
 
-PALETTE = {"locus": "#d62728", "irt_net": "#1f77b4", "embedllm": "#2ca02c", "embedllm_plus": "#9467bd",
-           "knn_router": "#8c564b", "kmeans_router": "#7f7f7f"}
-NAMES = {"locus": "LOCUS", "irt_net": "IRT-Net", "embedllm": "EmbedLLM", "embedllm_plus": "EmbedLLM+",
-         "knn_router": "kNN router", "kmeans_router": "K-Means router"}
+METRIC_AXIS_LABELS = {"routing_acc": "Routing accuracy (%)", "correctness_acc": "Correctness prediction accuracy (%)"}
+
+
+def metric_axis_label(metric: str) -> str:
+    return METRIC_AXIS_LABELS.get(metric, f"{metric} (%)")
+
+
+def figure_title(data_label: str, encoder: str, split: str) -> str:
+    """"<data set> (<encoder>), <split>": the data set's own label, never a fixed name."""
+    return f"{data_label} ({encoder}), {split}"
 
 
 def output_paths(out: str | Path) -> dict[str, Path]:
@@ -63,12 +71,12 @@ def sample_efficiency_figure(curve: pd.DataFrame, summary: dict, metric_label: s
     methods = list(dict.fromkeys(curve["method"]))
     ref = summary["reference_method"]
     methods = [ref] + [m for m in methods if m != ref]
-    fallback = iter(sns.color_palette("tab10", len(methods) + len(PALETTE)))
+    fallback = iter(sns.color_palette("tab10", len(methods)))
     for method in methods:
         part = curve[curve["method"] == method].sort_values("train_size")
-        color = PALETTE.get(method) or next(fallback)
+        color = method_color(method) or next(fallback)
         x, y, s = part["train_size"], 100 * part["mean"], 100 * part["std"]
-        ax.plot(x, y, marker="o", ms=4, lw=1.8, color=color, label=NAMES.get(method, method))
+        ax.plot(x, y, marker="o", ms=4, lw=1.8, color=color, label=plain_label(method))
         if (part["n_seeds"] > 1).any():
             ax.fill_between(x, y - s, y + s, color=color, alpha=0.18, lw=0)
     arrows = []
@@ -80,7 +88,7 @@ def sample_efficiency_figure(curve: pd.DataFrame, summary: dict, metric_label: s
             arrows.append((method, at))
     # highest arrow labelled above it, the others below, so neighbouring labels do not collide
     for i, (method, at) in enumerate(sorted(arrows, key=lambda a: -a[1]["target"])):
-        y, color = 100 * at["target"], PALETTE.get(method, "black")
+        y, color = 100 * at["target"], method_color(method) or "black"
         ax.annotate("", xy=(at["n_reference"], y), xytext=(at["n_method"], y),
                     arrowprops={"arrowstyle": "->", "lw": 1.3, "color": color})
         ax.annotate(factor_label(at["factor"]), (math.sqrt(at["n_reference"] * at["n_method"]), y),

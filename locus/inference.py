@@ -1,0 +1,184 @@
+"""Using a trained run: embed a new model from its scored prompts (``locus embed``) and rank a run's
+models for query texts (``locus route``).
+
+Input files are checked here and every problem names the file, the rows and the fix
+(:class:`~locus.errors.DataError`). Texts are encoded with :func:`locus.checkpoint.encode_queries`
+(looked up at call time, so tests can replace the sentence encoder).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from locus.errors import DataError
+
+SCORE_COLUMNS = ("prompt", "score")
+
+
+# --------------------------------------------------------------------------------------------------
+# locus embed
+# --------------------------------------------------------------------------------------------------
+def read_score_file(path: Path, model: str | None = None) -> tuple[list[str], np.ndarray, str | None]:
+    """(prompts, scores float32, model name or None) from a CSV/Parquet file with columns prompt, score
+    and optionally model. A file with the scores of several models needs `model` to pick one (one
+    embedding is one model); :class:`DataError` names the file and rows otherwise."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        what = "is a directory" if path.is_dir() else "file not found"
+        raise DataError(f"{path}: {what}; give a CSV or Parquet file with columns prompt, score.")
+    try:
+        df = pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else pd.read_csv(path)
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not UTF-8 text; convert it, e.g. `iconv -f latin1 -t utf-8 {path} > "
+                        f"{path.with_name(path.stem + '-utf8' + path.suffix)}`.") from None
+    except Exception as exc:  # pandas/pyarrow raise many types
+        raise DataError(f"{path}: not a readable CSV/Parquet file ({exc}).") from exc
+    missing = [c for c in SCORE_COLUMNS if c not in df.columns]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {missing}; found {list(df.columns)}. Needed: prompt, score.")
+    df, model = _select_model(df, path, model)
+    if len(df) == 0:
+        raise DataError(f"{path}: no rows; give at least one scored prompt (more gives a better embedding).")
+    rows = df.index.to_numpy() + 2  # file rows, 1 = header
+    empty = df["prompt"].isna() | (df["prompt"].astype(str).str.strip() == "")
+    if empty.any():
+        raise DataError(f"{path}: empty prompt in row(s) {rows[empty.to_numpy()][:5].tolist()} (1 = header); "
+                        "fill them in or drop them.")
+    score = pd.to_numeric(df["score"], errors="coerce").to_numpy(np.float64)
+    bad = ~((score >= 0) & (score <= 1))
+    if bad.any():
+        raise DataError(f"{path}: score must be a number in [0, 1] (1 = correct); row(s) {rows[bad][:5].tolist()} "
+                        f"(1 = header) have {df['score'].to_numpy()[bad][:5].tolist()}.")
+    return df["prompt"].astype(str).tolist(), score.astype(np.float32), model
+
+
+def _select_model(df, path: Path, model: str | None):
+    """Rows of one model: `model` if given, else the only model of the file's `model` column."""
+    if "model" not in df.columns:
+        if model is not None:
+            raise DataError(f"{path}: --model {model} given but the file has no 'model' column; leave --model out "
+                            "(all rows are one model) or add the column.")
+        return df, None
+    names = df["model"].astype(str)
+    distinct = list(dict.fromkeys(names[df["model"].notna()]))
+    if model is None:
+        if len(distinct) > 1:
+            shown = ", ".join(distinct[:5]) + (", ..." if len(distinct) > 5 else "")
+            raise DataError(f"{path}: scores of {len(distinct)} models in column 'model' ({shown}); one embedding is "
+                            f"one model: pick one with --model NAME.")
+        if df["model"].isna().any() and distinct:
+            rows = (df.index[df["model"].isna()].to_numpy() + 2).tolist()[:5]
+            raise DataError(f"{path}: empty model in row(s) {rows} (1 = header); fill them in or drop the column.")
+        return df, (distinct[0] if distinct else None)
+    if model not in distinct:
+        shown = ", ".join(distinct[:5]) + (", ..." if len(distinct) > 5 else "")
+        raise DataError(f"{path}: no rows of model {model!r} in column 'model' (found: {shown}); check --model.")
+    return df[names == model], model
+
+
+def nearest(z, pool_ids, pool_z, top: int):
+    """[(model_id, cosine similarity)] of the `top` pool models closest to z."""
+    zn = z / max(float(np.linalg.norm(z)), 1e-12)
+    pn = pool_z / np.maximum(np.linalg.norm(pool_z, axis=1, keepdims=True), 1e-12)
+    sim = pn @ zn
+    order = np.argsort(-sim, kind="stable")[:max(0, top)]
+    return [(int(pool_ids[i]), float(sim[i])) for i in order]
+
+
+@dataclass
+class Embedded:
+    """A new model's embedding and what to tell the user about it."""
+
+    z: np.ndarray
+    name: str
+    n_evaluations: int
+    mean_score: float
+    nearest: list = field(default_factory=list)  # [(model_id, model name, cosine similarity)]
+
+
+def embed_new_model(checkpoint: Path, scores: Path, encoder: str | None = None, model: str | None = None,
+                    top: int = 5, out: Path | None = None, name: str | None = None) -> Embedded:
+    """Embed the model scored in `scores` with the LOCUS run `checkpoint` (one forward pass, the run is
+    not changed); optionally write the embedding to `out` (Parquet)."""
+    from locus import checkpoint as ckpt
+    from locus.data.encodings import write_vectors
+
+    run_dir = ckpt.load_checkpoint(checkpoint)
+    if not hasattr(run_dir.method, "embed"):
+        raise DataError(f"{checkpoint}: method {run_dir.method.name!r} cannot embed new models; give a LOCUS run.")
+    prompts, values, found = read_score_file(scores, model)
+    encoder = encoder or run_dir.encoder
+    vectors = ckpt.check_dim(ckpt.encode_queries(encoder, prompts), run_dir, str(scores))
+    z = run_dir.method.embed(vectors, values)
+    name = name or found or "new-model"
+    result = Embedded(z, name, len(prompts), float(np.mean(values)))
+    if top > 0:
+        pool_ids, pool_z = run_dir.method.model_embeddings()
+        result.nearest = [(mid, run_dir.name(mid), sim) for mid, sim in nearest(z, pool_ids, pool_z, top)]
+    if out is not None:
+        write_vectors(out, "model_id", [-1], z[None, :],
+                      {"name": name, "checkpoint": str(checkpoint), "encoder": encoder,
+                       "n_evaluations": len(prompts)})
+    return result
+
+
+# --------------------------------------------------------------------------------------------------
+# locus route
+# --------------------------------------------------------------------------------------------------
+def read_query_file(path: Path) -> list[str]:
+    """Non-blank lines of a UTF-8 text file; :class:`DataError` when missing or not UTF-8."""
+    path = Path(path)
+    if not path.is_file():
+        what = "is a directory" if path.is_dir() else "file not found"
+        raise DataError(f"{path}: {what}; give a text file with one query per line.")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        fixed = path.with_name(path.stem + "-utf8" + path.suffix)
+        raise DataError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); convert it, e.g. "
+                        f"`iconv -f latin1 -t utf-8 {path} > {fixed}`, and pass the converted file.") from None
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def gather_queries(queries, file: Path | None = None) -> list[str]:
+    """Query texts from the command line and/or a file; at least one."""
+    out = [q for q in queries if q.strip()]
+    if file is not None:
+        out += read_query_file(file)
+    if not out:
+        raise DataError("no query given; pass query texts or --file queries.txt (one query per line).")
+    return out
+
+
+@dataclass
+class Ranking:
+    query: str
+    models: list  # [(model_id, model name, probability of a correct answer)], best first
+
+
+def route(checkpoint: Path, queries, file: Path | None = None, models: list[str] | None = None, top_k: int = 3,
+          encoder: str | None = None) -> list[Ranking]:
+    """The `top_k` most likely correct models (of `models`, default all) of the run for each query."""
+    from locus import checkpoint as ckpt
+
+    run_dir = ckpt.load_checkpoint(checkpoint)
+    texts = gather_queries(queries, file)
+    candidates = run_dir.resolve_models(",".join(models) if models else None)
+    if len(candidates) == 0:
+        raise DataError("--models names no model; give model ids or names, or leave --models out for all.")
+    vectors = ckpt.check_dim(ckpt.encode_queries(encoder or run_dir.encoder, texts), run_dir, "route")
+    logits = run_dir.method.predict_logits(vectors, candidates)
+    prob = 1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -40, 40)))
+    k = max(1, min(top_k, len(candidates)))
+    out = []
+    for qi, text in enumerate(texts):
+        order = np.argsort(-logits[qi], kind="stable")[:k]
+        out.append(Ranking(text, [(int(candidates[j]), run_dir.name(candidates[j]), float(prob[qi, j]))
+                                  for j in order]))
+    return out
