@@ -1,25 +1,131 @@
-# Shared helpers: config validation, wildcard constraints and path builders.
+# Shared helpers: config validation (schema, then cross-field checks against the method registry and
+# the data), wildcard constraints and the one place where run paths are spelled.
 import json
 import shlex
 import sys
+from pathlib import Path
 
+import yaml
 from snakemake.utils import validate
 
+from locus import methods as _methods
+from locus import run_artifacts as _artifacts
+from locus.encoders import PACKAGED as _PACKAGED_ENCODERS
+from locus.errors import LocusError
 
-validate(config, workflow.source_path("../schemas/config.schema.yaml"))
+_SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
 
 
 def _config_error(message):
     raise ValueError(f"config error: {message} (see config/config.yaml and README 'Configuration')")
 
 
+def _coerce_command_line_lists(cfg, schema_path):
+    """`--config seeds='[0,1,2]'` arrives as a string (or a list of strings): parse the values of
+    list-valued keys as YAML, so they validate as numbers (a single value becomes a one-element list)."""
+    schema = yaml.safe_load(Path(schema_path).read_text())
+
+    def resolve(spec):
+        ref = spec.get("$ref", "")
+        return {**schema["$defs"][ref.rsplit("/", 1)[-1]], **spec} if ref.startswith("#/$defs/") else spec
+
+    def parse(key, raw):
+        try:
+            return yaml.safe_load(raw) if isinstance(raw, str) else raw
+        except yaml.YAMLError as exc:
+            _config_error(f"{key}={raw!r} is not a YAML list, e.g. {key}='[0,1,2]' ({exc})")
+
+    for key, spec in schema.get("properties", {}).items():
+        if resolve(spec).get("type") != "array" or key not in cfg:
+            continue
+        value = parse(key, cfg[key])
+        value = value if isinstance(value, list) else [value]
+        cfg[key] = [parse(key, item) for item in value]
+
+
+_coerce_command_line_lists(config, _SCHEMA)
+validate(config, _SCHEMA)
+
 DATASET = config["dataset"]
 ENCODER = config["encoder"]
+SE = config.get("sample_efficiency", {})
+TABLE_METHODS = config["table_methods"]
+BY_DATASET_METHODS = config.get("by_dataset_methods", TABLE_METHODS)
 if DATASET not in config["datasets"]:
     _config_error(f"dataset {DATASET!r} is not a key of `datasets` ({', '.join(config['datasets'])})")
-for _m in config["table_methods"] + config.get("by_dataset_methods", []) + config.get("sample_efficiency", {}).get("methods", []):
-    if _m not in config["methods"]:
-        _config_error(f"method {_m!r} is used but has no entry under `methods`")
+
+
+def dataset_label(dataset):
+    """The label a data set's captions, titles and summary carry (its own `label`, else its name)."""
+    return config["datasets"][dataset].get("label", dataset)
+
+
+# --- methods: names, parameters and dimensions are checked against the registry --------------------
+_known = _methods.names()
+for _m in config["methods"]:
+    if _m not in _known:
+        _config_error(f"methods: {_m!r} is not a registered method; known: {', '.join(_known)}")
+for _where, _list in (("table_methods", TABLE_METHODS), ("by_dataset_methods", BY_DATASET_METHODS),
+                      ("sample_efficiency.methods", SE.get("methods", []))):
+    for _m in _list:
+        if _m not in config["methods"]:
+            _config_error(f"{_where}: method {_m!r} has no entry under `methods` (known: {', '.join(_known)})")
+for _m, _entry in config["methods"].items():
+    _cls = _methods.method_class(_m)
+    _params = _entry.get("params", {}) or {}
+    for _key, _home in (("dim", f"methods.{_m}.dim"), ("threads", "the top-level `threads`")):
+        if _key in _params:
+            _config_error(f"methods.{_m}.params.{_key}: set it with {_home} instead (one source for each value)")
+    _unknown = sorted(set(_params) - set(_cls.defaults))
+    if _unknown:
+        _config_error(f"methods.{_m}.params: unknown parameter(s) {_unknown}; known: {sorted(_cls.defaults)}")
+    if ("dim" in _cls.defaults) != (_entry["dim"] > 0):
+        _config_error(f"methods.{_m}.dim = {_entry['dim']}: " + (
+            "this method has an embedding, give its dimension (> 0)" if "dim" in _cls.defaults
+            else "this method has no embedding, use dim: 0"))
+if SE and SE.get("reference_method", "locus") not in SE.get("methods", []):
+    _config_error(f"sample_efficiency.reference_method {SE.get('reference_method', 'locus')!r} is not among "
+                  f"sample_efficiency.methods {SE.get('methods', [])}")
+
+# --- encoder: packaged (offline) ones, the paper's hub ones, or names the user vouches for ----------
+_HUB_ENCODERS = ("paraphrase-albert-small-v2", "all-distilroberta-v1")
+_encoders_ok = set(_PACKAGED_ENCODERS) | set(_HUB_ENCODERS) | set(config.get("extra_encoders", []))
+if ENCODER not in _encoders_ok:
+    _config_error(f"encoder {ENCODER!r} is unknown; offline: {', '.join(sorted(_PACKAGED_ENCODERS))}; with internet "
+                  f"also: {', '.join(_HUB_ENCODERS)}; for another sentence-transformers model add its short name "
+                  f"to `extra_encoders`")
+
+
+# --- training sizes must fit the data's training split ---------------------------------------------
+def train_split_size(dataset):
+    """Number of training queries of a data set, when it can be known before building it (None if not)."""
+    entry = config["datasets"][dataset]
+    if entry["source"] == "synthetic":
+        from locus.data import synthetic
+
+        try:
+            return int(synthetic.split_sizes(entry.get("params", {}) or {})["train"])
+        except LocusError as exc:
+            _config_error(f"datasets.{dataset}.params: {exc}")
+    queries = Path(f"results/data/{dataset}/queries.parquet")
+    if queries.is_file():
+        import pyarrow.parquet as pq
+
+        try:
+            return int(sum(s == "train" for s in pq.read_table(queries, columns=["split"]).column(0).to_pylist()))
+        except Exception:  # an unreadable file is rebuilt by the data rule and refused by the loader
+            return None
+    return None
+
+
+_n_train = train_split_size(DATASET)
+if _n_train is not None:
+    for _where, _sizes in (("train_sizes", config["train_sizes"]), ("sample_efficiency.train_sizes",
+                                                                    SE.get("train_sizes", []))):
+        _too_big = [n for n in _sizes if n > _n_train]
+        if _too_big:
+            _config_error(f"{_where} {_too_big} exceed the {_n_train} training queries of data set {DATASET!r}; "
+                          f"use sizes <= {_n_train} (or a larger data set)")
 
 # The interpreter running Snakemake also runs the jobs (the venv's python on every node).
 LOCUS = f"{shlex.quote(sys.executable)} -m locus"
@@ -34,8 +140,10 @@ wildcard_constraints:
     seed=r"\d+",
 
 
+# --- paths: every rule builds data, encoding and run paths here and nowhere else ----------------------
 def data_files(dataset):
-    return multiext(f"results/data/{dataset}/", "queries.parquet", "models.parquet", "scores.parquet")
+    """The canonical data set: three Parquet files and the manifest that ties them together."""
+    return multiext(f"results/data/{dataset}/", "queries.parquet", "models.parquet", "scores.parquet", "dataset.json")
 
 
 def data_summary(dataset):
@@ -46,16 +154,23 @@ def encodings(dataset, encoder):
     return f"results/encodings/{dataset}/{encoder}.parquet"
 
 
+# A run directory: one method x encoder x training size x embedding dimension x seed.
+RUN_DIR = "results/runs/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}"
+
+
 def run_dir(dataset, encoder, method, n, seed):
-    dim = config["methods"][method]["dim"]
-    return f"results/runs/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}"
+    return RUN_DIR.format(dataset=dataset, encoder=encoder, method=method, n=n,
+                          dim=config["methods"][method]["dim"], seed=seed)
+
+
+def run_file(dataset, encoder, method, n, seed, name):
+    """One artefact of a run (see locus.run_artifacts for the files of each kind of method)."""
+    return f"{run_dir(dataset, encoder, method, n, seed)}/{name}"
 
 
 def run_metrics(methods, sizes, dataset=None, encoder=None, seeds=None):
-    dataset = dataset or DATASET
-    encoder = encoder or ENCODER
     return [
-        f"{run_dir(dataset, encoder, m, n, s)}/metrics.json"
+        run_file(dataset or DATASET, encoder or ENCODER, m, n, s, "metrics.json")
         for m in methods
         for n in sizes
         for s in (config["seeds"] if seeds is None else seeds)

@@ -37,7 +37,7 @@ rule summary:
             category="Data",
         ),
     params:
-        label=lambda w: config.get("data_label", w.dataset) if w.dataset == DATASET else w.dataset,
+        label=lambda w: dataset_label(w.dataset),
         duplicates=config.get("duplicates", "last"),
     log:
         "results/logs/summary/{dataset}.log",

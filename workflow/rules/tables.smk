@@ -11,13 +11,13 @@ localrules:
 
 rule routing_table:
     input:
-        run_metrics(config["table_methods"], config["train_sizes"]),
+        run_metrics(TABLE_METHODS, config["train_sizes"]),
     output:
         tex=report("results/tables/routing.tex", caption="../report/routing.rst", category="Tables"),
         csv="results/tables/routing.csv",
     params:
-        methods=",".join(config["table_methods"]),
-        label=config.get("data_label", DATASET),
+        methods=",".join(TABLE_METHODS),
+        label=dataset_label(DATASET),
     log:
         "results/logs/tables/routing.log",
     benchmark:
@@ -33,7 +33,7 @@ for _kind in ("routing", "correctness"):
         name:
             f"{_kind}_by_dataset_table"
         input:
-            run_metrics(config.get("by_dataset_methods", config["table_methods"]), config["train_sizes"]),
+            run_metrics(BY_DATASET_METHODS, config["train_sizes"]),
         output:
             tex=report(
                 f"results/tables/{_kind}_by_dataset.tex",
@@ -43,8 +43,8 @@ for _kind in ("routing", "correctness"):
             csv=f"results/tables/{_kind}_by_dataset.csv",
         params:
             kind=_kind,
-            methods=",".join(config.get("by_dataset_methods", config["table_methods"])),
-            label=config.get("data_label", DATASET),
+            methods=",".join(BY_DATASET_METHODS),
+            label=dataset_label(DATASET),
         log:
             f"results/logs/tables/{_kind}_by_dataset.log",
         benchmark:
@@ -57,9 +57,9 @@ for _kind in ("routing", "correctness"):
 rule sample_efficiency_figure:
     input:
         run_metrics(
-            config["sample_efficiency"]["methods"],
-            config["sample_efficiency"]["train_sizes"],
-            seeds=config["sample_efficiency"].get("seeds"),
+            SE["methods"],
+            SE["train_sizes"],
+            seeds=SE.get("seeds"),
         ),
     output:
         pdf="results/figures/train_sample_eff.pdf",
@@ -71,8 +71,8 @@ rule sample_efficiency_figure:
         csv="results/figures/train_sample_eff.csv",
         json="results/figures/train_sample_eff.json",
     params:
-        reference=config["sample_efficiency"].get("reference_method", "locus"),
-        label=config.get("data_label", DATASET),
+        reference=SE.get("reference_method", "locus"),
+        label=dataset_label(DATASET),
     log:
         "results/logs/figures/train_sample_eff.log",
     benchmark:

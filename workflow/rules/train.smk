@@ -1,29 +1,49 @@
-# One training run per method x encoder x training size x dimension x seed (a cluster job: GPU-capable).
+# One training run per method x encoder x training size x dimension x seed. Every file of the run
+# directory is a declared output (locus.run_artifacts lists them per kind of method), so experiments
+# can depend on embeddings, score matrices and checkpoints. Methods that use torch run as
+# `train_run` (a GPU job in the SLURM profile); the others (kNN, K-Means) as `train_run_cpu`.
 
 
-rule train_run:
-    input:
-        data=data_files("{dataset}"),
-        encodings="results/encodings/{dataset}/{encoder}.parquet",
-    output:
-        metrics="results/runs/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}/metrics.json",
-        scores_val="results/runs/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}/scores_val.parquet",
-        scores_test="results/runs/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}/scores_test.parquet",
-    params:
-        json=lambda w: as_json(config["methods"][w.method].get("params", {})),
-        sampling=config.get("sampling", "shared"),
-        duplicates=config.get("duplicates", "last"),
-        out=lambda w: f"results/runs/{w.dataset}/{w.encoder}/{w.method}/n{w.n}/d{w.dim}/s{w.seed}",
-    threads: config.get("threads", 1)
-    resources:
-        mem_mb=8000,
-        runtime=120,
-    log:
-        "results/logs/train/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}.log",
-    benchmark:
-        "results/benchmarks/train/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}.tsv"
-    shell:
-        "{LOCUS} train --method {wildcards.method} --data results/data/{wildcards.dataset} "
-        "--encodings {input.encodings} --train-size {wildcards.n} --dim {wildcards.dim} "
-        "--seed {wildcards.seed} --params {params.json:q} --sampling {params.sampling} "
-        "--duplicates {params.duplicates} --threads {threads} --out {params.out} > {log} 2>&1"
+def _train_groups():
+    """{rule name: methods} for the configured methods, grouped by whether they use torch."""
+    groups = {}
+    for m in config["methods"]:
+        groups.setdefault("train_run" if _methods.method_class(m).uses_torch else "train_run_cpu", []).append(m)
+    return groups
+
+
+for _rule_name, _group in _train_groups().items():
+    _files = _artifacts.run_files(_group[0])
+    # every method of one group writes the same files (same kind); checked here, not assumed
+    for _m in _group:
+        if _artifacts.run_files(_m) != _files:
+            _config_error(f"methods {_group[0]!r} and {_m!r} write different run files; give them their own rule")
+
+    rule:
+        name:
+            _rule_name
+        input:
+            data=data_files("{dataset}"),
+            encodings=encodings("{dataset}", "{encoder}"),
+        output:
+            **{name.replace(".", "_"): f"{RUN_DIR}/{name}" for name in _files},
+        wildcard_constraints:
+            method="|".join(_group),
+        params:
+            json=lambda w: as_json(config["methods"][w.method].get("params", {}) or {}),
+            sampling=config.get("sampling", "shared"),
+            duplicates=config.get("duplicates", "last"),
+            out=lambda w: RUN_DIR.format(**dict(w.items())),
+        threads: config.get("threads", 1)
+        resources:
+            mem_mb=8000,
+            runtime=120,
+        log:
+            f"results/logs/train/{RUN_DIR.removeprefix('results/runs/')}.log",
+        benchmark:
+            f"results/benchmarks/train/{RUN_DIR.removeprefix('results/runs/')}.tsv"
+        shell:
+            "{LOCUS} train --method {wildcards.method} --data results/data/{wildcards.dataset} "
+            "--encodings {input.encodings} --train-size {wildcards.n} --dim {wildcards.dim} "
+            "--seed {wildcards.seed} --params {params.json:q} --sampling {params.sampling} "
+            "--duplicates {params.duplicates} --threads {threads} --out {params.out} > {log} 2>&1"
