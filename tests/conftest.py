@@ -13,6 +13,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import slurm_cluster  # noqa: E402  (tests/ is not a package)
 
 
+def skip_or_fail(requirement: str, message: str) -> None:
+    """Skip a test whose tool is missing, loudly; fail instead when LOCUS_REQUIRE_<REQUIREMENT>=1.
+
+    CI (.ci/run) sets LOCUS_REQUIRE_SLURM=1 and LOCUS_REQUIRE_BROWSER=1, so a SLURM or browser test that
+    cannot run fails there instead of passing by skipping.
+    """
+    sys.stderr.write(f"\n{'!' * 80}\n{message}\n{'!' * 80}\n")
+    if os.environ.get(f"LOCUS_REQUIRE_{requirement.upper()}") == "1":
+        pytest.fail(f"{message} (LOCUS_REQUIRE_{requirement.upper()}=1)")
+    pytest.skip(message)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return slurm_cluster.REPO
@@ -23,15 +35,11 @@ def slurm_cluster_fixture():
     """Start the test cluster once per session (installing the Debian packages if needed) and stop it.
 
     When SLURM cannot be installed (not root, no apt) the tests are skipped with a loud message,
-    unless LOCUS_REQUIRE_SLURM=1 (CI), which turns that into a failure so CI cannot skip silently.
+    unless LOCUS_REQUIRE_SLURM=1 (CI), which turns that into a failure so CI cannot pass by skipping.
     """
     reason = slurm_cluster.ensure_installed()
     if reason:
-        message = f"SLURM TESTS NOT RUN: {reason}. Run scripts/slurm/install.sh as root to enable them."
-        sys.stderr.write(f"\n{'!' * 80}\n{message}\n{'!' * 80}\n")
-        if os.environ.get("LOCUS_REQUIRE_SLURM") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+        skip_or_fail("slurm", f"SLURM TESTS NOT RUN: {reason}. Run scripts/slurm/install.sh as root to enable them.")
     # Not under tmp_path_factory: pytest's base dir is 0700, but munged and mariadbd run as their own
     # users and must reach their sockets; unix socket paths must also stay short (< 108 bytes).
     state = Path(tempfile.mkdtemp(prefix="locus-slurm-"))

@@ -113,10 +113,10 @@ def run_bounded(cmd: list[str], *, timeout: float, env: dict, cwd: str | os.Path
 
 
 def interrupt_when(cmd: list[str], pattern: str, *, timeout: float, env: dict,
-                   cwd: str | os.PathLike | None = None) -> tuple[Bounded, float]:
+                   cwd: str | os.PathLike | None = None, grace: float = 30) -> tuple[Bounded, float]:
     """Run ``cmd`` until a line matches ``pattern`` (or ``timeout`` s pass), then SIGINT it.
 
-    Returns the result and how many seconds it took to exit after SIGINT (SIGKILL after 30 s).
+    Returns the result and how many seconds it took to exit after SIGINT (SIGKILL after ``grace`` s).
     """
     proc = subprocess.Popen(
         cmd, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -141,7 +141,7 @@ def interrupt_when(cmd: list[str], pattern: str, *, timeout: float, env: dict,
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGINT)
         try:
-            rest, _ = proc.communicate(timeout=30)
+            rest, _ = proc.communicate(timeout=grace)
         except subprocess.TimeoutExpired:
             killed = True
             os.killpg(proc.pid, signal.SIGKILL)

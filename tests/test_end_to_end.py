@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import skip_or_fail  # tests/ is on sys.path (see conftest.py)
+
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "tests" / "configs" / "tiny.yaml"
 TARGETS = [  # = rule all of the tiny config (the report needs every file marked for it)
@@ -76,8 +78,12 @@ def test_html_report_renders_in_a_real_browser(tiny_run):
     html = report.read_text()
     assert "train_sample_eff.png" in html and "routing.tex" in html and "summary.md" in html
     if not Path(CHROMIUM).exists():
-        pytest.skip("Debian's chromium is not installed (bash install.sh --test installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api")
+        skip_or_fail("browser", "REPORT BROWSER TEST NOT RUN: Debian's chromium is not installed "
+                                "(bash install.sh --test installs it)")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        skip_or_fail("browser", "REPORT BROWSER TEST NOT RUN: playwright is missing (bash install.sh --test)")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:

@@ -2,6 +2,7 @@
 tiny config, a no-op second run, and config validation errors."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,10 +50,74 @@ def test_invalid_config_is_refused(tmp_path):
     res = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(bad))
     assert res.returncode != 0
     assert "train_sizes" in res.stderr + res.stdout
-    bad.write_text("dataset: nowhere\n")
+    bad.write_text("dataset: nowhere\n")  # not a key of `datasets`
     res = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(bad))
     assert res.returncode != 0
     assert "dataset 'nowhere' is not a key of `datasets`" in res.stderr + res.stdout
+
+
+# Wrong values fail when the DAG is built (a dry run), with the offending key, not in the last job.
+CONFIG_ERRORS = [
+    ("unknown-encoder", "encoder: all-MiniLM-L7-v2\n", r"encoder 'all-MiniLM-L7-v2' is unknown"),
+    ("unknown-method-param", "methods:\n  locus: {dim: 128, params: {lr: 0.1}}\n",
+     r"methods.locus.params: unknown parameter\(s\) \['lr'\]"),
+    ("dim-in-params", "methods:\n  locus: {dim: 128, params: {dim: 64}}\n", r"methods.locus.params.dim: set it with methods.locus.dim"),
+    ("threads-in-params", "methods:\n  irt_net: {dim: 232, params: {threads: 4}}\n", r"params.threads: set it with the top-level"),
+    ("dim-for-knn", "methods:\n  knn_router: {dim: 16}\n", r"methods.knn_router.dim = 16: this method has no embedding"),
+    ("duplicate-seeds", "seeds: [0, 0]\n", r"seeds"),
+    ("duplicate-sizes", "train_sizes: [256, 256]\n", r"train_sizes"),
+    ("size-over-train-split", "train_sizes: [8000]\n", r"train_sizes \[8000\] exceed the 6400 training queries"),
+    ("figure-size-over-train-split", "sample_efficiency:\n  train_sizes: [64, 7000]\n",
+     r"sample_efficiency.train_sizes \[7000\] exceed"),
+    ("reference-not-a-method", "sample_efficiency:\n  reference_method: knn_router\n",
+     r"reference_method 'knn_router' is not among"),
+    ("unregistered-method", "table_methods: [locus, gpt_router]\n", r"method 'gpt_router' has no entry under `methods`"),
+    ("unregistered-method-entry", "methods:\n  gpt_router: {dim: 0}\n", r"'gpt_router' is not a registered method"),
+    ("n-queries-too-small", "datasets:\n  synthetic: {source: synthetic, params: {n_queries: 5}}\n",
+     r"datasets.synthetic.params"),
+    ("old-data-label-key", "data_label: mine\n", r"data_label"),
+]
+
+
+@pytest.mark.parametrize("name,yaml_text,message", CONFIG_ERRORS, ids=[c[0] for c in CONFIG_ERRORS])
+def test_config_errors_at_dag_build_time(tmp_path, name, yaml_text, message):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml_text)
+    res = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(bad))
+    out = res.stderr + res.stdout
+    assert res.returncode != 0, out[-3000:]
+    assert re.search(message, out), out[-3000:]
+    assert not (tmp_path / "results").exists()
+
+
+def test_list_values_on_the_command_line(tmp_path):
+    """README's own example: --config seeds='[0,1,2]' (a string on the command line) means three seeds."""
+    res = snakemake("-n", "results/tables/routing.tex", "--directory", str(tmp_path), "--config", "seeds=[0,1,2]")
+    assert res.returncode == 0, res.stderr + res.stdout
+    for seed in (0, 1, 2):
+        assert f"results/runs/synthetic/all-MiniLM-L6-v2/locus/n256/d128/s{seed}/metrics.json" in res.stdout
+
+
+def test_every_run_file_is_a_declared_output(tmp_path):
+    """Experiments can depend on any file of a run: embeddings and checkpoints included."""
+    from locus import run_artifacts
+
+    targets, expected = [], {}
+    for method, rule in (("locus", "train_run"), ("knn_router", "train_run_cpu")):
+        run = f"results/runs/synthetic/all-MiniLM-L6-v2/{method}/n256/d{128 if method == 'locus' else 0}/s0"
+        files = run_artifacts.run_files(method)
+        assert {"metrics.json", "scores_val.parquet", "scores_test.parquet", "train_pairs.parquet", "log.csv"} <= set(files)
+        if method == "locus":
+            assert {"embeddings.parquet", "model.safetensors", "config.json"} <= set(files)
+        targets += [f"{run}/{name}" for name in files]
+        expected[rule] = [f"{run}/{name}" for name in files]
+    res = snakemake("-n", *targets, "--directory", str(tmp_path))
+    assert res.returncode == 0, res.stderr + res.stdout
+    blocks = res.stdout.split("\nrule ")
+    for rule, paths in expected.items():
+        block = next(b for b in blocks if b.startswith(f"{rule}:"))
+        for path in paths:
+            assert path in block, (rule, path, block)
 
 
 def test_encodings_stage_runs_and_is_idempotent(tmp_path):
