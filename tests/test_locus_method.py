@@ -180,3 +180,31 @@ def test_min_steps_delays_early_stopping(problem):
     # nothing learns, so validation never improves after the first check (step 20)
     assert create("locus", {**frozen, "min_steps": 0}, seed=0).fit(data).summary["steps"] == 40
     assert create("locus", {**frozen, "min_steps": 100}, seed=0).fit(data).summary["steps"] == 100
+
+
+def test_device_parameter(problem):
+    """`device` is validated; `cuda` refuses to train where torch sees no CUDA device (clear message)."""
+    with pytest.raises(ConfigError, match="device must be auto, cpu or cuda"):
+        create("locus", {**TINY, "device": "tpu"})
+    train, val, _, enc, _ = problem
+    data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="no CUDA device"):
+            create("locus", {**TINY, "device": "cuda"}).fit(data)
+    model = create("locus", {**TINY, "device": "cpu", "max_steps": 20}).fit(data)
+    assert model.summary["device"] == "cpu"
+
+
+def test_training_step_returns_a_device_scalar(problem):
+    """The step hands back the loss as a detached tensor (summed on the device; read only when logged)."""
+    from locus.methods.locus_method import ModelSets
+
+    train, _, _, enc, _ = problem
+    method = create("locus", TINY, seed=0)
+    sets = ModelSets(train, np.arange(6)).to("cpu")
+    phi = torch.from_numpy(np.ascontiguousarray(enc.take(sets.prompt_ids)))
+    net = method._build(enc.dim)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
+    loss = method._train_step(net, opt, phi, sets, torch.arange(3), 0.1, torch.Generator().manual_seed(0))
+    assert isinstance(loss, torch.Tensor) and loss.ndim == 0 and not loss.requires_grad
+    assert 0.0 < float(loss) < 5.0

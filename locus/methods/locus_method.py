@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import os
 import time
 
 import numpy as np
@@ -92,6 +93,11 @@ class ModelSets:
         self.idx, self.y, self.mask = torch.from_numpy(idx), torch.from_numpy(y), torch.from_numpy(mask)
         self.counts = counts
 
+    def to(self, device) -> "ModelSets":
+        """The padded tensors on `device` (built once, so a training step never copies them)."""
+        self.idx, self.y, self.mask = (t.to(device) for t in (self.idx, self.y, self.mask))
+        return self
+
 
 class LocusMethod(EmbeddingMethod):
     """LOCUS: attention encoder over a model's scored evaluations + MLP correctness predictor."""
@@ -113,7 +119,7 @@ class LocusMethod(EmbeddingMethod):
         "max_steps": 800, "min_steps": 600, "patience": 400, "eval_every": 25, "model_batch": 16, "max_tokens": 256,
         "max_targets": 1024, "encoder_fraction": 1.0, "eval_chunk_tokens": 65536, "max_seconds": 0.0,
         "select_by": "val_routing", "label_smoothing": 0.0, "query_weight_decay": -1.0,
-        "threads": 0,
+        "threads": 0, "device": "auto", "deterministic": False,
     }
 
     param_docs = {
@@ -137,6 +143,8 @@ class LocusMethod(EmbeddingMethod):
         "eval_chunk_tokens": "tokens per chunk when embedding all models without autograd",
         "max_seconds": "stop after this wall time (0 = off; not deterministic)",
         "threads": "torch threads (0 = leave torch's default)",
+        "device": "auto (CUDA when available, else CPU), cpu or cuda: where training and prediction run",
+        "deterministic": "torch.use_deterministic_algorithms while training (bit-reproducible CUDA runs, slower)",
         "select_by": "validation metric for checkpoint selection and early stopping: val_routing (hit@1), "
                      "val_bce or val_acc (correctness accuracy)",
         "label_smoothing": "training targets y -> y (1 - s) + s / 2 (0 = off)",
@@ -153,6 +161,8 @@ class LocusMethod(EmbeddingMethod):
             raise ConfigError(f"method 'locus': dim ({p['dim']}) must be divisible by heads ({p['heads']})")
         if p["encoder_kind"] not in ("isab", "sab"):
             raise ConfigError(f"method 'locus': encoder_kind must be isab or sab, got {p['encoder_kind']!r}")
+        if p["device"] not in ("auto", "cpu", "cuda"):
+            raise ConfigError(f"method 'locus': device must be auto, cpu or cuda, got {p['device']!r}")
         self.net = None
         self.z = None  # [M, dim] float32 numpy, embeddings of the fitted models
         self.d_phi: int | None = None
@@ -172,8 +182,20 @@ class LocusMethod(EmbeddingMethod):
 
     @property
     def device(self):
+        """Where the network runs: the `device` parameter; auto (and a loaded CUDA checkpoint on a machine
+        without CUDA) = CUDA when available, else CPU. Training refuses `cuda` without CUDA (fit)."""
         torch = _torch()
+        want = self.params["device"]
+        if want == "cpu":
+            return torch.device("cpu")
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    def _training_device(self):
+        torch = _torch()
+        if self.params["device"] == "cuda" and not torch.cuda.is_available():
+            raise ConfigError("method 'locus': device 'cuda' was asked for but torch sees no CUDA device "
+                              f"(torch {torch.__version__}); use device auto or cpu, or install a CUDA build of torch")
+        return self.device
 
     def _set_threads(self):
         if int(self.params["threads"]) > 0:
@@ -215,21 +237,21 @@ class LocusMethod(EmbeddingMethod):
     # training
     # ------------------------------------------------------------------------------------------
     def fit(self, data: FitData) -> "LocusMethod":
+        """Train on the run's pairs; every random draw of a step comes from one generator on the training
+        device, seeded from the run's seed, so a run is reproducible on the same device type."""
         torch = _torch()
         p = self.params
         self._set_threads()
-        torch.manual_seed(self.seed)
-        rng = np.random.default_rng(self.seed)
-        gen = torch.Generator().manual_seed(self.seed + 1)  # noise and token subsets (CPU generator)
+        device = self._training_device()
+        torch.manual_seed(self.seed)  # weight initialisation (on the CPU, then moved) and dropout
+        gen = torch.Generator(device=device).manual_seed(self.seed + 1)  # model order, subsets, noise
         self.model_ids = np.asarray(data.model_ids, dtype=np.int64)
         self.encoder_name = data.encodings.encoder
-        device = self.device
         log.info("locus: training on %s with %d thread(s)", device, torch.get_num_threads())
 
-        sets = ModelSets(data.train, self.model_ids)
+        sets = ModelSets(data.train, self.model_ids).to(device)
         phi = torch.from_numpy(np.ascontiguousarray(data.encodings.take(sets.prompt_ids))).to(device)
         net = self._build(phi.shape[1])
-        self._sets, self._phi = sets, phi
         val_ids = np.sort(data.val["prompt_id"].unique()) if len(data.val) else np.zeros(0, np.int64)
         val_labels = pairs_to_matrix(data.val, val_ids, self.model_ids)
         val_phi = torch.from_numpy(np.ascontiguousarray(data.encodings.take(val_ids))).to(device)
@@ -240,40 +262,51 @@ class LocusMethod(EmbeddingMethod):
         query_wd = p["weight_decay"] if p["query_weight_decay"] < 0 else p["query_weight_decay"]
         opt = torch.optim.AdamW([{"params": enc_params, "lr": p["enc_lr"]}, {"params": dec_params, "lr": p["dec_lr"]},
                                  {"params": query_params, "lr": p["dec_lr"], "weight_decay": query_wd}],
-                                fused=True,
-                                weight_decay=p["weight_decay"])
+                                fused=True, weight_decay=p["weight_decay"])
         n_models = len(self.model_ids)
         batch = max(1, min(int(p["model_batch"]) or n_models, n_models))
         select_by = p["select_by"]
         history, best = [], {"value": None, "step": 0, "state": None}
+        deterministic = torch.are_deterministic_algorithms_enabled()
+        if p["deterministic"]:
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # needed by deterministic cuBLAS
+            torch.use_deterministic_algorithms(True)
         t0 = time.perf_counter()
-        order, pos, step, loss_sum, loss_n = rng.permutation(n_models), 0, 0, 0.0, 0
+        order, pos, step, loss_n = None, n_models, 0, 0
+        loss_sum = torch.zeros((), device=device)  # summed on the device: no host sync per step
         net.train()
-        while step < int(p["max_steps"]):
-            if pos + batch > n_models:  # a new pass over the models
-                order, pos = rng.permutation(n_models), 0
-            models = torch.from_numpy(np.sort(order[pos:pos + batch]))
-            pos += batch
-            std = noise_std(step, p["noise_start"], p["noise_end"], p["noise_anneal_steps"])
-            loss = self._train_step(net, opt, phi, sets, models, std, gen)
-            step += 1
-            loss_sum, loss_n = loss_sum + loss, loss_n + 1
-            last = step == int(p["max_steps"]) or (p["max_seconds"] and time.perf_counter() - t0 > p["max_seconds"])
-            if step % int(p["eval_every"]) == 0 or last:
-                row = {"step": step, "train_loss": loss_sum / loss_n, "noise_std": std}
-                row.update(self._validate(phi, sets, val_phi, val_labels))
-                row["seconds"] = time.perf_counter() - t0
-                history.append(row)
-                loss_sum, loss_n = 0.0, 0
-                value = row.get(select_by, math.nan)
-                if better(select_by, value, best["value"]):  # NaN (no validation split): keep the latest
-                    best = {"value": value, "step": step, "state": copy.deepcopy(net.state_dict()), "row": row}
-                log.debug("locus: step %d loss %.4f val hit@1 %.4f bce %.4f (%.1f s)", step, row["train_loss"],
-                          row.get("val_routing", math.nan), row.get("val_bce", math.nan), row["seconds"])
-                if step >= int(p["min_steps"]) and step - best["step"] >= int(p["patience"]):
+        try:
+            while step < int(p["max_steps"]):
+                if batch == n_models:  # every model in every step (the authors' epoch)
+                    models = torch.arange(n_models, device=device)
+                else:
+                    if pos + batch > n_models:  # a new pass over the models, in a fresh random order
+                        order, pos = torch.randperm(n_models, generator=gen, device=device), 0
+                    models = order[pos:pos + batch].sort().values
+                    pos += batch
+                std = noise_std(step, p["noise_start"], p["noise_end"], p["noise_anneal_steps"])
+                loss_sum += self._train_step(net, opt, phi, sets, models, std, gen)
+                step += 1
+                loss_n += 1
+                last = step == int(p["max_steps"]) or (p["max_seconds"] and time.perf_counter() - t0 > p["max_seconds"])
+                if step % int(p["eval_every"]) == 0 or last:
+                    row = {"step": step, "train_loss": float(loss_sum) / loss_n, "noise_std": std}
+                    row.update(self._validate(phi, sets, val_phi, val_labels))
+                    row["seconds"] = time.perf_counter() - t0
+                    history.append(row)
+                    loss_sum.zero_()
+                    loss_n = 0
+                    value = row.get(select_by, math.nan)
+                    if better(select_by, value, best["value"]):  # NaN (no validation split): keep the latest
+                        best = {"value": value, "step": step, "state": copy.deepcopy(net.state_dict()), "row": row}
+                    log.debug("locus: step %d loss %.4f val hit@1 %.4f bce %.4f (%.1f s)", step, row["train_loss"],
+                              row.get("val_routing", math.nan), row.get("val_bce", math.nan), row["seconds"])
+                    if step >= int(p["min_steps"]) and step - best["step"] >= int(p["patience"]):
+                        break
+                if last:
                     break
-            if last:
-                break
+        finally:
+            torch.use_deterministic_algorithms(deterministic)
         net.load_state_dict(best["state"])
         net.eval()
         self.z = self._embed_sets(phi, sets).cpu().numpy().astype(np.float32)
@@ -287,75 +320,72 @@ class LocusMethod(EmbeddingMethod):
                         "device": str(device), "threads": int(torch.get_num_threads())}
         log.info("locus: %d steps in %.1f s; best val hit@1 %.4f at step %d", step, seconds,
                  self.summary["best_val_routing"], best["step"])
-        del self._sets, self._phi
         return self
 
-    def _train_step(self, net, opt, phi, sets: ModelSets, models, std: float, gen) -> float:
-        """One optimiser step on a mini-batch of models; returns the mean BCE."""
+    def _train_step(self, net, opt, phi, sets: ModelSets, models, std: float, gen):
+        """One optimiser step on the models `models` (a device tensor); returns the mean BCE as a detached
+        device scalar. Everything stays on phi's device: subsets and noise come from `gen` (a generator on
+        that device), shapes are known on the host (padded width, k, t), and the loss is a masked mean,
+        so no step waits for the device (the `encoder_fraction` < 1 option excepted: it reads one size)."""
         torch = _torch()
         p = self.params
         device = phi.device
         idx, y, mask = sets.idx[models], sets.y[models], sets.mask[models]
-        # trim the padding of this batch
-        width = int(mask.sum(1).max())
-        idx, y, mask = idx[:, :width], y[:, :width], mask[:, :width]
+        width = idx.shape[1]
         tok_idx, tok_y, tok_mask = idx, y, mask
         k = int(p["max_tokens"])
         frac = float(p["encoder_fraction"])
+
+        def random_keys():  # random order of each model's real evaluations first, padding last
+            return torch.rand(idx.shape, generator=gen, device=device) + (~mask).float() * 2.0
+
         if frac < 1.0:  # disjoint: encoder tokens = a random part of each set, decoder targets = the rest
-            keys = torch.rand(idx.shape, generator=gen) + (~mask).float() * 2.0
-            order = keys.argsort(dim=1)
+            order = random_keys().argsort(dim=1)
             idx, y, mask = idx.gather(1, order), y.gather(1, order), mask.gather(1, order)
             n_real = mask.sum(1, keepdim=True)
             n_enc = torch.clamp(torch.ceil(n_real * frac), min=1)
             if k > 0:
                 n_enc = torch.clamp(n_enc, max=k)
             n_enc = torch.minimum(n_enc, torch.clamp(n_real - 1, min=1))  # keep >= 1 target when possible
-            col = torch.arange(width).unsqueeze(0)
-            enc_width = int(n_enc.max())
+            col = torch.arange(width, device=device).unsqueeze(0)
+            enc_width = int(n_enc.max())  # the one host read of this option
             tok_idx, tok_y = idx[:, :enc_width], y[:, :enc_width]
             tok_mask = (col[:, :enc_width] < n_enc) & mask[:, :enc_width]
             mask = mask & ((col >= n_enc) | (n_real == 1))  # decoder targets: the rest of the set
         elif 0 < k < width:  # random subset of at most k real evaluations per model
-            keys = torch.rand(idx.shape, generator=gen) + (~mask).float() * 2.0
-            pick = keys.argsort(dim=1)[:, :k]
+            pick = random_keys().argsort(dim=1)[:, :k]
             tok_idx, tok_y, tok_mask = idx.gather(1, pick), y.gather(1, pick), mask.gather(1, pick)
         t = int(p["max_targets"])
         if 0 < t < idx.shape[1]:  # random subset of at most t decoder targets per model (own draw)
-            keys = torch.rand(idx.shape, generator=gen) + (~mask).float() * 2.0
-            pick = keys.argsort(dim=1)[:, :t]
+            pick = random_keys().argsort(dim=1)[:, :t]
             idx, y, mask = idx.gather(1, pick), y.gather(1, pick), mask.gather(1, pick)
-        # queries used by this step, projected once each (encoder and decoder get independent noise)
-        used, inverse = torch.unique(torch.cat([tok_idx.reshape(-1), idx.reshape(-1)]), return_inverse=True)
-        n_tok = tok_idx.numel()
-        tok_pos, tgt_pos = inverse[:n_tok].view_as(tok_idx).to(device), inverse[n_tok:].view_as(idx).to(device)
-        q = phi[used.to(device)]
         if std > 0 and p["noise_per_pair"]:  # the authors' noise: one draw per (model, query) pair
-            enc_phi, dec_phi = q[tok_pos], q[tgt_pos]
-            enc_phi = enc_phi + std * torch.randn(enc_phi.shape, generator=gen).to(device)
-            dec_phi = dec_phi + std * torch.randn(dec_phi.shape, generator=gen).to(device)
-            z = net.encoder(net.encoder.tokenizer.project(enc_phi), tok_y.to(device), tok_mask.to(device))
+            enc_phi, dec_phi = phi[tok_idx], phi[idx]
+            enc_phi = enc_phi + std * torch.randn(enc_phi.shape, generator=gen, device=device)
+            dec_phi = dec_phi + std * torch.randn(dec_phi.shape, generator=gen, device=device)
+            z = net.encoder(net.encoder.tokenizer.project(enc_phi), tok_y, tok_mask)
             u, uh = net.decoder.query_features(dec_phi)
         else:  # one draw per query, shared by the models of the step: per-query projections only
-            enc_q, dec_q = q, q
+            enc_q, dec_q = phi, phi
             if std > 0:
-                enc_q = q + std * torch.randn(q.shape, generator=gen).to(device)
-                dec_q = q + std * torch.randn(q.shape, generator=gen).to(device)
-            z = net.encoder(net.encoder.tokenizer.project(enc_q)[tok_pos], tok_y.to(device), tok_mask.to(device))
+                enc_q = phi + std * torch.randn(phi.shape, generator=gen, device=device)
+                dec_q = phi + std * torch.randn(phi.shape, generator=gen, device=device)
+            z = net.encoder(net.encoder.tokenizer.project(enc_q)[tok_idx], tok_y, tok_mask)
             u, uh = net.decoder.query_features(dec_q)
-            u, uh = u[tgt_pos], uh[tgt_pos]
+            u, uh = u[idx], uh[idx]
         logits = net.decoder.pair_logits(z, u, uh)
-        y, mask = y.to(device), mask.to(device)
-        target = y[mask]
+        target = y
         if p["label_smoothing"]:
             target = target * (1.0 - p["label_smoothing"]) + 0.5 * p["label_smoothing"]
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits[mask], target)
+        weight = mask.to(logits.dtype)  # masked mean over real targets (no boolean indexing: no sync)
+        pair_loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, target, reduction="none")
+        loss = (pair_loss * weight).sum() / weight.sum().clamp(min=1.0)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if p["grad_clip"] and p["grad_clip"] > 0:
             torch.nn.utils.clip_grad_norm_(net.parameters(), p["grad_clip"])
         opt.step()
-        return float(loss.detach())
+        return loss.detach()
 
     def _validate(self, phi, sets, val_phi, val_labels) -> dict:
         if val_phi.shape[0] == 0:
