@@ -1,4 +1,5 @@
-"""A human-readable summary of a canonical data set (Markdown): sizes, accuracies, oracle and best single model.
+"""A human-readable summary of a canonical data set (Markdown): sizes, accuracies, oracle and best single model,
+and the pool statistics of :mod:`locus.data.stats`.
 
 The title carries the label the caller gives (``locus summary --label``); nothing here assumes a
 particular source.
@@ -12,6 +13,7 @@ import pandas as pd
 
 from locus import atomic
 from locus.data.canonical import MANIFEST, SPLITS, EvalData
+from locus.data.stats import format_stats, pool_statistics
 
 
 def split_stats(data: EvalData) -> pd.DataFrame:
@@ -77,7 +79,7 @@ def render_summary(data: EvalData, label: str) -> str:
               "`oracle`: mean over queries of the best score of any model; `best_single`: the best model's mean "
               "score on that split.", "", _md_table(split_stats(data)), "",
               "## Benchmarks (query counts per split, mean score over all pairs)", "",
-              _md_table(benchmark_stats(data)), ""]
+              _md_table(benchmark_stats(data)), "", format_stats(pool_statistics(data))]
     return "\n".join(parts)
 
 
