@@ -87,6 +87,7 @@ def test_main_returns_exit_codes_of_argparse(capsys):
 # ---------------------------------------------------------------------------------------------- OSError
 def test_oserror_about_an_output_is_one_line(tmp_path, monkeypatch, capsys):
     import locus.atomic
+    import locus.experiments.tables as tables
 
     out = tmp_path / "tables" / "t.tex"
 
@@ -94,7 +95,9 @@ def test_oserror_about_an_output_is_one_line(tmp_path, monkeypatch, capsys):
         raise OSError(errno.ENOSPC, "No space left on device", str(Path(path).parent / ".t.tex.tmp"))
 
     monkeypatch.setattr(locus.atomic, "write_text", full_disk)
-    assert main(["table", "routing", "--metrics", metrics_file(tmp_path), "--out", str(out)]) == 2
+    monkeypatch.setattr(tables, "query_values", lambda *args, **kwargs: None)  # no runs' scores here
+    assert main(["table", "routing", "--metrics", metrics_file(tmp_path), "--out", str(out),
+                 "--data", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("error:") == 1 and "Traceback" not in err
     assert f"cannot write {out}: No space left on device" in err

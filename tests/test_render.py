@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -11,9 +12,36 @@ from locus.cli import main
 from locus.errors import DataError
 from locus.experiments import comparison
 from locus.experiments import sample_efficiency as se
-from locus.render.latex import emphasis, fmt, method_label
+from locus.render.latex import MARK, emphasis, fmt, method_label
 
 BENCHES = ("mmlu", "GSM8K", "zeta", "MathQA")  # stored out of paper order on purpose
+N_TEST = 1000  # test queries of the fixture data set; prompt ids 1000..1999, benchmarks cycling BENCHES
+TEST_IDS = np.arange(1000, 1000 + N_TEST)
+
+
+@pytest.fixture
+def data(tmp_path):
+    """A canonical data set with two models: model 0 is right on every query, model 1 wrong on every one
+    (so a run's hit@1 on a query is 1 exactly where it routes to model 0)."""
+    from locus.data.canonical import write_dataset
+
+    split_ids = {"train": np.arange(0, 40), "val": np.arange(40, 80), "test": TEST_IDS}
+    queries = pd.DataFrame([{"prompt_id": int(i), "prompt": f"query {i}", "benchmark": BENCHES[int(i) % len(BENCHES)],
+                             "category": "c", "split": split} for split, ids in split_ids.items() for i in ids])
+    models = pd.DataFrame({"model_id": [0, 1], "name": ["always/right", "always/wrong"]})
+    scores = pd.DataFrame([(int(i), m, 1.0 - m) for i in queries["prompt_id"] for m in (0, 1)],
+                          columns=["prompt_id", "model_id", "score"])
+    write_dataset(tmp_path / "data", queries, models, scores)
+    return str(tmp_path / "data")
+
+
+def write_scores(run_dir, correct) -> None:
+    """scores_test.parquet of a run that routes test query i to model 0 (right) exactly where correct[i];
+    its correctness predictions are then all right on those queries and all wrong on the others."""
+    correct = np.asarray(correct, dtype=bool)
+    logits = np.where(correct[:, None], [[1.0, -1.0]], [[-1.0, 1.0]])
+    pd.DataFrame({"prompt_id": np.repeat(TEST_IDS, 2), "model_id": np.tile([0, 1], N_TEST),
+                  "logit": logits.reshape(-1).astype(np.float32)}).to_parquet(run_dir / "scores_test.parquet")
 
 
 def metrics_dict(method, n, seed, routing, corr, encoder="enc", dataset="data/synthetic", bench_offset=None):
@@ -31,10 +59,19 @@ def metrics_dict(method, n, seed, routing, corr, encoder="enc", dataset="data/sy
             "val": test, "test": test, "reference": ref}
 
 
-def write(tmp_path, m):
+def write(tmp_path, m, correct=None):
+    """metrics.json `m` and its run's test scores: right on the queries `correct` (default: the first
+    routing_acc x N_TEST queries of a permutation shared by every method of the same seed, so that a better
+    method is right on a superset of the queries of a worse one)."""
     path = tmp_path / "runs" / m["encoder"] / m["method"] / f"n{m['train_size']}" / f"s{m['seed']}" / "metrics.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(m))
+    if correct is None and "test" not in m:
+        return str(path)
+    if correct is None:
+        order = np.random.default_rng(m["seed"]).permutation(N_TEST)
+        correct = np.isin(np.arange(N_TEST), order[:round(m["test"]["overall"]["routing_acc"] * N_TEST)])
+    write_scores(path.parent, correct)
     return str(path)
 
 
@@ -67,10 +104,10 @@ def test_fmt_and_emphasis():
     assert emphasis([0.3]) == [""]
 
 
-def test_routing_table(runs, tmp_path):
+def test_routing_table(runs, data, tmp_path):
     out = tmp_path / "tables" / "routing.tex"
     assert main(["table", "routing", "--metrics", *runs, "--out", str(out), "--methods", "locus,irt_net,embedllm",
-                 "--data-label", "synthetic (embedded default)"]) == 0
+                 "--data-label", "synthetic (embedded default)", "--data", data]) == 0
     tex = out.read_text()
     assert "synthetic (embedded default)" in tex and "\\label{tab:concise_routing_correctness}" in tex
     locus = row(tex, method_label("locus"))
@@ -92,10 +129,10 @@ def test_routing_table(runs, tmp_path):
     assert set(csv.kind) == {"method", "reference"}
 
 
-def test_by_dataset_tables(runs, tmp_path):
+def test_by_dataset_tables(runs, data, tmp_path):
     extra = [write(tmp_path, metrics_dict("knn_router", n, 0, 0.7, 0.5)) for n in (256, 512)]
     out = tmp_path / "rbd.tex"
-    assert main(["table", "routing-by-dataset", "--metrics", *runs, *extra, "--out", str(out)]) == 0
+    assert main(["table", "routing-by-dataset", "--metrics", *runs, *extra, "--out", str(out), "--data", data]) == 0
     tex = out.read_text()
     # paper column order for known benchmarks, unknown ones after
     assert "& & \\textbf{Overall} & MathQA & MMLU & GSM8K & zeta \\\\" in tex
@@ -111,12 +148,106 @@ def test_by_dataset_tables(runs, tmp_path):
 
     out = tmp_path / "cbd.tex"
     assert main(["table", "correctness-by-dataset", "--metrics", *runs, "--out", str(out), "--methods",
-                 "embedllm,locus"]) == 0
+                 "embedllm,locus", "--data", data]) == 0
     tex = out.read_text()
     assert "IRT-Net" not in tex and "Oracle" not in tex
     assert "Corr. Pred Acc" in tex
     csv = pd.read_csv(out.with_suffix(".csv"))
     assert set(csv.approach) == {"embedllm", "locus"}
+
+
+# ---------------------------------------------------------------------------------------------- bootstrap
+def close_runs(tmp_path, n=256):
+    """One seed at `n`: LOCUS right on 700 of the 1000 test queries, IRT-Net on 695 (10 fewer, 5 others:
+    within noise of LOCUS), EmbedLLM on 500 (a subset of LOCUS's: clearly worse)."""
+    order = np.random.default_rng(11).permutation(N_TEST)
+    masks = {"locus": order[:700], "irt_net": order[10:705], "embedllm": order[:500]}
+    paths = []
+    for method, idx in masks.items():
+        acc = len(idx) / N_TEST
+        paths.append(write(tmp_path, metrics_dict(method, n, 0, acc, acc), correct=np.isin(np.arange(N_TEST), idx)))
+    return paths
+
+
+def test_dagger_marks_cells_not_significantly_worse_than_the_best(tmp_path, data):
+    out = tmp_path / "routing.tex"
+    assert main(["table", "routing", "--metrics", *close_runs(tmp_path), "--out", str(out), "--data", data,
+                 "--bootstrap-resamples", "1000"]) == 0
+    tex = out.read_text()
+    assert row(tex, method_label("locus")).split(" & ")[1] == "\\textbf{70.00}"
+    assert row(tex, "IRT-Net").split(" & ")[1] == "\\underline{69.50}" + MARK
+    assert row(tex, "EmbedLLM").split(" & ")[1] == "50.00"
+    assert row(tex, "IRT-Net").split(" & ")[2] == "\\underline{69.50}" + MARK + " \\\\"  # correctness: same
+    assert "\\textit{Oracle} & 95.00 & -- \\\\" in tex  # reference rows never carry the mark
+    assert ("paired bootstrap 95\\% interval of (best $-$ value) over the 1000 test queries (1000 resamples, seed 0, "
+            "percentile) includes 0") in tex
+    assert "Mean{\\scriptsize$\\pm$}std" not in tex and "One seed per cell." in tex
+    csv = pd.read_csv(out.with_suffix(".csv")).set_index(["approach", "metric"])
+    irt, emb, loc = (csv.loc[(m, "routing_acc")] for m in ("irt_net", "embedllm", "locus"))
+    assert irt.diff_to_reference_pct == pytest.approx(-0.5) and irt.ci_low_pct < 0 < irt.ci_high_pct
+    assert irt.best == "locus" and irt.diff_to_best_pct == pytest.approx(0.5) and irt.not_significant_vs_best
+    assert irt.best_ci_low_pct == pytest.approx(-irt.ci_high_pct)  # the same resamples, seen from the best
+    assert irt.best_ci_high_pct == pytest.approx(-irt.ci_low_pct)
+    assert emb.diff_to_reference_pct == pytest.approx(-20) and emb.ci_high_pct < 0 and not emb.not_significant_vs_best
+    assert -25 < emb.ci_low_pct < -20 < emb.ci_high_pct < -15
+    assert (loc.diff_to_reference_pct, loc.ci_low_pct, loc.ci_high_pct) == (0, 0, 0) and not loc.not_significant_vs_best
+    assert set(csv.n_queries.dropna()) == {1000} and set(csv.n_boot.dropna()) == {1000}
+    assert set(csv.confidence.dropna()) == {0.95} and set(csv.reference.dropna()) == {"locus"}
+    assert csv[csv.kind == "reference"][["diff_to_reference_pct", "n_queries"]].isna().all().all()
+
+    # another reference method and level; the same seed gives the same numbers, another seed other intervals
+    again = tmp_path / "again.tex"
+    args = ["table", "routing", "--metrics", *close_runs(tmp_path), "--data", data, "--bootstrap-resamples", "1000"]
+    assert main([*args, "--out", str(again)]) == 0
+    assert again.with_suffix(".csv").read_text() == out.with_suffix(".csv").read_text()
+    assert main([*args, "--out", str(again), "--bootstrap-seed", "3"]) == 0
+    assert again.with_suffix(".csv").read_text() != out.with_suffix(".csv").read_text()
+    assert main([*args, "--out", str(again), "--reference-method", "irt_net", "--confidence", "0.9"]) == 0
+    other = pd.read_csv(again.with_suffix(".csv")).set_index(["approach", "metric"])
+    assert other.loc[("locus", "routing_acc")].diff_to_reference_pct == pytest.approx(0.5)
+    assert "90\\% paired bootstrap interval" in again.read_text() and "difference to IRT-Net" in again.read_text()
+
+
+def test_by_dataset_marks_follow_the_intervals(runs, data, tmp_path):
+    out = tmp_path / "rbd.tex"
+    assert main(["table", "routing-by-dataset", "--metrics", *runs, *close_runs(tmp_path, 1024), "--out",
+                 str(out), "--data", data]) == 0
+    csv = pd.read_csv(out.with_suffix(".csv"))
+    methods = csv[csv.kind == "method"]
+    # every benchmark column resamples its own queries (a quarter each), Overall all of them
+    assert set(methods[methods.benchmark == "Overall"].n_queries) == {N_TEST}
+    assert set(methods[methods.benchmark != "Overall"].n_queries) == {N_TEST // len(BENCHES)}
+    # the mark is exactly "not the bold cell and the interval of (best - cell) includes 0"
+    includes = (methods.best_ci_low_pct <= 0) & (methods.best_ci_high_pct >= 0)
+    expected = includes & (methods.emphasis != "best")
+    assert (methods.not_significant_vs_best == expected).all()
+    assert methods.not_significant_vs_best.any() and not methods.not_significant_vs_best.all()
+    tex = out.read_text()
+    assert tex.count(MARK) == int(methods.not_significant_vs_best.sum()) + 1  # + the caption's
+    assert "over the test queries (all 1000 for Overall, the benchmark's own in its column; 2000 resamples" in tex
+
+
+def test_bootstrap_refuses_mismatched_inputs(runs, data, tmp_path, capsys):
+    out = str(tmp_path / "t.tex")
+    assert main(["table", "routing", "--metrics", *runs, "--out", out, "--data", data,
+                 "--reference-method", "knn_router"]) == 2
+    assert "reference method 'knn_router' is not among the table's methods" in capsys.readouterr().err
+    # a data set with other test queries than the runs were scored on
+    from locus.data.canonical import read_dataset, write_dataset
+    d = read_dataset(data)
+    write_dataset(tmp_path / "other", d.queries[d.queries.prompt_id != 1999], d.models,
+                  d.scores[d.scores.prompt_id != 1999])
+    assert main(["table", "routing", "--metrics", *runs, "--out", out, "--data", str(tmp_path / "other")]) == 2
+    assert "are not the 999 test queries of" in capsys.readouterr().err
+    # a run whose scores are missing
+    from pathlib import Path
+    (Path(runs[0]).parent / "scores_test.parquet").unlink()
+    assert main(["table", "routing", "--metrics", *runs, "--out", out, "--data", data]) == 2
+    assert "scores_test.parquet: missing" in capsys.readouterr().err
+    # the default data set is the one recorded in the runs (here a path that does not exist)
+    assert main(["table", "routing", "--metrics", *runs[1:], "--out", out]) == 2
+    assert "data/synthetic" in capsys.readouterr().err
+    assert main(["table", "routing", "--metrics", *runs, "--out", out, "--confidence", "1"]) == 2
 
 
 def test_first_crossing_and_factor_on_known_curve():
@@ -192,7 +323,7 @@ def test_factor_labels_read_in_the_right_direction():
 
 
 # ---------------------------------------------------------------------------------------------- labels
-def test_method_labels_come_from_the_method_classes(monkeypatch, tmp_path):
+def test_method_labels_come_from_the_method_classes(monkeypatch, tmp_path, data):
     from locus.methods import method_class
     from locus.render import labels
 
@@ -204,7 +335,7 @@ def test_method_labels_come_from_the_method_classes(monkeypatch, tmp_path):
     paths = [write(tmp_path, metrics_dict(m, n, 0, 0.6, 0.7)) for m in ("old_method", "irt_net", "locus")
              for n in (256, 512)]
     out = tmp_path / "t.tex"
-    assert main(["table", "routing", "--metrics", *paths, "--out", str(out)]) == 0
+    assert main(["table", "routing", "--metrics", *paths, "--out", str(out), "--data", data]) == 0
     body = [line.split(" & ")[0] for line in out.read_text().splitlines() if " & " in line][2:5]
     assert body == [method_label("locus"), "IRT-\\textsc{Net}", "old\\_method"]
     csv = pd.read_csv(out.with_suffix(".csv"))
@@ -219,15 +350,16 @@ def test_embedding_free_block_follows_the_classes():
 
 
 # ---------------------------------------------------------------------------------------------- data labels
-def test_captions_name_the_data_set_given_or_recorded(tmp_path):
+def test_captions_name_the_data_set_given_or_recorded(tmp_path, data):
     from locus.experiments import tables
     paths = [write(tmp_path, metrics_dict(m, 256, 0, 0.6, 0.7, dataset="results/data/llm_router"))
              for m in ("locus", "irt_net")]
     out = tmp_path / "t.tex"
-    assert main(["table", "routing-by-dataset", "--metrics", *paths, "--out", str(out)]) == 0
+    assert main(["table", "routing-by-dataset", "--metrics", *paths, "--out", str(out), "--data", data]) == 0
     tex = out.read_text()
     assert "data set llm\\_router (query encoder: enc)" in tex and "results/data" not in tex
-    assert main(["table", "routing", "--metrics", *paths, "--out", str(out), "--data-label", "EmbedLLM 10%"]) == 0
+    assert main(["table", "routing", "--metrics", *paths, "--out", str(out), "--data-label", "EmbedLLM 10%",
+                 "--data", data]) == 0
     assert "data set EmbedLLM 10\\% (query encoder" in out.read_text()
     cap = tables.caption("correctness-by-dataset", "my_data", "mpnet", "val", (1, 1))
     assert cap.startswith("Overall and per-benchmark correctness prediction accuracy (\\%) on the val split of the "

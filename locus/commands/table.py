@@ -1,33 +1,64 @@
-"""`locus table KIND`: LaTeX tables (booktabs) + CSV of the numbers from runs' metrics.json files.
+"""`locus table KIND`: LaTeX tables (booktabs) + CSV of the numbers from runs' metrics.json files, with
+paired bootstrap confidence intervals over the test queries from the runs' per-query scores.
 
-Kinds, captions and layouts: :mod:`locus.experiments.tables`.
+Kinds, captions and layouts: :mod:`locus.experiments.tables`; the bootstrap:
+:mod:`locus.experiments.bootstrap`.
 """
 from __future__ import annotations
 
-from locus.cli import comma_list, output_file
+import argparse
+
+from locus.cli import comma_list, existing_dir, int_at_least, output_file
 
 NAME = "table"
-HELP = "render a comparison table (LaTeX + CSV) from runs' metrics.json files"
+HELP = "render a comparison table (LaTeX + CSV, with paired bootstrap CIs) from runs' metrics.json files"
 KINDS = ("routing", "routing-by-dataset", "correctness-by-dataset")  # = locus.experiments.tables.KINDS
+
+
+def level(text: str) -> float:
+    """An argparse type: a confidence level strictly between 0 and 1."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (e.g. 0.95), got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (e.g. 0.95), got {value}")
+    return value
+
+
+level.__name__ = "confidence level"
 
 
 def add_arguments(p):
     p.add_argument("kind", choices=KINDS, help="table layout")
-    p.add_argument("--metrics", nargs="+", required=True, help="metrics.json files of the runs to compare")
+    p.add_argument("--metrics", nargs="+", required=True,
+                   help="metrics.json files of the runs to compare (their scores_{split}.parquet are read beside them)")
     p.add_argument("--out", required=True, type=output_file((".tex",)),
                    help="output .tex (the CSV is written beside it)")
     p.add_argument("--methods", type=comma_list, default=None,
                    help="comma-separated methods, in row order (default: all present, LOCUS first)")
+    p.add_argument("--data", type=existing_dir("data set directory"), default=None,
+                   help="canonical data set the runs were trained on, for the per-query labels of the bootstrap "
+                        "(default: the data set directory recorded in the runs)")
     p.add_argument("--data-label", default=None,
                    help="data set name for the caption (default: the data set's name recorded in the runs)")
     p.add_argument("--split", default="test", choices=["test", "val"], help="which split's metrics (default test)")
     p.add_argument("--label", default=None, help="LaTeX \\label (default: the paper's label for the kind)")
+    p.add_argument("--reference-method", default="locus",
+                   help="method every approach's bootstrap difference is taken to (default locus)")
+    p.add_argument("--bootstrap-resamples", type=int_at_least(1), default=2000,
+                   help="paired bootstrap resamples of the test queries (default 2000)")
+    p.add_argument("--bootstrap-seed", type=int_at_least(0), default=0, help="seed of the resampling (default 0)")
+    p.add_argument("--confidence", type=level, default=0.95, help="confidence level of the intervals (default 0.95)")
 
 
 def run(args) -> int:
+    from locus.experiments.bootstrap import Settings
     from locus.experiments.tables import write_table
 
+    settings = Settings(n_resamples=args.bootstrap_resamples, seed=args.bootstrap_seed, confidence=args.confidence)
     paths = write_table(args.kind, args.metrics, args.out, methods=args.methods, data_label=args.data_label,
-                        split=args.split, label=args.label)
+                        split=args.split, label=args.label, data=args.data, settings=settings,
+                        reference=args.reference_method)
     print(f"wrote {paths['tex']} and {paths['csv']}")
     return 0

@@ -12,7 +12,10 @@ this module is the one place that
   ``method, train_size, seed, benchmark, metric, value`` where ``benchmark`` is ``"Overall"`` or a
   benchmark name;
 - aggregates over seeds (:func:`aggregate`): mean, sample standard deviation (ddof = 1; 0 for one
-  seed) and the number of seeds.
+  seed) and the number of seeds;
+- reads the runs' per-query test scores with the data set's labels (:func:`query_values`): per query,
+  the values the paired bootstrap of :mod:`locus.experiments.bootstrap` resamples, averaged over each
+  cell's seeds.
 
 Values stay fractions here; rendering turns them into percentages.
 """
@@ -24,6 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from locus.errors import DataError
@@ -251,3 +255,71 @@ def collect(paths, split: str = "test", methods=None,
     dataset, encoder = describe_data(runs)
     return Collection(runs, chosen, sizes, benchmarks, rows, agg, refs, dataset, encoder,
                       (int(counts.min()), int(counts.max())))
+
+
+@dataclass
+class QueryValues:
+    """Per-query values of every (method, train_size) cell, averaged over the cell's seeds: for each
+    metric of :data:`locus.experiments.bootstrap.METRICS` a (numerator, denominator) pair of arrays over
+    the split's queries (``prompt_ids`` ascending, their ``benchmarks`` alongside)."""
+
+    prompt_ids: np.ndarray
+    benchmarks: np.ndarray
+    cells: dict  # (method, train_size) -> {metric: (num, den)}
+
+    def column(self, methods, train_size: int, metric: str, benchmark: str = OVERALL):
+        """(methods that have runs, num [methods x queries], den [methods x queries]) of one table column:
+        the queries of `benchmark` (all of them for ``Overall``)."""
+        rows = np.ones(len(self.prompt_ids), dtype=bool) if benchmark == OVERALL else self.benchmarks == benchmark
+        present = [m for m in methods if (m, int(train_size)) in self.cells]
+        shape = (len(present), int(rows.sum()))
+        num = np.array([self.cells[(m, int(train_size))][metric][0][rows] for m in present]).reshape(shape)
+        den = np.array([self.cells[(m, int(train_size))][metric][1][rows] for m in present]).reshape(shape)
+        return present, num, den
+
+
+def query_values(runs: list[Run], dataset_dir, split: str = "test") -> QueryValues:
+    """Per-query values of the runs (their ``scores_{split}.parquet``, read through
+    :mod:`locus.run_artifacts`, beside each metrics.json) against the labels of the canonical data set
+    `dataset_dir` (the one the runs were trained on: checked by its fingerprint and the split's prompt
+    ids), averaged over the seeds of each (method, train_size)."""
+    from locus import run_artifacts
+    from locus.data.canonical import read_dataset
+    from locus.data.encodings import data_fingerprint
+    from locus.experiments.bootstrap import per_query
+
+    data = read_dataset(dataset_dir)
+    fingerprint = data_fingerprint(data.queries["prompt_id"], data.queries["prompt"])
+    queries = data.split_queries(split)
+    ids = queries["prompt_id"].to_numpy(np.int64)
+    labels = data.label_matrix(ids)  # [split queries x all models of the data set], NaN = not evaluated
+    sums, counts = {}, {}
+    for r in runs:
+        recorded = r.metrics.get("data_fingerprint")
+        if recorded is not None and recorded != fingerprint:
+            raise DataError(f"{r.path}: this run was trained on another data set than {dataset_dir} (data "
+                            f"fingerprint {str(recorded)[:12]}... vs {fingerprint[:12]}...); pass the data set the "
+                            f"runs were trained on with --data (recorded in the run: {r.metrics['dataset']})")
+        run_dir = Path(r.path).parent
+        prompt_ids, model_ids, logits = run_artifacts.read_scores(run_dir, split)
+        scores = run_dir / run_artifacts.scores_file(split)
+        if not np.array_equal(prompt_ids, ids):
+            raise DataError(f"{scores}: its {len(prompt_ids)} scored queries are not the {len(ids)} {split} queries "
+                            f"of {dataset_dir}; the run belongs to another data set: pass the runs' own data set "
+                            f"with --data, or re-run training")
+        unknown = ~np.isin(model_ids, data.model_ids)
+        if unknown.any():
+            raise DataError(f"{scores}: model ids {model_ids[unknown][:5].tolist()} are not in {dataset_dir}; pass "
+                            f"the runs' own data set with --data")
+        values = per_query(logits, labels[:, np.searchsorted(data.model_ids, model_ids)])
+        key = (r.method, r.train_size)
+        if key not in sums:
+            sums[key] = {m: (np.zeros(len(ids)), np.zeros(len(ids))) for m in values}
+            counts[key] = 0
+        for m, (num, den) in values.items():
+            sums[key][m][0][:] += num
+            sums[key][m][1][:] += den
+        counts[key] += 1
+    cells = {key: {m: (num / counts[key], den / counts[key]) for m, (num, den) in v.items()}
+             for key, v in sums.items()}
+    return QueryValues(ids, queries["benchmark"].astype(str).to_numpy(), cells)

@@ -11,17 +11,28 @@ Kinds (paper layouts):
 The CSV (same stem as the .tex, ``.csv``) holds every printed number (percentages) and its emphasis.
 Captions name the data set by the label given (the workflow passes each data set's own label), else by
 the data set's name recorded in the runs.
+
+Uncertainty of every comparison (:func:`significance`): with several seeds a cell shows mean ± std over
+seeds; always, the runs' per-query test scores and the data set's labels give a paired bootstrap over
+test queries (:mod:`locus.experiments.bootstrap`) of each approach's difference to the reference method
+(LOCUS by default; CSV ``diff_to_reference_pct``, ``ci_low_pct``, ``ci_high_pct``) and of the difference
+between the best approach of each compared column and every other approach: a cell whose interval of
+(best - cell) includes 0 is marked with a dagger (:data:`locus.render.latex.MARK`).
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
 
-from locus.experiments.comparison import Collection, collect
+from locus.errors import DataError
+from locus.experiments import bootstrap
+from locus.experiments.comparison import OVERALL, Collection, QueryValues, collect, query_values
 from locus.outputs import check_outputs
 from locus.render import latex, write_csv
 from locus.render.labels import escape
+from locus.render.latex import MARK
 
 KINDS = ("routing", "routing-by-dataset", "correctness-by-dataset")
 LABELS = {"routing": "tab:concise_routing_correctness", "routing-by-dataset": "tab:routing_acc_by_dataset_full",
@@ -40,37 +51,123 @@ def seeds_sentence(seeds: tuple[int, int]) -> str:
     return f"Mean{{\\scriptsize$\\pm$}}std over {hi} seeds." if hi > 1 else "One seed per cell."
 
 
-def caption(kind: str, data_label: str, encoder: str, split: str, seeds: tuple[int, int]) -> str:
-    """The table caption (LaTeX); `data_label` and `encoder` are plain text (escaped here)."""
+def bootstrap_sentence(kind: str, settings: bootstrap.Settings, reference: str, n_queries: int,
+                       split: str = "test") -> str:
+    """What the dagger marks and where the intervals are (LaTeX)."""
+    level = f"{100 * settings.confidence:g}\\%"
+    how = f"{settings.n_resamples} resamples, seed {settings.seed}, percentile"
+    if kind == "routing":
+        where, queries = "its column", f"the {n_queries} {split} queries ({how})"
+    else:
+        where = "its column at the same training size"
+        queries = f"the {split} queries (all {n_queries} for Overall, the benchmark's own in its column; {how})"
+    return (f"{MARK}: not significantly different from the best approach of {where}: the paired bootstrap "
+            f"{level} interval of (best $-$ value) over {queries} includes 0. The CSV gives every approach's "
+            f"difference to {latex.method_label(reference)} with its {level} paired bootstrap interval.")
+
+
+def caption(kind: str, data_label: str, encoder: str, split: str, seeds: tuple[int, int],
+            settings: bootstrap.Settings | None = None, reference: str | None = None, n_queries: int = 0) -> str:
+    """The table caption (LaTeX); `data_label` and `encoder` are plain text (escaped here). With the
+    bootstrap `settings` (and the `reference` method) it explains the dagger and the intervals."""
     emph = ("\\textbf{Best} and \\underline{second best} approach in each column"
             if kind == "routing" else "\\textbf{Best} and \\underline{second best} approach per training size")
     refs = " (reference rows excluded)" if kind != "correctness-by-dataset" else ""
-    return (f"{WHAT[kind]} on the {split} split of the data set {escape(data_label)} (query encoder: "
+    text = (f"{WHAT[kind]} on the {split} split of the data set {escape(data_label)} (query encoder: "
             f"{escape(encoder)}), by approach and number of training evaluations per model. {emph}{refs}. "
             f"{seeds_sentence(seeds)}")
+    if settings is not None:
+        text += " " + bootstrap_sentence(kind, settings, reference or "locus", n_queries, split)
+    return text
+
+
+def columns(kind: str, coll: Collection) -> list[tuple[str, int, str]]:
+    """The compared columns of a table kind: (metric, train_size, benchmark) groups whose approaches are
+    ranked against each other (bold / underline / dagger)."""
+    if kind == "routing":
+        return [(m, s, OVERALL) for m in ("routing_acc", "correctness_acc") for s in coll.sizes]
+    return [(METRIC[kind], s, b) for s in coll.sizes for b in [OVERALL] + [b for b in coll.benchmarks if b != OVERALL]]
+
+
+def check_reference(coll: Collection, reference: str) -> None:
+    """The reference method of the bootstrap differences must be one of the table's methods."""
+    if reference not in coll.methods:
+        raise DataError(f"reference method {reference!r} is not among the table's methods "
+                        f"({', '.join(coll.methods)}); choose one of them with --reference-method (config: "
+                        f"bootstrap.reference_method) or add its runs")
+
+
+def significance(kind: str, coll: Collection, values: QueryValues, settings: bootstrap.Settings,
+                 reference: str = "locus") -> pd.DataFrame:
+    """Per method cell of the table: the paired bootstrap difference to `reference` and to the best
+    approach of its column (fractions), and whether (best - cell) is not significant.
+
+    The best approach is the one printed in bold (ranked on the printed means, :func:`latex.emphasis`;
+    the first of tied ones); a cell sharing the best printed mean is never marked.
+    """
+    check_reference(coll, reference)
+    agg = coll.method_agg
+    rows = []
+    for metric, size, bench in columns(kind, coll):
+        sel = agg[(agg["metric"] == metric) & (agg["train_size"] == size) & (agg["benchmark"] == bench)]
+        mean = dict(zip(sel["method"], sel["mean"]))
+        emph = dict(zip(coll.methods, latex.emphasis([mean.get(m, math.nan) for m in coll.methods])))
+        best = next((m for m in coll.methods if emph[m] == "best"), None)
+        present, num, den = values.column(coll.methods, size, metric, bench)
+        index = {m: i for i, m in enumerate(present)}
+        pairs = [(index[m], index[reference]) for m in present if reference in index]
+        pairs += [(index[best], index[m]) for m in present if best in index]
+        res = bootstrap.paired_differences(num, den, pairs, settings)
+        n_ref = len(present) if reference in index else 0
+        vs_best = res.includes_zero()
+        for i, m in enumerate(present):
+            to_ref = (res.diff[i], res.low[i], res.high[i]) if n_ref else (math.nan,) * 3
+            j = n_ref + i
+            to_best = (res.diff[j], res.low[j], res.high[j]) if best in index else (math.nan,) * 3
+            rows.append({"method": m, "metric": metric, "train_size": size, "benchmark": bench,
+                         "reference": reference, "diff_to_reference": to_ref[0], "ci_low": to_ref[1],
+                         "ci_high": to_ref[2], "best": best if best in index else None, "diff_to_best": to_best[0],
+                         "best_ci_low": to_best[1], "best_ci_high": to_best[2],
+                         "not_significant_vs_best": bool(best in index and emph[m] != "best" and vs_best[j]),
+                         "n_queries": res.n_queries, "n_boot": res.n_resamples, "confidence": res.confidence})
+    return pd.DataFrame(rows, columns=latex.SIGNIFICANCE_COLUMNS)
 
 
 def render(kind: str, coll: Collection, data_label: str | None = None, split: str = "test",
-           label: str | None = None) -> tuple[str, pd.DataFrame]:
-    """(LaTeX, numbers) of one table kind from collected runs."""
-    cap = caption(kind, coll.data_label(data_label), coll.encoder, split, coll.seeds)
+           label: str | None = None, values: QueryValues | None = None,
+           settings: bootstrap.Settings = bootstrap.Settings(), reference: str = "locus") -> tuple[str, pd.DataFrame]:
+    """(LaTeX, numbers) of one table kind from collected runs; with the runs' per-query `values` the
+    paired bootstrap comparisons (:func:`significance`) are added to the cells, CSV and caption."""
+    sig = significance(kind, coll, values, settings, reference) if values is not None else None
+    n_queries = int(sig.loc[sig["benchmark"] == OVERALL, "n_queries"].max()) if sig is not None and len(sig) else 0
+    cap = caption(kind, coll.data_label(data_label), coll.encoder, split, coll.seeds,
+                  settings if sig is not None else None, reference, n_queries)
     label = label or LABELS[kind]
     if kind == "routing":
-        return latex.routing_table(coll.method_agg, coll.ref_agg, coll.methods, coll.sizes, cap, label)
+        return latex.routing_table(coll.method_agg, coll.ref_agg, coll.methods, coll.sizes, cap, label,
+                                   significance=sig)
     metric = METRIC[kind]
     refs = coll.ref_agg if metric == "routing_acc" else None
     return latex.by_dataset_table(coll.method_agg, metric, coll.methods, coll.sizes, coll.benchmarks, cap, label,
-                                  ref_agg=refs)
+                                  ref_agg=refs, significance=sig)
 
 
 def write_table(kind: str, metrics, out, methods=None, data_label: str | None = None, split: str = "test",
-                label: str | None = None) -> dict[str, Path]:
-    """Read the metrics files, render `kind` and write ``out`` (.tex) and the CSV beside it."""
+                label: str | None = None, data=None, settings: bootstrap.Settings = bootstrap.Settings(),
+                reference: str = "locus") -> dict[str, Path]:
+    """Read the metrics files and the runs' per-query scores (labels from the data set `data`, default the
+    one recorded in the runs), render `kind` with its bootstrap comparisons and write ``out`` (.tex) and
+    the CSV beside it."""
     out = Path(out)
     paths = {"tex": out, "csv": out.with_suffix(".csv")}
     check_outputs(paths.values())
     coll = collect(metrics, split, methods)
-    tex, numbers = render(kind, coll, data_label, split, label)
+    check_reference(coll, reference)
+    if data is None and not Path(coll.dataset).is_dir():
+        raise DataError(f"the runs record the data set {coll.dataset}, which is not a directory here; the table's "
+                        f"bootstrap needs the labels of the data set the runs were trained on: pass it with --data")
+    values = query_values(coll.runs, data if data is not None else coll.dataset, split)
+    tex, numbers = render(kind, coll, data_label, split, label, values, settings, reference)
     from locus.atomic import write_text
 
     write_text(paths["tex"], tex)

@@ -8,12 +8,19 @@ Conventions shared by every table (paper style):
   are decided on the *printed* (rounded) means, so equal-looking numbers get equal emphasis; reference
   rows (oracle, best single model, random) are never emphasised;
 - a missing cell prints ``--``;
+- with the paired bootstrap comparisons of :func:`locus.experiments.tables.significance`, a method cell
+  whose difference to the best of its column is not significant (the interval of best - cell includes 0)
+  carries :data:`MARK` (a dagger) after the number;
 - the output is a complete ``table``/``table*`` environment needing ``\\usepackage{booktabs,multirow}``.
 
 Each ``*_table`` function returns ``(tex, numbers)``; ``numbers`` is the long DataFrame written beside the
 .tex as CSV: ``approach, label, kind, metric, train_size, benchmark, mean_pct, std_pct, n_seeds, emphasis``
 (``kind`` = method or reference; for reference rows ``n_seeds`` counts the runs they were pooled over,
-and ``train_size`` is empty where they are pooled over all sizes).
+and ``train_size`` is empty where they are pooled over all sizes), then the bootstrap columns of method
+rows (empty for reference rows): ``reference, diff_to_reference_pct, ci_low_pct, ci_high_pct`` (this
+approach minus the reference method and its interval), ``best, diff_to_best_pct, best_ci_low_pct,
+best_ci_high_pct`` (the column's best approach minus this one), ``not_significant_vs_best`` (the dagger),
+``n_queries`` (test queries resampled), ``n_boot`` (resamples) and ``confidence`` (interval level).
 """
 from __future__ import annotations
 
@@ -27,8 +34,16 @@ from locus.render.labels import escape  # noqa: F401  (re-exported)
 
 REFERENCE_LABELS = {"oracle": "Oracle", "best_single": "Best single model (chosen on val)", "random": "Random"}
 METRIC_LABELS = {"routing_acc": "Routing Accuracy (\\%)", "correctness_acc": "Corr. Pred Acc (\\%)"}
+MARK = "$^{\\dagger}$"  # not significantly different from the best of its column
+SIGNIFICANCE_COLUMNS = ["method", "metric", "train_size", "benchmark", "reference", "diff_to_reference", "ci_low",
+                        "ci_high", "best", "diff_to_best", "best_ci_low", "best_ci_high", "not_significant_vs_best",
+                        "n_queries", "n_boot", "confidence"]
+_BOOT_PCT = {"diff_to_reference": "diff_to_reference_pct", "ci_low": "ci_low_pct", "ci_high": "ci_high_pct",
+             "diff_to_best": "diff_to_best_pct", "best_ci_low": "best_ci_low_pct", "best_ci_high": "best_ci_high_pct"}
+BOOT_COLUMNS = ["reference", "diff_to_reference_pct", "ci_low_pct", "ci_high_pct", "best", "diff_to_best_pct",
+                "best_ci_low_pct", "best_ci_high_pct", "not_significant_vs_best", "n_queries", "n_boot", "confidence"]
 CSV_COLUMNS = ["approach", "label", "kind", "metric", "train_size", "benchmark", "mean_pct", "std_pct",
-               "n_seeds", "emphasis"]
+               "n_seeds", "emphasis"] + BOOT_COLUMNS
 
 
 def method_label(method: str) -> str:
@@ -37,9 +52,10 @@ def method_label(method: str) -> str:
 
 
 def fmt(mean: float | None, std: float | None = None, n: int = 1, emphasis: str = "", decimals: int = 2,
-        show_std: bool | None = None) -> str:
+        show_std: bool | None = None, mark: bool = False) -> str:
     """One cell: ``mean`` (a fraction) as a percentage, ``± std`` when there are several seeds
-    (or when `show_std` says so), bold for "best", underlined for "second", ``--`` when missing."""
+    (or when `show_std` says so), bold for "best", underlined for "second", :data:`MARK` after the number
+    when `mark` (not significantly different from the best), ``--`` when missing."""
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "--"
     text = f"{100 * mean:.{decimals}f}"
@@ -47,6 +63,8 @@ def fmt(mean: float | None, std: float | None = None, n: int = 1, emphasis: str 
         text = f"\\textbf{{{text}}}"
     elif emphasis == "second":
         text = f"\\underline{{{text}}}"
+    if mark:
+        text += MARK
     if (n > 1 if show_std is None else show_std) and std is not None and not math.isnan(std):
         text += f"{{\\scriptsize$\\pm${100 * std:.{decimals}f}}}"
     return text
@@ -77,12 +95,38 @@ def _lookup(agg: pd.DataFrame, keys: dict):
     return float(r["mean"]), float(r["std"]), int(r["n_seeds"])
 
 
-def _record(approach, label, kind, metric, size, bench, stats, emph) -> dict:
+def _significance(significance: pd.DataFrame | None) -> dict:
+    """{(method, metric, train_size, benchmark): row} of :func:`locus.experiments.tables.significance`."""
+    if significance is None or significance.empty:
+        return {}
+    return {(r["method"], r["metric"], int(r["train_size"]), str(r["benchmark"])): r
+            for r in significance.to_dict("records")}
+
+
+def _pct(x) -> float:
+    return round(100 * float(x), 6) if x is not None and not math.isnan(float(x)) else math.nan
+
+
+def _record(approach, label, kind, metric, size, bench, stats, emph, sig: dict | None = None) -> dict:
     mean, std, n = stats
-    return {"approach": approach, "label": label, "kind": kind, "metric": metric, "train_size": size,
-            "benchmark": bench, "mean_pct": round(100 * mean, 6) if not math.isnan(mean) else math.nan,
-            "std_pct": round(100 * std, 6) if n > 0 and not math.isnan(std) else math.nan,
-            "n_seeds": n, "emphasis": emph}
+    row = {"approach": approach, "label": label, "kind": kind, "metric": metric, "train_size": size,
+           "benchmark": bench, "mean_pct": round(100 * mean, 6) if not math.isnan(mean) else math.nan,
+           "std_pct": round(100 * std, 6) if n > 0 and not math.isnan(std) else math.nan,
+           "n_seeds": n, "emphasis": emph}
+    row.update({c: None for c in BOOT_COLUMNS})
+    if sig is not None:
+        row.update({c: sig[c] for c in ("reference", "best", "not_significant_vs_best", "n_queries", "n_boot",
+                                        "confidence")})
+        row.update({pct: _pct(sig[c]) for c, pct in _BOOT_PCT.items()})
+    return row
+
+
+def _frame(records: list[dict]) -> pd.DataFrame:
+    """The CSV frame; counts stay integers where reference rows leave them empty."""
+    frame = pd.DataFrame(records, columns=CSV_COLUMNS)
+    for c in ("train_size", "n_queries", "n_boot"):
+        frame[c] = frame[c].astype("Int64")
+    return frame
 
 
 def _wrap(tabular: list[str], caption: str, label: str, wide: bool, size: str) -> str:
@@ -94,13 +138,15 @@ def _wrap(tabular: list[str], caption: str, label: str, wide: bool, size: str) -
 
 
 def routing_table(method_agg: pd.DataFrame, ref_agg: pd.DataFrame, methods, sizes, caption: str,
-                  label: str = "tab:routing") -> tuple[str, pd.DataFrame]:
+                  label: str = "tab:routing", significance: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
     """Paper Table ``tab:concise_routing_correctness``: rows = methods (+ reference rows), columns =
     routing accuracy then correctness accuracy at each training size (overall, test).
 
     `method_agg`: :func:`aggregate` of method rows by ``method, train_size, benchmark, metric``;
-    `ref_agg`: of reference rows by ``reference, train_size, benchmark``.
+    `ref_agg`: of reference rows by ``reference, train_size, benchmark``; `significance`: the bootstrap
+    comparisons of the method cells (:func:`locus.experiments.tables.significance`; None: none).
     """
+    sig = _significance(significance)
     metrics = ["routing_acc", "correctness_acc"]
     columns = [(m, s) for m in metrics for s in sizes]
     stats = {(meth, m, s): _lookup(method_agg, {"method": meth, "metric": m, "train_size": s,
@@ -121,9 +167,11 @@ def routing_table(method_agg: pd.DataFrame, ref_agg: pd.DataFrame, methods, size
         cells = []
         for m, s in columns:
             st = stats[(meth, m, s)]
-            cells.append(fmt(st[0], st[1], st[2], emph[(meth, m, s)]))
+            cell = sig.get((meth, m, s, OVERALL))
+            cells.append(fmt(st[0], st[1], st[2], emph[(meth, m, s)],
+                             mark=cell is not None and bool(cell["not_significant_vs_best"])))
             records.append(_record(meth, labels.plain_label(meth), "method", m, s, OVERALL, st,
-                                   emph[(meth, m, s)]))
+                                   emph[(meth, m, s)], cell))
         out.append(f"{method_label(meth)} & " + " & ".join(cells) + " \\\\")
     if not ref_agg.empty:
         out.append("\\midrule")
@@ -137,16 +185,18 @@ def routing_table(method_agg: pd.DataFrame, ref_agg: pd.DataFrame, methods, size
                     records.append(_record(ref, ref_label, "reference", m, s, OVERALL, st, ""))
             out.append(f"\\textit{{{ref_label}}} & " + " & ".join(cells) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}"]
-    return _wrap(out, caption, label, wide=False, size="\\small"), pd.DataFrame(records, columns=CSV_COLUMNS)
+    return _wrap(out, caption, label, wide=False, size="\\small"), _frame(records)
 
 
 def by_dataset_table(method_agg: pd.DataFrame, metric: str, methods, sizes, benchmarks, caption: str,
-                     label: str, ref_agg: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
+                     label: str, ref_agg: pd.DataFrame | None = None,
+                     significance: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
     """Paper appendix B layout (``tab:routing_acc_by_dataset_full`` / ``tab:correctness_pred_by_dataset_full``):
     rows = approach × training size, columns = Overall + each benchmark; best bold / second underlined
     among the approaches at the same training size. Embedding-free routers (kNN, K-Means) get their own
     block under a heading, as in the paper. `ref_agg` (routing only) adds Oracle / Best single / Random
-    rows pooled over all runs."""
+    rows pooled over all runs; `significance` as for :func:`routing_table`."""
+    sig = _significance(significance)
     cols = [OVERALL] + [b for b in benchmarks if b != OVERALL]
     stats = {(meth, s, b): _lookup(method_agg, {"method": meth, "metric": metric, "train_size": s, "benchmark": b})
              for meth in methods for s in sizes for b in cols}
@@ -175,9 +225,11 @@ def by_dataset_table(method_agg: pd.DataFrame, metric: str, methods, sizes, benc
                 cells = []
                 for b in cols:
                     st = stats[(meth, s, b)]
-                    cells.append(fmt(st[0], st[1], st[2], emph[(meth, s, b)]))
+                    cell = sig.get((meth, metric, s, b))
+                    cells.append(fmt(st[0], st[1], st[2], emph[(meth, s, b)],
+                                     mark=cell is not None and bool(cell["not_significant_vs_best"])))
                     records.append(_record(meth, labels.plain_label(meth), "method", metric, s, b, st,
-                                           emph[(meth, s, b)]))
+                                           emph[(meth, s, b)], cell))
                 out.append(f"{name} & {s} & " + " & ".join(cells) + " \\\\")
     if ref_agg is not None and not ref_agg.empty:
         out.append("\\midrule")
@@ -191,7 +243,7 @@ def by_dataset_table(method_agg: pd.DataFrame, metric: str, methods, sizes, benc
                 records.append(_record(ref, ref_label, "reference", metric, None, b, st, ""))  # pooled over sizes
             out.append(f"\\textit{{{ref_label}}} & all & " + " & ".join(cells) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}"]
-    return _wrap(out, caption, label, wide=True, size="\\scriptsize"), pd.DataFrame(records, columns=CSV_COLUMNS)
+    return _wrap(out, caption, label, wide=True, size="\\scriptsize"), _frame(records)
 
 
 def _pool(group: pd.DataFrame) -> pd.Series:

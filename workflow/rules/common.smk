@@ -177,5 +177,15 @@ def run_metrics(methods, sizes, dataset=None, encoder=None, seeds=None):
     ]
 
 
+def run_files_named(methods, sizes, name, seeds=None, dataset=None, encoder=None):
+    """The file `name` (e.g. scores_test.parquet) of the same runs as run_metrics(methods, sizes, seeds)."""
+    return [
+        run_file(dataset or DATASET, encoder or ENCODER, m, n, s, name)
+        for m in methods
+        for n in sizes
+        for s in (config["seeds"] if seeds is None else seeds)
+    ]
+
+
 def as_json(value):
     return json.dumps(value, sort_keys=True)

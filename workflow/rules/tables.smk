@@ -1,4 +1,7 @@
 # Saved run metrics -> LaTeX tables (+ CSV) and figures (+ CSV). Cheap: run on the submit host.
+# Tables also read each run's per-query test scores and the data set's labels: the paired bootstrap
+# over test queries (config `bootstrap`) that gives every comparison its confidence interval.
+import os
 
 
 localrules:
@@ -9,22 +12,50 @@ localrules:
     sample_efficiency_figure,
 
 
+BOOTSTRAP = {"n_resamples": 2000, "seed": 0, "confidence": 0.95, "reference_method": "locus",
+             **config.get("bootstrap", {})}
+for _where, _list in (("table_methods", TABLE_METHODS), ("by_dataset_methods", BY_DATASET_METHODS)):
+    if BOOTSTRAP["reference_method"] not in _list:
+        _config_error(f"bootstrap.reference_method {BOOTSTRAP['reference_method']!r} is not among {_where} "
+                      f"{_list}: every table compares its methods to it")
+# the options of `locus table` that set the bootstrap (quoted for the shell)
+BOOTSTRAP_OPTIONS = (f"--reference-method {shlex.quote(BOOTSTRAP['reference_method'])} "
+                     f"--bootstrap-resamples {int(BOOTSTRAP['n_resamples'])} --bootstrap-seed {int(BOOTSTRAP['seed'])} "
+                     f"--confidence {float(BOOTSTRAP['confidence'])}")
+
+
+def table_inputs(methods):
+    """What a table reads: the runs' metrics and test scores, and the data set (labels of the bootstrap)."""
+    return {
+        "metrics": run_metrics(methods, config["train_sizes"]),
+        "scores": run_files_named(methods, config["train_sizes"], _artifacts.scores_file("test")),
+        "data": data_files(DATASET),
+    }
+
+
+def table_data_dir(wildcards, input):
+    """The data set directory of a table rule's `data` input."""
+    return os.path.dirname(input.data[0])
+
+
 rule routing_table:
     input:
-        run_metrics(TABLE_METHODS, config["train_sizes"]),
+        **table_inputs(TABLE_METHODS),
     output:
         tex=report("results/tables/routing.tex", caption="../report/routing.rst", category="Tables"),
         csv="results/tables/routing.csv",
     params:
         methods=",".join(TABLE_METHODS),
         label=dataset_label(DATASET),
+        data=table_data_dir,
+        bootstrap=BOOTSTRAP_OPTIONS,
     log:
         "results/logs/tables/routing.log",
     benchmark:
         "results/benchmarks/tables/routing.tsv"
     shell:
-        "{LOCUS} table routing --metrics {input} --out {output.tex} --methods {params.methods} "
-        "--data-label {params.label:q} > {log} 2>&1"
+        "{LOCUS} table routing --metrics {input.metrics} --data {params.data:q} --out {output.tex} "
+        "--methods {params.methods} --data-label {params.label:q} {params.bootstrap} > {log} 2>&1"
 
 
 for _kind in ("routing", "correctness"):
@@ -33,7 +64,7 @@ for _kind in ("routing", "correctness"):
         name:
             f"{_kind}_by_dataset_table"
         input:
-            run_metrics(BY_DATASET_METHODS, config["train_sizes"]),
+            **table_inputs(BY_DATASET_METHODS),
         output:
             tex=report(
                 f"results/tables/{_kind}_by_dataset.tex",
@@ -45,13 +76,16 @@ for _kind in ("routing", "correctness"):
             kind=_kind,
             methods=",".join(BY_DATASET_METHODS),
             label=dataset_label(DATASET),
+            data=table_data_dir,
+            bootstrap=BOOTSTRAP_OPTIONS,
         log:
             f"results/logs/tables/{_kind}_by_dataset.log",
         benchmark:
             f"results/benchmarks/tables/{_kind}_by_dataset.tsv"
         shell:
-            "{LOCUS} table {params.kind}-by-dataset --metrics {input} --out {output.tex} "
-            "--methods {params.methods} --data-label {params.label:q} > {log} 2>&1"
+            "{LOCUS} table {params.kind}-by-dataset --metrics {input.metrics} --data {params.data:q} "
+            "--out {output.tex} --methods {params.methods} --data-label {params.label:q} {params.bootstrap} "
+            "> {log} 2>&1"
 
 
 rule sample_efficiency_figure:
