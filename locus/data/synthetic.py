@@ -13,7 +13,15 @@ Queries
     random names and numbers (so topics are separable and texts unique). ``category`` is the finer
     label EmbedLLM uses: ``mmlu_<subject>``, ``gpqa_<subset>_<format>``, else the benchmark name.
 
-Correctness: multidimensional IRT with guessing
+Correctness: two generator versions (parameter ``generator``; the queries are the same for a seed)
+    Version 1 (below, the default) is a low-rank multidimensional IRT model. Version 2
+    (:mod:`locus.data.synthetic_v2`) adds what real pools show and version 1 lacks -- a strong
+    size/recency ordering, item effects shared by fine-tunes of one base model, idiosyncratic model x
+    item effects beyond any low rank, hidden topics, format failures, shared luck -- with constants
+    calibrated on real pool statistics (docs/data-realism.md). :func:`build_with_truth` also returns
+    every evaluated pair's true P(correct).
+
+Version 1: multidimensional IRT with guessing
     ``P(correct) = c_q + (1 - c_q) * sigmoid(D_q * (w_q . theta_m - b_q))`` and a Bernoulli draw.
 
     - ``w_q`` (11 skills: knowledge, stem, math, arithmetic, code, biomed, logic, social, physical,
@@ -44,6 +52,7 @@ import pandas as pd
 
 from locus.data.canonical import SPLITS
 from locus.data.model_pool import load_model_pool
+from locus.data import synthetic_v2
 from locus.data import synthetic_vocab as V
 from locus.errors import ConfigError
 
@@ -54,6 +63,7 @@ DEFAULTS = {
     "partial_fraction": 1.0,
     "n_models": 112,
     "specialization": 1.0,
+    "generator": 1,
 }
 PARAM_DOCS = {
     "seed": "Random seed; the same seed gives identical frames, another seed new draws.",
@@ -66,6 +76,10 @@ PARAM_DOCS = {
     "specialization": "Multiplier of the skill-specific part of every model's ability (tags, family vector, "
                       "per-skill noise) relative to its general strength: larger = more specialised models, "
                       "more to gain from routing; 1.0 = the generator's base setting.",
+    "generator": "Correctness model: 1 = low-rank multidimensional IRT (the original); 2 = the realistic pool of "
+                 "locus.data.synthetic_v2 (size/recency trend, lineage and family item effects, idiosyncratic "
+                 "model x item effects, hidden topics), calibrated on real pool statistics (docs/data-realism.md). "
+                 "Queries, splits and partial masks are the same in both for a seed.",
 }
 
 SKILLS = V.SKILLS
@@ -80,6 +94,7 @@ BENCHMARKS = {
 TARGET_ACCURACY = {b: v[2] for b, v in BENCHMARKS.items()}
 NEAR_DUPLICATES = ((5, 39), (62, 71), (6, 87))
 MIN_SPLIT_QUERIES = 3  # fewest queries a split may get (see split_sizes)
+GENERATORS = (1, 2)    # correctness models (parameter `generator`; 2 = locus.data.synthetic_v2)
 
 # latent-model constants (logit units)
 SIZE_SLOPE = 0.2           # per doubling of params_b
@@ -142,7 +157,7 @@ def resolve_params(params: dict | None) -> dict:
     if unknown:
         raise ConfigError(f"synthetic data: unknown parameter(s) {unknown}; allowed: {sorted(DEFAULTS)}.")
     p = {**DEFAULTS, **params}
-    for key in ("seed", "n_queries", "n_models"):
+    for key in ("seed", "n_queries", "n_models", "generator"):
         if not _is_integer(p[key]):
             raise ConfigError(f"synthetic data: {key} must be an integer, got {p[key]!r}.")
         p[key] = int(p[key])
@@ -150,6 +165,9 @@ def resolve_params(params: dict | None) -> dict:
         raise ConfigError(f"synthetic data: seed must be >= 0, got {p['seed']}.")
     if p["n_queries"] < 1:
         raise ConfigError(f"synthetic data: n_queries must be a positive number of queries, got {p['n_queries']}.")
+    if p["generator"] not in GENERATORS:
+        raise ConfigError(f"synthetic data: generator must be one of {list(GENERATORS)}, "
+                          f"got {params.get('generator')!r}.")
     if not 1 <= p["n_models"] <= 112:
         raise ConfigError(f"synthetic data: n_models must be in 1..112 (the pool size), got {p['n_models']}.")
     try:
@@ -236,9 +254,26 @@ def _largest_remainder(total: int, weights) -> np.ndarray:
 # generation
 # ----------------------------------------------------------------------------------------------
 def build(params: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Generate ``(queries, models, scores)`` in the canonical format (see locus.data.canonical)."""
+    """Generate ``(queries, models, scores)`` in the canonical format (see locus.data.canonical):
+    :func:`build_with_truth` without the truth."""
+    queries, models, scores, _ = build_with_truth(params)
+    return queries, models, scores
+
+
+def build_with_truth(params: dict | None = None, *, constants: dict | None = None
+                     ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(queries, models, scores, truth)``: the data set of :func:`build` and the generator's truth.
+
+    ``truth`` is a long frame ``prompt_id`` (int64), ``model_id`` (int64), ``p_correct`` (float32): the
+    true probability that the model answers the query correctly (its score is a 0/1 draw with it),
+    with exactly one row per row of ``scores``, in the same order: only evaluated pairs (with
+    ``partial_fraction`` < 1 the pairs masked out have no score and no truth row). Both versions.
+    `constants` overrides :data:`locus.data.synthetic_v2.CONSTANTS` (generator 2 only; for
+    scripts/calibrate_synthetic.py, never for data sets).
+    """
     p = resolve_params(params)
-    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(p["seed"]).spawn(7)]
+    seq = np.random.SeedSequence(p["seed"])
+    streams = [np.random.default_rng(s) for s in seq.spawn(7)]
     r_layout, r_text, r_items, r_models, r_outcomes, r_split, r_partial = streams
 
     names = list(BENCHMARKS)
@@ -247,15 +282,16 @@ def build(params: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
     texts, categories, topic_keys, steps, guess_scale = V.generate_texts([names[i] for i in bench_idx], r_text)
 
     pool = load_model_pool()
-    theta = _abilities(pool, r_models, p["specialization"])                                    # [112, K]
-    W, D, b, c = _items(bench_idx, names, topic_keys, steps, guess_scale, r_items)
-    skill = _skill(theta, W)                                             # [n, 112]
-    offsets = _calibrate(skill, D, b, c, bench_idx, names)
-    prob = _probability(skill, D, b + offsets[bench_idx], c)
-    draws = r_outcomes.random(prob.shape)
-    for a, dup in NEAR_DUPLICATES:        # near-duplicates also share their "luck": they answer alike
-        draws[:, dup] = draws[:, a]
-    correct = draws < prob
+    if p["generator"] == 2:
+        n_options = np.array([BENCHMARKS[names[i]][1] for i in bench_idx])
+        targets = np.array([TARGET_ACCURACY[nm] for nm in names])
+        r_effects = np.random.default_rng(seq.spawn(1)[0])        # child 7: version 2's item-effect stream
+        prob, correct = synthetic_v2.correctness(bench_idx, names, topic_keys, steps, guess_scale, n_options, targets,
+                                                 pool, p["specialization"],
+                                                 (r_items, r_models, r_outcomes, r_effects), constants)
+    else:
+        prob, correct = _correctness_v1(p, bench_idx, names, topic_keys, steps, guess_scale, pool,
+                                        r_items, r_models, r_outcomes)
 
     split = _assign_splits(bench_idx, p["split_fractions"], r_split)
     queries = pd.DataFrame({
@@ -270,7 +306,22 @@ def build(params: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
         "prompt_id": q_idx.astype(np.int64), "model_id": models["model_id"].to_numpy()[m_idx],
         "score": correct[q_idx, m_idx].astype(np.float64),
     })
-    return queries, models, scores
+    truth = pd.DataFrame({"prompt_id": scores["prompt_id"].to_numpy(), "model_id": scores["model_id"].to_numpy(),
+                          "p_correct": prob[q_idx, m_idx].astype(np.float32)})
+    return queries, models, scores, truth
+
+
+def _correctness_v1(p, bench_idx, names, topic_keys, steps, guess_scale, pool, r_items, r_models, r_outcomes):
+    """Version 1: ``(p_correct, correct)`` [queries x 112] of the multidimensional IRT model (module docstring)."""
+    theta = _abilities(pool, r_models, p["specialization"])                                    # [112, K]
+    W, D, b, c = _items(bench_idx, names, topic_keys, steps, guess_scale, r_items)
+    skill = _skill(theta, W)                                             # [n, 112]
+    offsets = _calibrate(skill, D, b, c, bench_idx, names)
+    prob = _probability(skill, D, b + offsets[bench_idx], c)
+    draws = r_outcomes.random(prob.shape)
+    for a, dup in NEAR_DUPLICATES:        # near-duplicates also share their "luck": they answer alike
+        draws[:, dup] = draws[:, a]
+    return prob, draws < prob
 
 
 def _abilities(pool: pd.DataFrame, rng: np.random.Generator, specialization: float = 1.0) -> np.ndarray:
