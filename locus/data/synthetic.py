@@ -83,7 +83,6 @@ PARAM_DOCS = {
 }
 
 SKILLS = V.SKILLS
-_S = {s: i for i, s in enumerate(SKILLS)}
 
 # (share in EmbedLLM's test split, #options or 0 for free-form, target mean accuracy of the pool)
 BENCHMARKS = {
@@ -121,30 +120,7 @@ FAMILY_QUALITY = {
 }
 # family "other_unknown": quality guessed from the base architecture its exact size implies
 UNKNOWN_BY_PARAMS = {7.24: 0.6, 34.39: 0.6, 6.74: -0.1, 13.02: -0.1}
-TAG_EFFECTS = {
-    "math": "math .9 arithmetic .9 knowledge -.3 social -.2",
-    "code": "code 1.2 logic .4 math .2 knowledge -.4 biomed -.4 social -.3 truthful -.2",
-    "biomed": "biomed 1.0 stem .2 math -.2",
-    "science": "stem .7",
-    "chat_instruct": "social .3 truthful .4",
-    "base": "truthful -.4 social -.2",
-    "safety": "all -.6",
-    "roleplay": "social .4 knowledge -.2 truthful -.4 math -.3",
-    "rag": "knowledge .3",
-    "quantized": "all -.1",
-}
-
-
-def _skill_vector(spec: str) -> np.ndarray:
-    """Parse ``"math .6 logic .4"`` (or ``"all -.5"``) into a length-len(SKILLS) vector."""
-    vec = np.zeros(len(SKILLS))
-    tokens = spec.split()
-    for name, value in zip(tokens[::2], tokens[1::2]):
-        if name == "all":
-            vec += float(value)
-        else:
-            vec[_S[name]] += float(value)
-    return vec
+TAG_EFFECTS = V.TAG_EFFECTS
 
 
 # ----------------------------------------------------------------------------------------------
@@ -332,7 +308,7 @@ def _abilities(pool: pd.DataFrame, rng: np.random.Generator, specialization: flo
         for f, s in zip(pool["family"], pool["params_b"])
     ])
     general = SIZE_SLOPE * np.log2(pool["params_b"].to_numpy() / 7.0) + quality + rng.normal(0, GENERAL_SD, n)
-    tags = np.array([sum((_skill_vector(TAG_EFFECTS[t]) for t in ts.split(";") if t in TAG_EFFECTS),
+    tags = np.array([sum((V.skill_vector(TAG_EFFECTS[t]) for t in ts.split(";") if t in TAG_EFFECTS),
                          np.zeros(k)) for ts in pool["tags"]])
     # every "other_unknown" model is its own family
     fam_keys = [f if f != "other_unknown" else f"other_{i}" for i, f in zip(pool["model_id"], pool["family"])]

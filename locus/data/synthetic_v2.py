@@ -68,7 +68,6 @@ from scipy.special import ndtri
 from locus.data import synthetic_vocab as V
 
 SKILLS = V.SKILLS
-_S = {s: i for i, s in enumerate(SKILLS)}
 
 # Frozen after calibration (docs/data-realism.md); scripts/calibrate_synthetic.py overrides them to search.
 CONSTANTS = {
@@ -151,24 +150,7 @@ FAMILY_ADJUST = {
 TAG_GENERAL = {"base": -0.4, "roleplay": -0.2, "quantized": -0.1}
 TAG_FORMAT = {"safety": -5.0, "base": -0.5, "roleplay": -0.5}  # format-compliance logit: a classifier barely answers
 BENCHMARK_SLOPE = {"GPQA": 0.3, "TruthfulQA": 0.6}              # general ability helps little on these
-TAG_SKILLS = {
-    "math": "math .9 arithmetic .9 knowledge -.3 social -.2",
-    "code": "code 1.2 logic .4 math .2 knowledge -.4 biomed -.4 social -.3 truthful -.2",
-    "biomed": "biomed 1.0 stem .2 math -.2",
-    "science": "stem .7",
-    "chat_instruct": "social .3 truthful .4",
-    "base": "truthful -.4 social -.2",
-    "roleplay": "social .4 knowledge -.2 truthful -.4 math -.3",
-    "rag": "knowledge .3",
-}
-
-
-def _skill_vector(spec: str) -> np.ndarray:
-    vec = np.zeros(len(SKILLS))
-    tokens = spec.split()
-    for name, value in zip(tokens[::2], tokens[1::2]):
-        vec[_S[name]] += float(value)
-    return vec
+TAG_SKILLS = {tag: spec for tag, spec in V.TAG_EFFECTS.items() if tag not in ("safety", "quantized")}
 
 
 def model_groups(pool: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -208,7 +190,7 @@ def correctness(bench_idx, benchmarks, topic_keys, steps, guess_scale, n_options
 
     # models
     g = general_ability(pool, lineage, c, r_models)
-    tags = np.array([sum((_skill_vector(TAG_SKILLS[t]) for t in ts.split(";") if t in TAG_SKILLS),
+    tags = np.array([sum((V.skill_vector(TAG_SKILLS[t]) for t in ts.split(";") if t in TAG_SKILLS),
                          np.zeros(len(SKILLS))) for ts in pool["tags"]])
     fams = sorted(set(family))
     fam_pos = np.array([fams.index(f) for f in family])

@@ -23,6 +23,34 @@ NAMES = ("Ava Ben Carla Diego Emma Farid Grace Hiro Ines Jamal Kira Liam Maya No
          "Sam Tara Umar Vera Wes Xena Yusuf Zoe Aiden Bella Chen Dana Eli Fatima Gabe Hana Ivan Jade Kofi "
          "Lena Marco Nadia Omar Priya").split()
 
+# Skill effects of a model tag (tags come from the model-pool metadata), as "skill value" pairs;
+# "all" adds to every skill. Shared by both correctness models of locus.data.synthetic.
+TAG_EFFECTS = {
+    "math": "math .9 arithmetic .9 knowledge -.3 social -.2",
+    "code": "code 1.2 logic .4 math .2 knowledge -.4 biomed -.4 social -.3 truthful -.2",
+    "biomed": "biomed 1.0 stem .2 math -.2",
+    "science": "stem .7",
+    "chat_instruct": "social .3 truthful .4",
+    "base": "truthful -.4 social -.2",
+    "safety": "all -.6",
+    "roleplay": "social .4 knowledge -.2 truthful -.4 math -.3",
+    "rag": "knowledge .3",
+    "quantized": "all -.1",
+}
+
+
+def skill_vector(spec: str) -> np.ndarray:
+    """Parse ``"math .6 logic .4"`` (or ``"all -.5"``) into a length-len(SKILLS) vector."""
+    vec = np.zeros(len(SKILLS))
+    tokens = spec.split()
+    for name, value in zip(tokens[::2], tokens[1::2]):
+        if name == "all":
+            vec += float(value)
+        else:
+            vec[SKILLS.index(name)] += float(value)
+    return vec
+
+
 # option layouts: (labels, prefix, separator)
 _LAYOUT = {
     "MMLU": ("ABCD", "\n{L}. ", ""), "GPQA": ("ABCD", " ({L}) ", ""), "MedMCQA": ("ABCD", " {L}) ", ","),
