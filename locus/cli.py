@@ -104,6 +104,20 @@ def existing_dir(what: str = "directory"):
     return parse
 
 
+def existing_file(what: str = "file"):
+    """An argparse type: a file that must exist."""
+    def parse(text: str) -> Path:
+        p = Path(text).expanduser()
+        if not p.exists():
+            raise argparse.ArgumentTypeError(f"{p}: {what} not found; check the path")
+        if not p.is_file():
+            raise argparse.ArgumentTypeError(f"{p}: is a directory, expected a {what}")
+        return p
+
+    parse.__name__ = what
+    return parse
+
+
 def device_arg(kinds=("cpu", "cuda", "mps")):
     """An argparse type for a torch device (``cpu``, ``cuda``, ``cuda:N``, ``mps``), refused when this
     machine does not have it."""

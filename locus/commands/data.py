@@ -11,6 +11,10 @@ command-line flag (``--duplicates`` / ``--split-overlap``), the source's own def
 (``DATASET_DEFAULTS`` of the adapter module, e.g. ``keep_train`` for llmrouter), the canonical default
 (``last`` / ``error``). An adapter that needs an option while reading (embedllm: a prompt_id in several
 split files) lists it in its ``DEFAULTS`` and receives the value chosen here.
+
+Sources in :data:`locus.data.truth.SOURCES_WITH_TRUTH` (synthetic) also return the generator's true
+P(correct) of every scored pair (``build_with_truth``); it is written as ``truth.parquet`` in the same
+file set. Other sources write none (and a truth file of an earlier build in ``--out`` is removed).
 """
 from __future__ import annotations
 
@@ -24,7 +28,8 @@ from locus.params import parse_params
 NAME = "data"
 HELP = "build a canonical data set (queries/models/scores Parquet + dataset.json) from a source adapter"
 
-# source name -> adapter module; each module has DEFAULTS (dict) and build(params) -> (queries, models, scores)
+# source name -> adapter module; each module has DEFAULTS (dict) and build(params) -> (queries, models, scores);
+# those of locus.data.truth.SOURCES_WITH_TRUTH also build_with_truth(params) -> (..., truth)
 SOURCES = {
     "synthetic": "locus.data.synthetic",
     "embedllm": "locus.data.embedllm",
@@ -78,6 +83,7 @@ def dataset_options(module, params: dict, flags: dict, what: str) -> dict:
 
 def run(args) -> int:
     from locus.data.canonical import write_dataset
+    from locus.data.truth import SOURCES_WITH_TRUTH
 
     module = adapter(args.source)
     what = f"data source {args.source!r}"
@@ -90,8 +96,12 @@ def run(args) -> int:
         raise ConfigError(f"{what}: unknown parameter(s) {unknown}; known: {sorted(module.DEFAULTS)} "
                           f"and the data-set options {sorted(OPTION_DEFAULTS)}{hint}")
     params.update({k: v for k, v in options.items() if k in module.DEFAULTS})
-    queries, models, scores = module.build({**module.DEFAULTS, **params})
-    data = write_dataset(args.out, queries, models, scores, **options)
-    log.info("wrote %s: %d queries, %d models, %d scores (duplicates: %s, split_overlap: %s)", args.out,
-             len(data.queries), len(data.models), len(data.scores), options["duplicates"], options["split_overlap"])
+    if args.source in SOURCES_WITH_TRUTH:  # the generator's true P(correct), written beside the scores
+        queries, models, scores, truth = module.build_with_truth({**module.DEFAULTS, **params})
+    else:
+        (queries, models, scores), truth = module.build({**module.DEFAULTS, **params}), None
+    data = write_dataset(args.out, queries, models, scores, **options, truth=truth)
+    log.info("wrote %s: %d queries, %d models, %d scores%s (duplicates: %s, split_overlap: %s)", args.out,
+             len(data.queries), len(data.models), len(data.scores), " + truth" if truth is not None else "",
+             options["duplicates"], options["split_overlap"])
     return 0

@@ -1,5 +1,6 @@
 """`locus table KIND`: LaTeX tables (booktabs) + CSV of the numbers from runs' metrics.json files, with
-paired bootstrap confidence intervals over the test queries from the runs' per-query scores.
+paired bootstrap confidence intervals over the test queries from the runs' per-query scores; with
+``--truth`` (a synthetic data set's truth.parquet) also the expected routing accuracy.
 
 Kinds, captions and layouts: :mod:`locus.experiments.tables`; the bootstrap:
 :mod:`locus.experiments.bootstrap`.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from locus.cli import comma_list, existing_dir, int_at_least, output_file
+from locus.cli import comma_list, existing_dir, existing_file, int_at_least, output_file
 
 NAME = "table"
 HELP = "render a comparison table (LaTeX + CSV, with paired bootstrap CIs) from runs' metrics.json files"
@@ -40,6 +41,10 @@ def add_arguments(p):
     p.add_argument("--data", type=existing_dir("data set directory"), default=None,
                    help="canonical data set the runs were trained on, for the per-query labels of the bootstrap "
                         "(default: the data set directory recorded in the runs)")
+    p.add_argument("--truth", type=existing_file("truth file"), default=None,
+                   help="the data set's truth.parquet (synthetic data sets): adds each approach's expected routing "
+                        "accuracy (true P(correct) of the routed model, with its bootstrap), the Bayes ceiling and "
+                        "the best single model chosen on train (routing kinds only)")
     p.add_argument("--data-label", default=None,
                    help="data set name for the caption (default: the data set's name recorded in the runs)")
     p.add_argument("--split", default="test", choices=["test", "val"], help="which split's metrics (default test)")
@@ -59,6 +64,6 @@ def run(args) -> int:
     settings = Settings(n_resamples=args.bootstrap_resamples, seed=args.bootstrap_seed, confidence=args.confidence)
     paths = write_table(args.kind, args.metrics, args.out, methods=args.methods, data_label=args.data_label,
                         split=args.split, label=args.label, data=args.data, settings=settings,
-                        reference=args.reference_method)
+                        reference=args.reference_method, truth=args.truth)
     print(f"wrote {paths['tex']} and {paths['csv']}")
     return 0

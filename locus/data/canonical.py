@@ -8,10 +8,14 @@ A data set is a directory with three Parquet files and a manifest:
   (``params_b`` float, ``family`` str, ``tags`` str joined by ``;``);
 - ``scores.parquet``: long table ``prompt_id, model_id, score`` with score in [0, 1];
 - ``dataset.json`` (:data:`MANIFEST`): size and SHA-256 of the three files, a fingerprint of the
-  whole set, and the options it was written with. The three files and the manifest are written as one
-  set (:func:`locus.atomic.write_file_set`); :func:`read_dataset` refuses files that do not match
-  their manifest (an interrupted write, or files of different generations). A directory without a
-  manifest (written by hand or by an older locus) is read without that check.
+  whole set, and the options it was written with;
+- ``truth.parquet`` (synthetic data sets only): the generator's true P(correct) of every scored pair,
+  listed in the manifest like the other files and under ``truth`` (:mod:`locus.data.truth`).
+
+The files and the manifest are written as one set (:func:`locus.atomic.write_file_set`);
+:func:`read_dataset` refuses files that do not match their manifest (an interrupted write, or files of
+different generations). A directory without a manifest (written by hand or by an older locus) is read
+without that check.
 
 Models may be evaluated on different query subsets: a missing (prompt, model) pair means "not
 evaluated", never "wrong". Everything downstream reads data sets only through :func:`read_dataset`.
@@ -43,6 +47,8 @@ from locus import atomic
 from locus.data.validation import (ORIGIN, ORIGIN_ROW, SHOW, describe_overlap, describe_pair,
                                    every_model_and_split_scored, format_ids, int_column, known_ids, known_splits,
                                    model_metadata, origin_files, require_columns, score_column, text_column)
+from locus.data.truth import TRUTH_FILE, check_truth, remove_stale_truth
+from locus.data.truth import manifest_entry as truth_entry
 from locus.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -140,7 +146,8 @@ def read_dataset(directory: str | Path, duplicates: str = DEFAULT_DUPLICATE_POLI
         raise DataError(
             f"{directory}: {exc}: the files are not one consistent data set (an interrupted write, or files "
             f"copied from different builds). Rebuild the data set with `locus data` (Snakemake: "
-            f"--forcerun data); if you edited the files on purpose, delete {MANIFEST}."
+            f"--forcerun data, or data_without_truth for sources without truth); if you edited the files on "
+            f"purpose, delete {MANIFEST}."
         ) from None
     frames = {}
     for key, name in FILES.items():
@@ -310,25 +317,35 @@ def _check_split(split: str) -> None:
 # writing
 # ----------------------------------------------------------------------------------------------
 def write_dataset(directory: str | Path, queries: pd.DataFrame, models: pd.DataFrame, scores: pd.DataFrame,
-                  duplicates: str = DEFAULT_DUPLICATE_POLICY, split_overlap: str = DEFAULT_SPLIT_OVERLAP) -> EvalData:
+                  duplicates: str = DEFAULT_DUPLICATE_POLICY, split_overlap: str = DEFAULT_SPLIT_OVERLAP,
+                  truth: pd.DataFrame | None = None) -> EvalData:
     """Apply the data-set options, validate, then write the three files and the manifest as one set.
 
     Nothing is written when validation fails. The files are written to a temporary directory and
     swapped in together with :data:`MANIFEST` (see :func:`locus.atomic.write_file_set`): a reader sees
     the old set, the new set, or a refusal naming the fix, never a mix. Other files in `directory`
-    (such as a summary) are kept.
+    (such as a summary) are kept. `truth` (the synthetic generator's ``prompt_id, model_id, p_correct``)
+    is written as :data:`locus.data.truth.TRUTH_FILE` in the same set, restricted to the scored pairs
+    and recorded in the manifest (``truth``); without it a truth file of an earlier build is removed.
     """
     directory = Path(directory)
     data = validate(queries, models, scores, source=str(directory), duplicates=duplicates,
                     split_overlap=split_overlap)
+    if truth is not None:
+        truth = check_truth(truth, data.scores, f"{directory}/{TRUTH_FILE} (generator truth)", drop_unscored=True)
     writers = {
         FILES["queries"]: lambda p: data.queries.to_parquet(p, index=False),
         FILES["models"]: lambda p: data.models.to_parquet(p, index=False),
         FILES["scores"]: lambda p: data.scores.to_parquet(p, index=False),
     }
+    if truth is not None:
+        writers[TRUTH_FILE] = lambda p: truth.to_parquet(p, index=False)
     info = {"format": FORMAT, "version": FORMAT_VERSION,
             "options": {"duplicates": duplicates, "split_overlap": split_overlap},
             "counts": {"queries": len(data.queries), "models": len(data.models), "scores": len(data.scores),
-                       **{f"{s}_queries": int((data.queries["split"] == s).sum()) for s in SPLITS}}}
+                       **{f"{s}_queries": int((data.queries["split"] == s).sum()) for s in SPLITS}},
+            "truth": truth_entry(truth)}
     atomic.write_file_set(directory, writers, MANIFEST, info)
+    if truth is None:  # after the swap: until then the old manifest still lists it; a reader refuses a stray one
+        remove_stale_truth(directory)
     return data

@@ -10,9 +10,11 @@ module holds that computation as two pure functions:
   :mod:`locus.evaluation` (routing only among the models labelled on the query, ties to the lower
   model_id, via :func:`locus.evaluation.ranking`; correctness = [sigmoid(logit) >= 0.5] == [label >= 0.5]
   over labelled pairs), so that ``sum(num) / sum(den)`` over any set of queries is the metric that
-  :func:`locus.evaluation.evaluate` reports on that set. With several seeds the caller averages each
-  method's ``num`` and ``den`` over seeds per query first (the ratio is then the mean of the seeds'
-  metrics whenever the seeds label the same pairs, as runs of one data set and model set do).
+  :func:`locus.evaluation.evaluate` reports on that set; given the true probabilities of a generated
+  data set, also the expected routing accuracy (:data:`EXPECTED`: the routed model's true P(correct)).
+  With several seeds the caller averages each method's ``num`` and ``den`` over seeds per query first
+  (the ratio is then the mean of the seeds' metrics whenever the seeds label the same pairs, as runs of
+  one data set and model set do).
 - :func:`paired_differences`: the methods' per-query values of one column (same queries) and the pairs
   (a, b) to compare -> for each pair the difference acc(a) - acc(b) and its percentile confidence
   interval, from :func:`scipy.stats.bootstrap` with ``paired=True`` (one call per column: every pair
@@ -38,6 +40,7 @@ from scipy import stats
 from locus import evaluation
 
 METRICS = ("routing_acc", "correctness_acc")
+EXPECTED = "expected_routing"  # with the generator's truth: mean true P(correct) of the routed model
 _MAX_ELEMENTS = 4_000_000  # resampled values per array held at once (2 arrays x 8 bytes: 64 MB)
 
 
@@ -74,26 +77,41 @@ class Differences:
             return ~((self.low > 0) | (self.high < 0))
 
 
-def per_query(logits, labels) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per query (numerator, denominator) of each of :data:`METRICS` for one run.
+def per_query(logits, labels, truth=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per query (numerator, denominator) of each of :data:`METRICS` for one run (and of
+    :data:`EXPECTED` when the true probabilities `truth` [same shape as `labels`] are given).
 
     routing_acc: (score of the routed model, 1), or (0, 0) for a query without any label;
-    correctness_acc: (right predictions, labelled pairs) of the query's row.
+    correctness_acc: (right predictions, labelled pairs) of the query's row;
+    expected_routing: (true probability that the routed model -- the very model of routing_acc -- is
+    right, 1), or (0, 0) for a query without any label.
     """
     logits = np.asarray(logits, dtype=np.float64)
     labels = np.asarray(labels, dtype=np.float64)
     if logits.shape != labels.shape or logits.ndim != 2:
         raise ValueError(f"logits {logits.shape} and labels {labels.shape} must be matrices of one shape")
+    if truth is not None:
+        truth = np.asarray(truth, dtype=np.float64)
+        if truth.shape != labels.shape:
+            raise ValueError(f"truth {truth.shape} and labels {labels.shape} must be matrices of one shape")
     labelled = ~np.isnan(labels)
     has_label = labelled.any(axis=1)
-    routed = np.zeros(len(labels))
+    rows = np.arange(len(labels))
+    routed, expected = np.zeros(len(labels)), np.zeros(len(labels))
     if labels.shape[1]:
         top = evaluation.ranking(logits, labels)[:, 0]  # unlabelled models rank last; ties: lower model_id
-        routed[has_label] = labels[np.arange(len(labels)), top][has_label]
+        routed[has_label] = labels[rows, top][has_label]
+        if truth is not None:
+            expected[has_label] = truth[rows, top][has_label]
     right = (evaluation._sigmoid(logits) >= 0.5) == (labels >= 0.5)  # the rule of correctness_metrics
-    return {"routing_acc": (routed, has_label.astype(np.float64)),
-            "correctness_acc": ((right & labelled).sum(axis=1).astype(np.float64),
-                                labelled.sum(axis=1).astype(np.float64))}
+    out = {"routing_acc": (routed, has_label.astype(np.float64)),
+           "correctness_acc": ((right & labelled).sum(axis=1).astype(np.float64),
+                               labelled.sum(axis=1).astype(np.float64))}
+    if truth is not None:
+        if np.isnan(expected).any():
+            raise ValueError("truth has no value for a routed (labelled) pair; it must cover every labelled pair")
+        out[EXPECTED] = (expected, has_label.astype(np.float64))
+    return out
 
 
 def _ratios(num, den, axis=-1):

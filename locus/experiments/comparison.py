@@ -15,7 +15,7 @@ this module is the one place that
   seed) and the number of seeds;
 - reads the runs' per-query test scores with the data set's labels (:func:`query_values`): per query,
   the values the paired bootstrap of :mod:`locus.experiments.bootstrap` resamples, averaged over each
-  cell's seeds.
+  cell's seeds (with a generated data set's truth also the expected routing accuracy of every run).
 
 Values stay fractions here; rendering turns them into percentages.
 """
@@ -35,6 +35,7 @@ from locus.errors import DataError
 OVERALL = "Overall"
 REFERENCES = ("oracle", "best_single", "random")
 REQUIRED = ("method", "train_size", "seed", "encoder", "dataset")
+METHOD_COLUMNS = ["method", "train_size", "seed", "benchmark", "metric", "value", "path"]  # of method_frame
 
 # Display order of the paper's appendix tables; other benchmarks follow, sorted.
 PAPER_BENCHMARKS = ("MathQA", "LogiQA", "MedMCQA", "PIQA", "TruthfulQA", "MMLU", "GSM8K", "GPQA", "ASDiv",
@@ -179,7 +180,7 @@ def method_frame(runs: list[Run], split: str = "test", metrics=("routing_acc", "
             for m in metrics:
                 if m in values:
                     rows.append((r.method, r.train_size, r.seed, str(bench), m, _value(values[m]), r.path))
-    return pd.DataFrame(rows, columns=["method", "train_size", "seed", "benchmark", "metric", "value", "path"])
+    return pd.DataFrame(rows, columns=METHOD_COLUMNS)
 
 
 def reference_frame(runs: list[Run]) -> pd.DataFrame:
@@ -266,6 +267,9 @@ class QueryValues:
     prompt_ids: np.ndarray
     benchmarks: np.ndarray
     cells: dict  # (method, train_size) -> {metric: (num, den)}
+    # with the data set's truth: per run, the expected routing accuracy overall and per benchmark, as
+    # long rows like method_frame's (metric "expected_routing"); None without truth
+    expected_rows: pd.DataFrame | None = None
 
     def column(self, methods, train_size: int, metric: str, benchmark: str = OVERALL):
         """(methods that have runs, num [methods x queries], den [methods x queries]) of one table column:
@@ -278,22 +282,28 @@ class QueryValues:
         return present, num, den
 
 
-def query_values(runs: list[Run], dataset_dir, split: str = "test") -> QueryValues:
+def query_values(runs: list[Run], dataset_dir, split: str = "test", truth: pd.DataFrame | None = None,
+                 data=None) -> QueryValues:
     """Per-query values of the runs (their ``scores_{split}.parquet``, read through
     :mod:`locus.run_artifacts`, beside each metrics.json) against the labels of the canonical data set
     `dataset_dir` (the one the runs were trained on: checked by its fingerprint and the split's prompt
-    ids), averaged over the seeds of each (method, train_size)."""
+    ids), averaged over the seeds of each (method, train_size). With the data set's `truth`
+    (:func:`locus.data.truth.read_truth`) also the expected routing accuracy, per query and per run.
+    `data`: the data set already read from `dataset_dir` (read here when None)."""
     from locus import run_artifacts
     from locus.data.canonical import read_dataset
     from locus.data.encodings import data_fingerprint
-    from locus.experiments.bootstrap import per_query
+    from locus.data.truth import truth_matrix
+    from locus.experiments.bootstrap import EXPECTED, per_query
 
-    data = read_dataset(dataset_dir)
+    data = read_dataset(dataset_dir) if data is None else data
     fingerprint = data_fingerprint(data.queries["prompt_id"], data.queries["prompt"])
     queries = data.split_queries(split)
     ids = queries["prompt_id"].to_numpy(np.int64)
+    benchmarks = queries["benchmark"].astype(str).to_numpy()
     labels = data.label_matrix(ids)  # [split queries x all models of the data set], NaN = not evaluated
-    sums, counts = {}, {}
+    true_p = truth_matrix(truth, ids, data.model_ids) if truth is not None else None
+    sums, counts, expected_rows = {}, {}, []
     for r in runs:
         recorded = r.metrics.get("data_fingerprint")
         if recorded is not None and recorded != fingerprint:
@@ -311,7 +321,10 @@ def query_values(runs: list[Run], dataset_dir, split: str = "test") -> QueryValu
         if unknown.any():
             raise DataError(f"{scores}: model ids {model_ids[unknown][:5].tolist()} are not in {dataset_dir}; pass "
                             f"the runs' own data set with --data")
-        values = per_query(logits, labels[:, np.searchsorted(data.model_ids, model_ids)])
+        cols = np.searchsorted(data.model_ids, model_ids)
+        values = per_query(logits, labels[:, cols], None if true_p is None else true_p[:, cols])
+        if EXPECTED in values:
+            expected_rows += _run_rows(r, EXPECTED, *values[EXPECTED], benchmarks)
         key = (r.method, r.train_size)
         if key not in sums:
             sums[key] = {m: (np.zeros(len(ids)), np.zeros(len(ids))) for m in values}
@@ -322,4 +335,16 @@ def query_values(runs: list[Run], dataset_dir, split: str = "test") -> QueryValu
         counts[key] += 1
     cells = {key: {m: (num / counts[key], den / counts[key]) for m, (num, den) in v.items()}
              for key, v in sums.items()}
-    return QueryValues(ids, queries["benchmark"].astype(str).to_numpy(), cells)
+    frame = pd.DataFrame(expected_rows, columns=METHOD_COLUMNS) if true_p is not None else None
+    return QueryValues(ids, benchmarks, cells, frame)
+
+
+def _run_rows(run: Run, metric: str, num: np.ndarray, den: np.ndarray, benchmarks: np.ndarray) -> list[tuple]:
+    """One run's ``metric`` = sum(num) / sum(den) overall and per benchmark, as rows of method_frame."""
+    rows = []
+    for bench in [OVERALL] + sorted(set(benchmarks.tolist())):
+        sel = slice(None) if bench == OVERALL else benchmarks == bench
+        d = float(np.sum(den[sel]))
+        rows.append((run.method, run.train_size, run.seed, bench, metric,
+                     float(np.sum(num[sel])) / d if d > 0 else math.nan, run.path))
+    return rows

@@ -18,6 +18,10 @@ test queries (:mod:`locus.experiments.bootstrap`) of each approach's difference 
 (LOCUS by default; CSV ``diff_to_reference_pct``, ``ci_low_pct``, ``ci_high_pct``) and of the difference
 between the best approach of each compared column and every other approach: a cell whose interval of
 (best - cell) includes 0 is marked with a dagger (:data:`locus.render.latex.MARK`).
+
+With a generated data set's truth (``--truth``, routing kinds) the tables add the expected routing accuracy
+of every approach (metric ``expected_routing``, with the same bootstrap), the Bayes ceiling and the best
+single model chosen on the training split's true probabilities (:mod:`locus.experiments.expected`).
 """
 from __future__ import annotations
 
@@ -27,7 +31,8 @@ from pathlib import Path
 import pandas as pd
 
 from locus.errors import DataError
-from locus.experiments import bootstrap
+from locus.experiments import bootstrap, expected
+from locus.experiments.bootstrap import EXPECTED
 from locus.experiments.comparison import OVERALL, Collection, QueryValues, collect, query_values
 from locus.outputs import check_outputs
 from locus.render import latex, write_csv
@@ -67,9 +72,11 @@ def bootstrap_sentence(kind: str, settings: bootstrap.Settings, reference: str, 
 
 
 def caption(kind: str, data_label: str, encoder: str, split: str, seeds: tuple[int, int],
-            settings: bootstrap.Settings | None = None, reference: str | None = None, n_queries: int = 0) -> str:
+            settings: bootstrap.Settings | None = None, reference: str | None = None, n_queries: int = 0,
+            truth_refs: pd.DataFrame | None = None) -> str:
     """The table caption (LaTeX); `data_label` and `encoder` are plain text (escaped here). With the
-    bootstrap `settings` (and the `reference` method) it explains the dagger and the intervals."""
+    bootstrap `settings` (and the `reference` method) it explains the dagger and the intervals; with the
+    truth references (:func:`locus.experiments.expected.references`) the expected rows."""
     emph = ("\\textbf{Best} and \\underline{second best} approach in each column"
             if kind == "routing" else "\\textbf{Best} and \\underline{second best} approach per training size")
     refs = " (reference rows excluded)" if kind != "correctness-by-dataset" else ""
@@ -78,15 +85,20 @@ def caption(kind: str, data_label: str, encoder: str, split: str, seeds: tuple[i
             f"{seeds_sentence(seeds)}")
     if settings is not None:
         text += " " + bootstrap_sentence(kind, settings, reference or "locus", n_queries, split)
+    if truth_refs is not None:
+        text += " " + expected.caption_sentence(truth_refs, split)
     return text
 
 
 def columns(kind: str, coll: Collection) -> list[tuple[str, int, str]]:
     """The compared columns of a table kind: (metric, train_size, benchmark) groups whose approaches are
     ranked against each other (bold / underline / dagger)."""
+    metrics = ["routing_acc", "correctness_acc"] if kind == "routing" else [METRIC[kind]]
+    if METRIC[kind] == "routing_acc" and (coll.method_agg["metric"] == EXPECTED).any():
+        metrics.append(EXPECTED)  # the expected routing accuracy (data sets with truth)
     if kind == "routing":
-        return [(m, s, OVERALL) for m in ("routing_acc", "correctness_acc") for s in coll.sizes]
-    return [(METRIC[kind], s, b) for s in coll.sizes for b in [OVERALL] + [b for b in coll.benchmarks if b != OVERALL]]
+        return [(m, s, OVERALL) for m in metrics for s in coll.sizes]
+    return [(m, s, b) for m in metrics for s in coll.sizes for b in [OVERALL] + [b for b in coll.benchmarks if b != OVERALL]]
 
 
 def check_reference(coll: Collection, reference: str) -> None:
@@ -135,39 +147,55 @@ def significance(kind: str, coll: Collection, values: QueryValues, settings: boo
 
 def render(kind: str, coll: Collection, data_label: str | None = None, split: str = "test",
            label: str | None = None, values: QueryValues | None = None,
-           settings: bootstrap.Settings = bootstrap.Settings(), reference: str = "locus") -> tuple[str, pd.DataFrame]:
+           settings: bootstrap.Settings = bootstrap.Settings(), reference: str = "locus",
+           truth_refs: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
     """(LaTeX, numbers) of one table kind from collected runs; with the runs' per-query `values` the
-    paired bootstrap comparisons (:func:`significance`) are added to the cells, CSV and caption."""
+    paired bootstrap comparisons (:func:`significance`) are added to the cells, CSV and caption. Expected
+    routing accuracies in `coll` (:func:`locus.experiments.expected.with_expected`) and the `truth_refs`
+    add the expected rows (routing kinds)."""
     sig = significance(kind, coll, values, settings, reference) if values is not None else None
     n_queries = int(sig.loc[sig["benchmark"] == OVERALL, "n_queries"].max()) if sig is not None and len(sig) else 0
     cap = caption(kind, coll.data_label(data_label), coll.encoder, split, coll.seeds,
-                  settings if sig is not None else None, reference, n_queries)
+                  settings if sig is not None else None, reference, n_queries, truth_refs)
     label = label or LABELS[kind]
     if kind == "routing":
         return latex.routing_table(coll.method_agg, coll.ref_agg, coll.methods, coll.sizes, cap, label,
-                                   significance=sig)
+                                   significance=sig, truth_refs=truth_refs)
     metric = METRIC[kind]
     refs = coll.ref_agg if metric == "routing_acc" else None
     return latex.by_dataset_table(coll.method_agg, metric, coll.methods, coll.sizes, coll.benchmarks, cap, label,
-                                  ref_agg=refs, significance=sig)
+                                  ref_agg=refs, significance=sig, truth_refs=truth_refs)
 
 
 def write_table(kind: str, metrics, out, methods=None, data_label: str | None = None, split: str = "test",
                 label: str | None = None, data=None, settings: bootstrap.Settings = bootstrap.Settings(),
-                reference: str = "locus") -> dict[str, Path]:
+                reference: str = "locus", truth=None) -> dict[str, Path]:
     """Read the metrics files and the runs' per-query scores (labels from the data set `data`, default the
     one recorded in the runs), render `kind` with its bootstrap comparisons and write ``out`` (.tex) and
-    the CSV beside it."""
+    the CSV beside it. `truth` (routing kinds): the data set's ``truth.parquet``, for the expected rows
+    (:mod:`locus.experiments.expected`)."""
+    from locus.data.canonical import read_dataset
+
     out = Path(out)
     paths = {"tex": out, "csv": out.with_suffix(".csv")}
     check_outputs(paths.values())
+    if truth is not None and METRIC[kind] != "routing_acc":
+        raise DataError(f"--truth gives expected routing accuracies: it applies to the routing tables "
+                        f"(routing, routing-by-dataset), not to {kind}; drop it")
     coll = collect(metrics, split, methods)
     check_reference(coll, reference)
     if data is None and not Path(coll.dataset).is_dir():
         raise DataError(f"the runs record the data set {coll.dataset}, which is not a directory here; the table's "
                         f"bootstrap needs the labels of the data set the runs were trained on: pass it with --data")
-    values = query_values(coll.runs, data if data is not None else coll.dataset, split)
-    tex, numbers = render(kind, coll, data_label, split, label, values, settings, reference)
+    data_dir = Path(data if data is not None else coll.dataset)
+    dataset = read_dataset(data_dir) if truth is not None else None  # else read by query_values
+    truth_frame = expected.table_truth(truth, data_dir, dataset) if truth is not None else None
+    values = query_values(coll.runs, data_dir, split, truth=truth_frame, data=dataset)
+    truth_refs = None
+    if truth_frame is not None:
+        coll = expected.with_expected(coll, values.expected_rows)
+        truth_refs = expected.references(dataset, truth_frame, split)
+    tex, numbers = render(kind, coll, data_label, split, label, values, settings, reference, truth_refs)
     from locus.atomic import write_text
 
     write_text(paths["tex"], tex)

@@ -21,6 +21,11 @@ rows (empty for reference rows): ``reference, diff_to_reference_pct, ci_low_pct,
 approach minus the reference method and its interval), ``best, diff_to_best_pct, best_ci_low_pct,
 best_ci_high_pct`` (the column's best approach minus this one), ``not_significant_vs_best`` (the dagger),
 ``n_queries`` (test queries resampled), ``n_boot`` (resamples) and ``confidence`` (interval level).
+
+Routing tables of a data set with the generator's truth add rows of metric ``expected_routing`` (the mean true
+P(correct) of the routed model, with the same bootstrap columns) in a second block under the heading
+:data:`EXPECTED_HEADING`, and the reference rows ``bayes_ceiling`` and ``best_single_train`` (metric
+``expected_routing``, ``train_size`` empty, ``n_seeds`` 0: properties of the data set, not of runs).
 """
 from __future__ import annotations
 
@@ -28,12 +33,18 @@ import math
 
 import pandas as pd
 
+from locus.experiments.bootstrap import EXPECTED
 from locus.experiments.comparison import OVERALL, display_benchmark
 from locus.render import labels
 from locus.render.labels import escape  # noqa: F401  (re-exported)
 
 REFERENCE_LABELS = {"oracle": "Oracle", "best_single": "Best single model (chosen on val)", "random": "Random"}
 METRIC_LABELS = {"routing_acc": "Routing Accuracy (\\%)", "correctness_acc": "Corr. Pred Acc (\\%)"}
+EXPECTED_HEADING = "Expected routing accuracy (\\%): true $p$ of the routed model"
+TRUTH_REFERENCE_LABELS = {"bayes_ceiling": "Bayes ceiling (max true $p$)",
+                          "best_single_train": "Best single model (chosen on train)"}
+TRUTH_REFERENCE_PLAIN = {"bayes_ceiling": "Bayes ceiling (max true p)",
+                         "best_single_train": "Best single model (chosen on train, true p)"}
 MARK = "$^{\\dagger}$"  # not significantly different from the best of its column
 SIGNIFICANCE_COLUMNS = ["method", "metric", "train_size", "benchmark", "reference", "diff_to_reference", "ci_low",
                         "ci_high", "best", "diff_to_best", "best_ci_low", "best_ci_high", "not_significant_vs_best",
@@ -138,13 +149,17 @@ def _wrap(tabular: list[str], caption: str, label: str, wide: bool, size: str) -
 
 
 def routing_table(method_agg: pd.DataFrame, ref_agg: pd.DataFrame, methods, sizes, caption: str,
-                  label: str = "tab:routing", significance: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
+                  label: str = "tab:routing", significance: pd.DataFrame | None = None,
+                  truth_refs: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
     """Paper Table ``tab:concise_routing_correctness``: rows = methods (+ reference rows), columns =
     routing accuracy then correctness accuracy at each training size (overall, test).
 
     `method_agg`: :func:`aggregate` of method rows by ``method, train_size, benchmark, metric``;
     `ref_agg`: of reference rows by ``reference, train_size, benchmark``; `significance`: the bootstrap
-    comparisons of the method cells (:func:`locus.experiments.tables.significance`; None: none).
+    comparisons of the method cells (:func:`locus.experiments.tables.significance`; None: none). Rows of
+    metric ``expected_routing`` in `method_agg` and the `truth_refs` (Bayes ceiling, best single model
+    chosen on train: :func:`locus.experiments.expected.references`) add a block of expected routing
+    accuracies under the routing columns (correctness columns left empty).
     """
     sig = _significance(significance)
     metrics = ["routing_acc", "correctness_acc"]
@@ -184,27 +199,68 @@ def routing_table(method_agg: pd.DataFrame, ref_agg: pd.DataFrame, methods, size
                 if m == "routing_acc":
                     records.append(_record(ref, ref_label, "reference", m, s, OVERALL, st, ""))
             out.append(f"\\textit{{{ref_label}}} & " + " & ".join(cells) + " \\\\")
+    if (method_agg["metric"] == EXPECTED).any():  # data sets with truth: expected under the routing columns
+        out += ["\\midrule", f"\\multicolumn{{{1 + 2 * k}}}{{@{{}}l}}{{\\textit{{{EXPECTED_HEADING}}}}} \\\\"]
+        stats, emph = _cells(method_agg, EXPECTED, methods, [(s, OVERALL) for s in sizes])
+        for meth in methods:
+            cells = [_method_cell(meth, EXPECTED, s, OVERALL, stats, emph, sig, records) for s in sizes]
+            out.append(f"{method_label(meth)} & " + " & ".join(cells + [""] * k) + " \\\\")
+        for ref, ref_label, values in _truth_references(truth_refs, [OVERALL], records):
+            out.append(f"\\textit{{{ref_label}}} & " + " & ".join([fmt(values[0])] * k + [""] * k) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}"]
     return _wrap(out, caption, label, wide=False, size="\\small"), _frame(records)
 
 
+def _cells(method_agg: pd.DataFrame, metric: str, methods, columns) -> tuple[dict, dict]:
+    """(stats, emphasis) of one metric keyed by (method, train_size, benchmark), for `columns`
+    [(train_size, benchmark)]; emphasis ranks the methods within each column."""
+    stats = {(meth, s, b): _lookup(method_agg, {"method": meth, "metric": metric, "train_size": s, "benchmark": b})
+             for meth in methods for s, b in columns}
+    emph = {}
+    for s, b in columns:
+        for meth, e in zip(methods, emphasis([stats[(meth, s, b)][0] for meth in methods])):
+            emph[(meth, s, b)] = e
+    return stats, emph
+
+
+def _method_cell(meth, metric, size, bench, stats, emph, sig: dict, records: list) -> str:
+    """One method cell (with its dagger); its CSV record is appended to `records`."""
+    st, e = stats[(meth, size, bench)], emph[(meth, size, bench)]
+    cell = sig.get((meth, metric, size, bench))
+    records.append(_record(meth, labels.plain_label(meth), "method", metric, size, bench, st, e, cell))
+    return fmt(st[0], st[1], st[2], e, mark=cell is not None and bool(cell["not_significant_vs_best"]))
+
+
+def _truth_references(truth_refs: pd.DataFrame | None, benchmarks, records: list):
+    """(reference, LaTeX label, values per benchmark) of the Bayes ceiling and the best single model chosen
+    on train (:func:`locus.experiments.expected.references`); their CSV records (metric
+    ``expected_routing``, no training size: properties of the data set) are appended to `records`."""
+    if truth_refs is None:
+        return []
+    values = {(r, b): v for r, b, v in truth_refs[["reference", "benchmark", "value"]].itertuples(index=False)}
+    models = dict(zip(truth_refs["reference"], truth_refs["model"]))
+    rows = []
+    for ref, ref_label in TRUTH_REFERENCE_LABELS.items():
+        plain = TRUTH_REFERENCE_PLAIN[ref] + (f": {models[ref]}" if isinstance(models.get(ref), str) else "")
+        per_bench = [values.get((ref, b), math.nan) for b in benchmarks]
+        for b, v in zip(benchmarks, per_bench):
+            records.append(_record(ref, plain, "reference", EXPECTED, None, b, (v, math.nan, 0), ""))
+        rows.append((ref, ref_label, per_bench))
+    return rows
+
+
 def by_dataset_table(method_agg: pd.DataFrame, metric: str, methods, sizes, benchmarks, caption: str,
-                     label: str, ref_agg: pd.DataFrame | None = None,
-                     significance: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
+                     label: str, ref_agg: pd.DataFrame | None = None, significance: pd.DataFrame | None = None,
+                     truth_refs: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
     """Paper appendix B layout (``tab:routing_acc_by_dataset_full`` / ``tab:correctness_pred_by_dataset_full``):
     rows = approach × training size, columns = Overall + each benchmark; best bold / second underlined
     among the approaches at the same training size. Embedding-free routers (kNN, K-Means) get their own
     block under a heading, as in the paper. `ref_agg` (routing only) adds Oracle / Best single / Random
-    rows pooled over all runs; `significance` as for :func:`routing_table`."""
+    rows pooled over all runs; `significance` as for :func:`routing_table`. For the routing metric, rows
+    of metric ``expected_routing`` in `method_agg` and the `truth_refs` add a second block of the same
+    layout with the expected routing accuracy (as in :func:`routing_table`)."""
     sig = _significance(significance)
     cols = [OVERALL] + [b for b in benchmarks if b != OVERALL]
-    stats = {(meth, s, b): _lookup(method_agg, {"method": meth, "metric": metric, "train_size": s, "benchmark": b})
-             for meth in methods for s in sizes for b in cols}
-    emph = {}
-    for s in sizes:
-        for b in cols:
-            for meth, e in zip(methods, emphasis([stats[(meth, s, b)][0] for meth in methods])):
-                emph[(meth, s, b)] = e
     n_cols = 2 + len(cols)
     heads = ["\\textbf{Overall}"] + [escape(display_benchmark(b)) for b in cols[1:]]
     out = [f"\\begin{{tabular}}{{@{{}}l c *{{{len(cols)}}}{{c}}@{{}}}}", "\\toprule",
@@ -212,25 +268,7 @@ def by_dataset_table(method_agg: pd.DataFrame, metric: str, methods, sizes, benc
            f"\\multicolumn{{{len(cols)}}}{{c}}{{\\textbf{{{METRIC_LABELS.get(metric, escape(metric))}}}}} \\\\",
            f"\\cmidrule(lr){{3-{n_cols}}}", "& & " + " & ".join(heads) + " \\\\"]
     records = []
-    embedding = [m for m in methods if labels.has_embeddings(m)]
-    free = [m for m in methods if not labels.has_embeddings(m)]
-    blocks = [(None, embedding), ("Embedding-free routers", free)] if embedding and free else [(None, methods)]
-    for heading, block in blocks:
-        if heading:
-            out += ["\\midrule", f"& & \\multicolumn{{{len(cols)}}}{{c}}{{\\textbf{{{heading}}}}} \\\\"]
-        for meth in block:
-            out.append("\\midrule")
-            for i, s in enumerate(sizes):
-                name = f"\\multirow{{{len(sizes)}}}{{*}}{{{method_label(meth)}}}" if i == 0 else ""
-                cells = []
-                for b in cols:
-                    st = stats[(meth, s, b)]
-                    cell = sig.get((meth, metric, s, b))
-                    cells.append(fmt(st[0], st[1], st[2], emph[(meth, s, b)],
-                                     mark=cell is not None and bool(cell["not_significant_vs_best"])))
-                    records.append(_record(meth, labels.plain_label(meth), "method", metric, s, b, st,
-                                           emph[(meth, s, b)], cell))
-                out.append(f"{name} & {s} & " + " & ".join(cells) + " \\\\")
+    out += _by_dataset_rows(method_agg, metric, methods, sizes, cols, sig, records)
     if ref_agg is not None and not ref_agg.empty:
         out.append("\\midrule")
         pooled = ref_agg.groupby(["reference", "benchmark"], sort=False).apply(
@@ -242,8 +280,36 @@ def by_dataset_table(method_agg: pd.DataFrame, metric: str, methods, sizes, benc
                 cells.append(fmt(st[0], st[1], st[2], show_std=st[2] > 1 and st[1] > 1e-12))
                 records.append(_record(ref, ref_label, "reference", metric, None, b, st, ""))  # pooled over sizes
             out.append(f"\\textit{{{ref_label}}} & all & " + " & ".join(cells) + " \\\\")
+    if metric == "routing_acc" and (method_agg["metric"] == EXPECTED).any():
+        out += ["\\midrule", f"\\multicolumn{{{n_cols}}}{{@{{}}l}}{{\\textit{{{EXPECTED_HEADING}}}}} \\\\"]
+        out += _by_dataset_rows(method_agg, EXPECTED, methods, sizes, cols, sig, records)
+        truth_rows = _truth_references(truth_refs, cols, records)
+        if truth_rows:
+            out.append("\\midrule")
+        for ref, ref_label, values in truth_rows:
+            out.append(f"\\textit{{{ref_label}}} & all & " + " & ".join(fmt(v) for v in values) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}"]
     return _wrap(out, caption, label, wide=True, size="\\scriptsize"), _frame(records)
+
+
+def _by_dataset_rows(method_agg, metric, methods, sizes, cols, sig: dict, records: list) -> list[str]:
+    """The method rows (approach × training size) of one metric in the by-dataset layout, embedding-free
+    routers in their own block; their CSV records are appended to `records`."""
+    stats, emph = _cells(method_agg, metric, methods, [(s, b) for s in sizes for b in cols])
+    embedding = [m for m in methods if labels.has_embeddings(m)]
+    free = [m for m in methods if not labels.has_embeddings(m)]
+    blocks = [(None, embedding), ("Embedding-free routers", free)] if embedding and free else [(None, methods)]
+    out = []
+    for heading, block in blocks:
+        if heading:
+            out += ["\\midrule", f"& & \\multicolumn{{{len(cols)}}}{{c}}{{\\textbf{{{heading}}}}} \\\\"]
+        for meth in block:
+            out.append("\\midrule")
+            for i, s in enumerate(sizes):
+                name = f"\\multirow{{{len(sizes)}}}{{*}}{{{method_label(meth)}}}" if i == 0 else ""
+                cells = [_method_cell(meth, metric, s, b, stats, emph, sig, records) for b in cols]
+                out.append(f"{name} & {s} & " + " & ".join(cells) + " \\\\")
+    return out
 
 
 def _pool(group: pd.DataFrame) -> pd.Series:

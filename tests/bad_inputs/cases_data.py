@@ -3,7 +3,8 @@
 Classes: ``csv-reading`` (how an evaluations file is read), ``duplicates`` (several scores of one
 (prompt, model)), ``split-overlap`` (one prompt in several splits), ``mixed-generation`` (data set files
 that do not belong together), ``canonical`` (invalid canonical Parquet files), ``synthetic`` (generator
-parameters that leave a split too small).
+parameters that leave a split too small), ``truth`` (a synthetic data set's truth.parquet that does not
+belong to it, as read by `summary` and `table --truth`).
 
 ``before`` was measured by running each case against the code before the fix (a worktree of the
 commit before, same inputs): traceback = an exception escaped; silent = exit 0 (the mistake was
@@ -49,6 +50,13 @@ def hand_made(ws, change=None, name: str = "data") -> str:
     return str(out)
 
 
+def hand_made_truth(ws, truth: pd.DataFrame) -> str:
+    """A hand-made data set (no manifest) with `truth` as its truth.parquet."""
+    data = hand_made(ws)
+    truth.to_parquet(ws.path("data/truth.parquet"), index=False)
+    return data
+
+
 def summary(data: str) -> list[str]:
     return ["summary", "--data", data, "--out", "summary.md"]
 
@@ -63,6 +71,39 @@ def written(ws, name: str = "data", change=None) -> str:
         change(frames)
     write_dataset(ws.path(name), frames["queries"], frames["models"], frames["scores"])
     return str(ws.path(name))
+
+
+def truth_of(scores: pd.DataFrame, p: float = 0.5) -> pd.DataFrame:
+    """A generator truth for every scored pair (a synthetic data set's truth.parquet)."""
+    return scores[["prompt_id", "model_id"]].assign(p_correct=p)
+
+
+def with_truth(ws, name: str = "data") -> str:
+    """A data set written with a truth file (as `locus data synthetic` writes it)."""
+    from locus.data.canonical import write_dataset
+
+    queries, models, scores = tiny_frames()
+    write_dataset(ws.path(name), queries, models, scores, truth=truth_of(scores))
+    return str(ws.path(name))
+
+
+def tampered_truth(ws) -> str:
+    data = with_truth(ws)
+    truth_of(tiny_frames()[2], p=0.25).to_parquet(ws.path("data/truth.parquet"), index=False)
+    return data
+
+
+def stray_truth(ws) -> str:
+    """The shared data set (csv source: no truth) with a truth file copied in."""
+    data = ws.copy("data")
+    truth_of(tiny_frames()[2]).to_parquet(data / "truth.parquet", index=False)
+    return str(data)
+
+
+def table_with_truth(ws, data: str, truth: str | None = None, kind: str = "routing") -> list[str]:
+    run = ws.copy("locus_run")
+    return ["table", kind, "--metrics", str(run / "metrics.json"), "--data", data, "--truth",
+            truth or f"{data}/truth.parquet", "--out", "t.tex"]
 
 
 def mixed_generation(ws) -> str:
@@ -197,6 +238,21 @@ CASES = [
          lambda ws: ["data", "csv", "--out", str(ws.write("out", "not a directory")), "--params",
                      json.dumps({"path": evals_csv(ws)})],
          r"out exists and is a file; give a directory path"),
+    # --- the synthetic generator's truth beside a data set (new file: nothing checked it before) -------
+    Case("data-truth-tampered", "truth", "silent", lambda ws: summary(tampered_truth(ws)),
+         r"data: truth\.parquet differs from the version recorded in dataset\.json.*Rebuild the data set"),
+    Case("table-truth-stray-file", "truth", "silent", lambda ws: table_with_truth(ws, stray_truth(ws)),
+         r"truth\.parquet: not part of this data set: .*dataset\.json records no truth file.*Delete it, or rebuild"),
+    Case("table-truth-of-another-data-set", "truth", "silent",
+         lambda ws: table_with_truth(ws, str(ws.copy("data")), truth=f"{with_truth(ws, 'other')}/truth.parquet"),
+         r"--truth .*other/truth\.parquet: not the truth file of the table's data set"),
+    Case("table-truth-out-of-range", "truth", "silent",
+         lambda ws: table_with_truth(ws, hand_made_truth(ws, truth_of(tiny_frames()[2]).assign(
+             p_correct=lambda t: t["p_correct"].where(t.index != 2, 1.5)))),
+         r"truth\.parquet: column 'p_correct' must be a probability in \[0, 1\].*row 2: 1\.5"),
+    Case("table-truth-for-correctness", "truth", "silent",
+         lambda ws: table_with_truth(ws, with_truth(ws), kind="correctness-by-dataset"),
+         r"--truth gives expected routing accuracies: it applies to the routing tables"),
     # --- invalid canonical files (a data set written by hand) -----------------------------------------
     Case("data-canonical-nan-model-id", "canonical", "poor-message",
          lambda ws: summary(hand_made(ws, lambda f: f["scores"].__setitem__(

@@ -10,6 +10,7 @@ from snakemake.utils import validate
 
 from locus import methods as _methods
 from locus import run_artifacts as _artifacts
+from locus.data.truth import SOURCES_WITH_TRUTH as _TRUTH_SOURCES, TRUTH_FILE as _TRUTH_FILE
 from locus.encoders import PACKAGED as _PACKAGED_ENCODERS
 from locus.errors import LocusError
 
@@ -144,6 +145,16 @@ wildcard_constraints:
 def data_files(dataset):
     """The canonical data set: three Parquet files and the manifest that ties them together."""
     return multiext(f"results/data/{dataset}/", "queries.parquet", "models.parquet", "scores.parquet", "dataset.json")
+
+
+def has_truth(dataset):
+    """Whether the data set's source also writes the generator's truth (synthetic; locus.data.truth)."""
+    return config["datasets"][dataset]["source"] in _TRUTH_SOURCES
+
+
+def truth_file(dataset):
+    """The generator's truth beside a data set whose source writes one (see has_truth), else None."""
+    return f"results/data/{dataset}/{_TRUTH_FILE}" if has_truth(dataset) else None
 
 
 def data_summary(dataset):

@@ -1,6 +1,7 @@
 # Saved run metrics -> LaTeX tables (+ CSV) and figures (+ CSV). Cheap: run on the submit host.
 # Tables also read each run's per-query test scores and the data set's labels: the paired bootstrap
-# over test queries (config `bootstrap`) that gives every comparison its confidence interval.
+# over test queries (config `bootstrap`) that gives every comparison its confidence interval. The routing
+# tables of a synthetic data set also read its truth.parquet (`--truth`): expected routing accuracies.
 import os
 
 
@@ -24,13 +25,22 @@ BOOTSTRAP_OPTIONS = (f"--reference-method {shlex.quote(BOOTSTRAP['reference_meth
                      f"--confidence {float(BOOTSTRAP['confidence'])}")
 
 
-def table_inputs(methods):
-    """What a table reads: the runs' metrics and test scores, and the data set (labels of the bootstrap)."""
-    return {
+def table_inputs(methods, truth=False):
+    """What a table reads: the runs' metrics and test scores, and the data set (labels of the bootstrap);
+    with `truth` (routing tables) also the data set's truth.parquet where it has one (synthetic)."""
+    inputs = {
         "metrics": run_metrics(methods, config["train_sizes"]),
         "scores": run_files_named(methods, config["train_sizes"], _artifacts.scores_file("test")),
         "data": data_files(DATASET),
     }
+    if truth and truth_file(DATASET):
+        inputs["truth"] = truth_file(DATASET)
+    return inputs
+
+
+def truth_option(wildcards, input):
+    """`--truth PATH` when the table rule's inputs hold the data set's truth, else nothing."""
+    return f"--truth {shlex.quote(input.truth)}" if "truth" in input.keys() else ""
 
 
 def table_data_dir(wildcards, input):
@@ -40,7 +50,7 @@ def table_data_dir(wildcards, input):
 
 rule routing_table:
     input:
-        **table_inputs(TABLE_METHODS),
+        **table_inputs(TABLE_METHODS, truth=True),
     output:
         tex=report("results/tables/routing.tex", caption="../report/routing.rst", category="Tables"),
         csv="results/tables/routing.csv",
@@ -49,13 +59,14 @@ rule routing_table:
         label=dataset_label(DATASET),
         data=table_data_dir,
         bootstrap=BOOTSTRAP_OPTIONS,
+        truth=truth_option,
     log:
         "results/logs/tables/routing.log",
     benchmark:
         "results/benchmarks/tables/routing.tsv"
     shell:
         "{LOCUS} table routing --metrics {input.metrics} --data {params.data:q} --out {output.tex} "
-        "--methods {params.methods} --data-label {params.label:q} {params.bootstrap} > {log} 2>&1"
+        "--methods {params.methods} --data-label {params.label:q} {params.bootstrap} {params.truth} > {log} 2>&1"
 
 
 for _kind in ("routing", "correctness"):
@@ -64,7 +75,7 @@ for _kind in ("routing", "correctness"):
         name:
             f"{_kind}_by_dataset_table"
         input:
-            **table_inputs(BY_DATASET_METHODS),
+            **table_inputs(BY_DATASET_METHODS, truth=_kind == "routing"),
         output:
             tex=report(
                 f"results/tables/{_kind}_by_dataset.tex",
@@ -78,6 +89,7 @@ for _kind in ("routing", "correctness"):
             label=dataset_label(DATASET),
             data=table_data_dir,
             bootstrap=BOOTSTRAP_OPTIONS,
+            truth=truth_option,
         log:
             f"results/logs/tables/{_kind}_by_dataset.log",
         benchmark:
@@ -85,7 +97,7 @@ for _kind in ("routing", "correctness"):
         shell:
             "{LOCUS} table {params.kind}-by-dataset --metrics {input.metrics} --data {params.data:q} "
             "--out {output.tex} --methods {params.methods} --data-label {params.label:q} {params.bootstrap} "
-            "> {log} 2>&1"
+            "{params.truth} > {log} 2>&1"
 
 
 rule sample_efficiency_figure:
