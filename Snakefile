@@ -13,6 +13,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/encode.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/tables.smk"
+include: "workflow/rules/figures.smk"
 
 
 rule all:

@@ -208,3 +208,64 @@ def test_training_step_returns_a_device_scalar(problem):
     loss = method._train_step(net, opt, phi, sets, torch.arange(3), 0.1, torch.Generator().manual_seed(0))
     assert isinstance(loss, torch.Tensor) and loss.ndim == 0 and not loss.requires_grad
     assert 0.0 < float(loss) < 5.0
+
+
+# ------------------------------------------------------------------------------------------------
+# recipes (named schedules) and the authors' shared token draw
+# ------------------------------------------------------------------------------------------------
+def test_fast_recipe_is_the_class_default_and_paper_is_the_authors_schedule():
+    from locus.methods.locus_method import LocusMethod, RECIPES
+    assert {k: LocusMethod.defaults[k] for k in RECIPES["fast"]} == RECIPES["fast"]
+    paper = create("locus", {"recipe": "paper"}).params
+    # reference-implementation.md §3: all models per step, <= 2,500 steps, patience 500 from the start,
+    # validate every step, all targets, tokens K ~ U[1,024, n] shared, noise 0.10 -> 0.05 over 500 steps
+    assert (paper["model_batch"], paper["max_steps"], paper["patience"], paper["min_steps"], paper["eval_every"],
+            paper["max_targets"], paper["max_tokens"], paper["token_draw"], paper["min_tokens"]) == \
+        (0, 2500, 500, 0, 1, 0, 0, "shared", 1024)
+    assert (paper["enc_lr"], paper["dec_lr"], paper["weight_decay"], paper["grad_clip"]) == (2e-4, 8e-4, 0.05, 1.0)
+    assert (paper["noise_start"], paper["noise_end"], paper["noise_anneal_steps"], paper["noise_per_pair"]) == \
+        (0.10, 0.05, 500, True)
+
+
+def test_own_parameters_win_over_the_recipe():
+    params = create("locus", {"recipe": "paper", "max_steps": 7, "eval_every": 3}).params
+    assert (params["max_steps"], params["eval_every"], params["patience"]) == (7, 3, 500)
+
+
+@pytest.mark.parametrize("params, message", [({"recipe": "slow"}, "recipe must be one of"),
+                                             ({"token_draw": "random"}, "token_draw must be"),
+                                             ({"max_tokens": -1}, "max_tokens must be >= 0")])
+def test_bad_recipe_values_are_refused(params, message):
+    with pytest.raises(ConfigError, match=message):
+        create("locus", params)
+
+
+def test_shared_token_draw_uses_one_position_set_of_size_between_min_and_n(problem):
+    """token_draw shared: K ~ U[min_tokens, n] per step, the same K positions for every model of the step."""
+    train, val, _, enc, _ = problem
+    data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
+    model = create("locus", {**TINY, "token_draw": "shared", "max_tokens": 0, "min_tokens": 100,
+                             "model_batch": 0, "max_steps": 12, "eval_every": 6, "noise_start": 0.0, "noise_end": 0.0},
+                   seed=0)
+    seen = []
+
+    def build(d_phi):
+        net = type(model)._build(model, d_phi)
+        original = net.encoder.forward
+
+        def recording(tokens, y, mask=None):
+            if net.training:
+                seen.append((tokens.shape[1], tokens.detach().clone()))
+            return original(tokens, y, mask)
+
+        net.encoder.forward = recording
+        return net
+
+    model._build = build
+    model.fit(data)
+    sizes = [k for k, _ in seen]
+    assert len(sizes) == 12 and all(100 <= k <= 160 for k in sizes) and len(set(sizes)) > 1
+    # every model has the same training queries (shared sampling) and no noise here: the same positions give
+    # every model the same query projections
+    for _, proj in seen:
+        assert proj.shape[0] == 6 and torch.equal(proj, proj[:1].expand_as(proj))

@@ -257,8 +257,8 @@ def test_first_crossing_and_factor_on_known_curve():
     n, status = se.first_crossing(sizes, slow, 0.575)               # halfway between 512 and 1024 in log2
     assert status == "exact" and n == pytest.approx(512 * math.sqrt(2))
     f = se.factor(sizes, ref, sizes, slow, 0.575)
-    assert f["status"] == "exact" and f["factor"] == pytest.approx(4.0)
-    assert se.factor(sizes, ref, sizes, slow, 0.68)["status"] == "lower_bound"   # M never gets there
+    assert f["crossing"] == "exact" and f["factor"] == pytest.approx(4.0)
+    assert se.factor(sizes, ref, sizes, slow, 0.68)["crossing"] == "lower_bound"   # M never gets there
     # non-monotone curve: the first crossing counts, not a later one
     n, status = se.first_crossing([64, 128, 256], [0.5, 0.7, 0.6], 0.6)
     assert status == "exact" and n == pytest.approx(64 * 2 ** 0.5)
@@ -267,9 +267,9 @@ def test_first_crossing_and_factor_on_known_curve():
     table, summary = se.efficiency(curve, "locus")
     assert summary["reference_point"] == 256
     at = summary["methods"]["m"]["at_reference_point"]
-    assert at["status"] == "exact" and at["factor"] == pytest.approx(4.0)
+    assert at["crossing"] == "exact" and at["factor"] == pytest.approx(4.0)
     assert summary["methods"]["m"]["max"]["factor"] == pytest.approx(4.0)
-    assert set(table.status) >= {"exact", "lower_bound"}
+    assert set(table.crossing) >= {"exact", "lower_bound"} and set(table.status) == {"no_interval"}
 
 
 def test_sample_efficiency_figure(tmp_path):
@@ -395,7 +395,7 @@ def test_figure_title_data_and_summary(tmp_path):
     lines = figures.report_lines(summary)
     assert len(lines) == 1 and lines[0].startswith("locus vs embedllm: at n=128")
     frame = pd.read_csv(out.with_suffix(".csv"))
-    assert list(frame.columns) == figures.CSV_COLUMNS and set(frame.kind) == {"curve", "factor"}
+    assert list(frame.columns) == figures.CSV_COLUMNS and set(frame.kind) == {"curve", "isotonic", "factor"}
     assert figures.json_safe({"a": [float("nan"), 1.0], "b": float("inf")}) == {"a": [None, 1.0], "b": None}
     with pytest.raises(Exception, match="not among --methods"):
         figures.sample_efficiency(paths, out, methods=["embedllm"])

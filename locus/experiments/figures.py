@@ -4,9 +4,14 @@ and the files written (plotting in :mod:`locus.render.figures`).
 Kinds:
 
 - ``sample-efficiency``: paper ``fig:train_sample_eff``: test routing accuracy (mean ± std over seeds)
-  vs training evaluations per model, with "k× fewer samples" arrows for the reference method. Writes
-  ``<stem>.pdf``, ``<stem>.png``, ``<stem>.csv`` (curves and factors, :func:`plot_frame`) and
-  ``<stem>.json`` (the factors, :mod:`locus.experiments.sample_efficiency`).
+  vs training evaluations per model, with each curve's isotonic fit (dashed) and "k× fewer samples"
+  arrows for the reference method where the factor is exact and its bootstrap interval excludes 1.
+  Inputs: the runs (``--runs`` directories or their ``--metrics`` files) and, for the intervals, the
+  canonical data set (``--data``: labels of the per-query paired bootstrap over the runs'
+  ``scores_{split}.parquet``; without it no intervals: every factor ``no_interval``, no arrow).
+  Writes ``<stem>.pdf``, ``<stem>.png``, ``<stem>.csv`` (measured curves, fits and factors with their
+  intervals, :func:`plot_frame`) and ``<stem>.json`` (the headline factors,
+  :mod:`locus.experiments.sample_efficiency`; an interval end censored above is written ``"inf"``).
 
 Titles name the data set by the label given (the workflow passes each data set's own label), else by
 the data set's name recorded in the runs.
@@ -14,6 +19,7 @@ the data set's name recorded in the runs.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 
@@ -22,18 +28,23 @@ from locus.experiments import sample_efficiency as se
 from locus.experiments.comparison import collect
 from locus.outputs import check_outputs
 
-KINDS = ("sample-efficiency",)
+KINDS = ("sample-efficiency", "time-to-accuracy")  # time-to-accuracy: locus.experiments.time_to_accuracy
 METRICS = ("routing_acc", "correctness_acc", "hit@3", "hit@5")
 CSV_COLUMNS = ["kind", "method", "train_size", "mean", "std", "n_seeds", "reference_curve_n", "target",
-               "n_reference", "n_method", "factor", "status"]
+               "n_reference", "n_method", "factor", "crossing", "ci_low", "ci_high", "share_defined", "status",
+               "annotated"]
 
 
-def plot_frame(curve: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
-    """The CSV written beside the figure: the plotted curves (``kind = curve``) and every factor
-    (``kind = factor``; ``reference_curve_n`` = the reference curve's size of that target)."""
-    data = pd.concat([curve.assign(kind="curve"),
-                      table.rename(columns={"n": "reference_curve_n"}).assign(kind="factor")], ignore_index=True)
-    data = data.reindex(columns=CSV_COLUMNS)
+def plot_frame(curve: pd.DataFrame, table: pd.DataFrame, fit: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The CSV written beside the figure: the measured curves (``kind = curve``: mean ± std over seeds),
+    their isotonic fits that the factors are read from (``kind = isotonic``: ``mean`` = fitted value)
+    and every factor (``kind = factor``; ``reference_curve_n`` = the reference curve's size of that
+    target; interval ``ci_low..ci_high``, ``status``, ``annotated`` = drawn on the figure)."""
+    parts = [curve.assign(kind="curve")]
+    if fit is not None:
+        parts.append(fit.assign(kind="isotonic"))
+    parts.append(table.rename(columns={"n": "reference_curve_n"}).assign(kind="factor"))
+    data = pd.concat(parts, ignore_index=True).reindex(columns=CSV_COLUMNS)
     return data.astype({"train_size": "Int64", "n_seeds": "Int64"})
 
 
@@ -48,24 +59,59 @@ def json_safe(obj):
     return obj
 
 
+def inf_as_text(obj):
+    """Copy with +/-inf written "inf" / "-inf" (an interval end censored above is unbounded, not missing)."""
+    if isinstance(obj, dict):
+        return {k: inf_as_text(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [inf_as_text(v) for v in obj]
+    if isinstance(obj, float) and math.isinf(obj):
+        return "inf" if obj > 0 else "-inf"
+    return obj
+
+
+def _interval_text(f: dict) -> str:
+    if f.get("status", "no_interval") == "no_interval":
+        return "no interval"
+    return f"95% CI {f['ci_low']:.2f}..{f['ci_high']:.2f}, {f['status']}, {100 * f['share_defined']:.0f}% defined"
+
+
 def report_lines(summary: dict) -> list[str]:
-    """One line per compared method: the factor at the reference point and the largest exact one."""
+    """One line per compared method: the factor at the reference point and the largest exact one, each
+    with its interval, and what the figure annotates."""
     ref = summary["reference_method"]
     lines = []
     for method, info in summary["methods"].items():
         at, best = info["at_reference_point"], info["max"]
         lines.append(f"{ref} vs {method}: at n={at['n']} ({100 * at['target']:.2f}%) factor {at['factor']:.2f} "
-                     f"({at['status']}); max exact factor "
-                     + (f"{best['factor']:.2f} at {100 * best['target']:.2f}%" if best else "n/a"))
+                     f"({at['crossing']}; {_interval_text(at)}); max exact factor "
+                     + (f"{best['factor']:.2f} at {100 * best['target']:.2f}% ({_interval_text(best)})" if best
+                        else "n/a")
+                     + f"; annotated: {info['annotated'] or 'none'}")
     return lines
 
 
-def sample_efficiency(metrics, out, methods=None, reference_method: str = "locus",
+def run_metrics_paths(metrics=None, runs=None) -> list[str]:
+    """The metrics.json files: `metrics` as given, or ``<run dir>/metrics.json`` of each of `runs`."""
+    from locus.run_artifacts import METRICS
+
+    if bool(metrics) == bool(runs):
+        raise ConfigError("locus figure sample-efficiency needs the runs: either --runs (run directories) or "
+                          "--metrics (their metrics.json files), not both")
+    return [str(p) for p in metrics] if metrics else [str(Path(d) / METRICS) for d in runs]
+
+
+def sample_efficiency(metrics=None, out=None, methods=None, reference_method: str = "locus",
                       reference_point: int | None = None, metric: str = "routing_acc", split: str = "test",
-                      data_label: str | None = None) -> dict:
-    """Read the metrics files, compute curves and factors, write the figure and its data; returns the
-    summary written as JSON."""
+                      data_label: str | None = None, runs=None, data=None, n_boot: int = 1000,
+                      boot_seed: int = 0) -> dict:
+    """Read the runs (`metrics` files or `runs` directories), compute curves, fits and factors (with
+    their paired bootstrap intervals when the data set `data` is given), write the figure and its data;
+    returns the summary written as JSON."""
     from locus.atomic import write_json
+    from locus.experiments.bootstrap import METRICS as BOOT_METRICS
+    from locus.experiments.comparison import query_values
+    from locus.experiments.sample_efficiency_ci import resampled_curves
     from locus.render import write_csv
     from locus.render.figures import (figure_title, metric_axis_label, output_paths, sample_efficiency_figure,
                                       save_figure)
@@ -73,16 +119,26 @@ def sample_efficiency(metrics, out, methods=None, reference_method: str = "locus
     if methods and reference_method not in methods:
         raise ConfigError(f"--reference-method {reference_method} is not among --methods {','.join(methods)}; "
                           "add it to --methods")
+    if data is not None and metric not in BOOT_METRICS:
+        raise ConfigError(f"the bootstrap intervals (--data) cover {', '.join(BOOT_METRICS)}, not {metric}; "
+                          "drop --data or choose one of those with --metric")
     paths = output_paths(out)
     check_outputs(paths.values())
-    coll = collect(metrics, split, methods, metrics=(metric,))
+    coll = collect(run_metrics_paths(metrics, runs), split, methods, metrics=(metric,))
     curve = se.curves(coll.method_rows, metric)
-    table, summary = se.efficiency(curve, reference_method, reference_point)
+    resampled = None
+    if data is not None:
+        values = query_values(coll.runs, data, split)
+        resampled = resampled_curves(values.cells, curve, metric, n_boot, boot_seed)
+    table, summary = se.efficiency(curve, reference_method, reference_point, resampled=resampled)
+    fit = se.smooth(curve)
     label = coll.data_label(data_label)
-    summary.update({"metric": metric, "split": split, "dataset": label, "encoder": coll.encoder})
+    summary.update({"metric": metric, "split": split, "dataset": label, "encoder": coll.encoder,
+                    "bootstrap": None if data is None else {"n_boot": int(n_boot), "seed": int(boot_seed),
+                                                            "n_queries": int(len(values.prompt_ids))}})
     fig = sample_efficiency_figure(curve, summary, metric_axis_label(metric),
-                                   title=figure_title(label, coll.encoder, split))
+                                   title=figure_title(label, coll.encoder, split), fit=fit)
     save_figure(fig, paths["pdf"])
-    write_csv(plot_frame(curve, table), paths["csv"])
-    write_json(paths["json"], json_safe(summary))
+    write_csv(plot_frame(curve, table, fit), paths["csv"])
+    write_json(paths["json"], json_safe(inf_as_text(summary)))
     return summary

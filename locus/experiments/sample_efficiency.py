@@ -1,25 +1,43 @@
 """Training-time sample efficiency (paper figure ``fig:train_sample_eff``).
 
 Curves: per method and training size n (training evaluations per model), mean ± std over seeds of a
-test metric (routing accuracy by default).
+test metric (routing accuracy by default), as measured (``curves``). Factors are read off a monotone
+version of each curve (``smooth``): the isotonic regression (increasing, equal weights, on log2 n;
+:func:`isotonic`) of the seed-averaged means, so a single noisy peak cannot set them. The measured
+points stay what the figure plots (with the fit as a thin dashed line) and what the CSV calls ``curve``.
 
 Sample-efficiency factor of a reference method R (LOCUS) over a method M at a target accuracy a:
-``k(a) = n_M(a) / n_R(a)``, where ``n_X(a)`` is the smallest number of samples at which X's mean curve
-reaches a. Curves are interpolated piecewise-linearly in (log n, accuracy), which is how they look on
-the paper's log2 axis, and ``n_X(a)`` is the *first* crossing, so a noisy, non-monotone curve is not
-credited with accuracies it only reaches later. "R reaches accuracy a with k× fewer samples than M."
+``k(a) = n_M(a) / n_R(a)``, where ``n_X(a)`` is the smallest number of samples at which X's smoothed
+curve reaches a. Curves are interpolated piecewise-linearly in (log n, accuracy), which is how they look
+on the paper's log2 axis, and ``n_X(a)`` is the *first* crossing. "R reaches accuracy a with k× fewer
+samples than M."
 
-A factor is ``exact`` only when both crossings lie inside the measured ranges. When M is already at or
-above a at its smallest size the true factor is at most the computed one (``upper_bound``); when M never
-reaches a it is larger than ``max n_M / n_R(a)`` (``lower_bound``, reported with n_M = NaN). Headline
-numbers (the maximum factor and the factor at the reference point) use exact factors only. When both
-curves start above the target the factor is ``indeterminate``; targets R never reaches do not occur
-(they come from R's own curve) but would read ``not_reached_by_reference``.
+The ``crossing`` of a factor is ``exact`` only when both crossings lie inside the measured ranges. When
+M is already at or above a at its smallest size the true factor is at most the computed one
+(``upper_bound``); when M never reaches a it is larger than ``max n_M / n_R(a)`` (``lower_bound``,
+reported with n_M = NaN). Headline numbers (the maximum factor and the factor at the reference point)
+use exact factors only. When both curves start above the target the factor is ``indeterminate``;
+targets R never reaches do not occur (they come from R's own curve) but would read
+``not_reached_by_reference``.
 
-Targets: the reference method's curve evaluated on a log-spaced grid of sizes over its measured range
-(measured sizes included). The reference point (default: R's measured size nearest the geometric middle
-of its range, 512 for 256/512/1024; the paper quotes its factors near 450 LOCUS samples) gives the
-target ``a = R(n_ref)``.
+Targets: a target is named by a size n on the reference curve: ``a = R(n)``, R's smoothed curve at n,
+for a log-spaced grid of sizes over R's measured range (measured sizes and the reference point
+included). The reference point (default: R's measured size nearest the geometric middle of its range,
+512 for 256/512/1024 and for 64..4096; the paper quotes its factors near 450 LOCUS samples) gives the
+headline target ``a = R(n_ref)``.
+
+Uncertainty (with per-query values, :mod:`locus.experiments.sample_efficiency_ci`): the test queries
+are resampled with replacement (paired: one resample for every method, size and seed), every curve is
+recomputed (seed mean, then isotonic fit) and every factor is recomputed at the *same target sizes*:
+the target is ``R(n)`` of the resampled reference curve. (A fixed accuracy would not do: the headline
+target often lies on the plateau the isotonic fit gives the top of R's curve, which about half of the
+resampled curves never reach.) Crossings outside the measured range make a resample's factor censored;
+the 95% percentile interval treats censored-above as +inf (``sample_efficiency_ci``). ``status``:
+``significant`` when the interval excludes 1 (both ends > 1, or both < 1), ``not_significant``
+otherwise, ``no_interval`` without per-query values. The figure annotates a factor only when it is
+exact and significant: the reference point's, or the largest exact one where the reference point has
+no exact factor. The interval of the largest factor is taken at the target chosen on the measured
+curves (it does not account for that choice).
 """
 from __future__ import annotations
 
@@ -29,6 +47,10 @@ import numpy as np
 import pandas as pd
 
 from locus.errors import DataError
+from locus.experiments import sample_efficiency_ci as ci
+
+STATUSES = ("significant", "not_significant", "no_interval")
+CONFIDENCE = 0.95
 
 
 def curves(method_rows: pd.DataFrame, metric: str = "routing_acc", benchmark: str = "Overall") -> pd.DataFrame:
@@ -39,6 +61,39 @@ def curves(method_rows: pd.DataFrame, metric: str = "routing_acc", benchmark: st
     g = rows.groupby(["method", "train_size"], sort=True)["value"]
     out = g.agg(mean="mean", std=lambda v: float(v.std(ddof=1)) if v.count() > 1 else 0.0, n_seeds="count")
     return out.reset_index()
+
+
+def isotonic(sizes, accs) -> np.ndarray:
+    """Increasing isotonic regression of `accs` on log2 `sizes` (distinct sizes, equal weights), in the
+    order given; `accs` may be [rows x sizes] (one fit per row). Equals
+    ``sklearn.isotonic.IsotonicRegression(increasing=True).fit_transform(np.log2(sizes), accs)`` (tested),
+    through sklearn's function without the estimator's per-call overhead (resamples fit thousands)."""
+    from sklearn import config_context
+    from sklearn.isotonic import isotonic_regression
+
+    sizes = np.asarray(sizes, dtype=np.float64)
+    accs = np.asarray(accs, dtype=np.float64)
+    if len(np.unique(sizes)) != sizes.size:
+        raise ValueError(f"sizes must be distinct, got {sizes.tolist()}")
+    order = np.argsort(sizes)
+    rows = np.atleast_2d(accs)[:, order]
+    fit = np.empty_like(rows)
+    with config_context(assume_finite=False, skip_parameter_validation=True):  # the arguments are built here
+        for i, row in enumerate(rows):
+            fit[i] = isotonic_regression(row, increasing=True)
+    out = np.empty_like(fit)
+    out[:, order] = fit
+    return out.reshape(accs.shape)
+
+
+def smooth(curve: pd.DataFrame) -> pd.DataFrame:
+    """``method, train_size, mean``: each method's isotonic fit of its seed-averaged curve."""
+    parts = []
+    for method, part in curve.groupby("method", sort=False):
+        part = part.sort_values("train_size")
+        parts.append(pd.DataFrame({"method": method, "train_size": part["train_size"].to_numpy(),
+                                   "mean": isotonic(part["train_size"], part["mean"])}))
+    return pd.concat(parts, ignore_index=True)
 
 
 def first_crossing(sizes, accs, target: float) -> tuple[float, str]:
@@ -76,22 +131,28 @@ def factor(ref_sizes, ref_accs, sizes, accs, target: float) -> dict:
     n_ref, s_ref = first_crossing(ref_sizes, ref_accs, target)
     n_m, s_m = first_crossing(sizes, accs, target)
     if s_ref == "not_reached":
-        status, k = "not_reached_by_reference", math.nan
+        crossing, k = "not_reached_by_reference", math.nan
     elif s_m == "not_reached":
-        status, k = "lower_bound", float(np.max(sizes)) / n_ref
+        crossing, k = "lower_bound", float(np.max(sizes)) / n_ref
     else:
         k = n_m / n_ref
         # "at_start": the curve may reach the target with fewer samples than its smallest measured size,
         # so n is an upper bound there: M at start -> k is an upper bound, R at start -> a lower bound.
-        status = {("exact", "exact"): "exact", ("exact", "at_start"): "upper_bound",
-                  ("at_start", "exact"): "lower_bound"}.get((s_ref, s_m), "indeterminate")
-    return {"target": float(target), "n_reference": n_ref, "n_method": n_m, "factor": k, "status": status}
+        crossing = {("exact", "exact"): "exact", ("exact", "at_start"): "upper_bound",
+                    ("at_start", "exact"): "lower_bound"}.get((s_ref, s_m), "indeterminate")
+    return {"target": float(target), "n_reference": n_ref, "n_method": n_m, "factor": k, "crossing": crossing}
+
+
+def target_sizes(ref_sizes, points: int = 65, extra=()) -> np.ndarray:
+    """`points` log-spaced sizes over the reference's measured range, plus the measured ones and `extra`."""
+    sizes = np.sort(np.asarray(ref_sizes, dtype=float))
+    grid = np.exp2(np.linspace(np.log2(sizes[0]), np.log2(sizes[-1]), points))
+    return np.unique(np.concatenate([grid, sizes, np.asarray(extra, dtype=float)]))
 
 
 def target_grid(ref_sizes, ref_accs, points: int = 65) -> pd.DataFrame:
     """``n, target`` along the reference curve: `points` log-spaced sizes plus the measured ones."""
-    sizes = np.sort(np.asarray(ref_sizes, dtype=float))
-    grid = np.unique(np.concatenate([np.exp2(np.linspace(np.log2(sizes[0]), np.log2(sizes[-1]), points)), sizes]))
+    grid = target_sizes(ref_sizes, points)
     return pd.DataFrame({"n": grid, "target": [interpolate(ref_sizes, ref_accs, n) for n in grid]})
 
 
@@ -102,13 +163,37 @@ def default_reference_point(ref_sizes) -> int:
     return int(sizes[np.argmin(np.abs(np.log2(sizes) - mid))])
 
 
-def efficiency(curve: pd.DataFrame, reference: str, reference_point: int | None = None,
-               points: int = 65) -> tuple[pd.DataFrame, dict]:
-    """Factors of `reference` over every other method.
+def significance(low: float, high: float) -> str:
+    """``significant`` when the interval [low, high] excludes 1, ``not_significant`` when it holds it,
+    ``no_interval`` when there is none (NaN)."""
+    if math.isnan(low) or math.isnan(high):
+        return "no_interval"
+    return "significant"
+
+
+def _intervals(rs, ref_boot, sizes_t, ms, m_boot, confidence):
+    """Per target size: (low, high, share_defined) of the factor over the resampled curves."""
+    targets = np.array([np.interp(np.log2(sizes_t), np.log2(rs), row) for row in ref_boot])  # [B x T]
+    lo, hi = ci.factor_bounds(rs, ref_boot, ms, m_boot, targets)
+    return ci.interval(lo, hi, confidence)
+
+
+def _headline(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k not in ("method", "annotated")}
+
+
+def efficiency(curve: pd.DataFrame, reference: str, reference_point: int | None = None, points: int = 65,
+               resampled: dict | None = None, confidence: float = CONFIDENCE) -> tuple[pd.DataFrame, dict]:
+    """Factors of `reference` over every other method, on the isotonic fits of the curves.
+
+    `resampled`: per method its [resamples x sizes] curve points (sizes ascending) on paired resamples of
+    the test queries (:func:`locus.experiments.sample_efficiency_ci.resampled_curves`), for the intervals;
+    None: no intervals (``status = no_interval``).
 
     Returns ``(table, summary)``: ``table`` has one row per (method, target) with ``method, n, target,
-    n_reference, n_method, factor, status``; ``summary[method]`` has ``max`` (largest exact factor, with its
-    target and sizes, or None) and ``at_reference_point``.
+    n_reference, n_method, factor, crossing, ci_low, ci_high, share_defined, status, annotated``;
+    ``summary["methods"][method]`` has ``max`` (largest exact factor, with its target, sizes and interval,
+    or None), ``at_reference_point`` and ``annotated`` (which of the two the figure draws, or None).
     """
     if reference not in set(curve["method"]):
         raise DataError(f"reference method {reference!r} has no runs (methods: "
@@ -117,22 +202,45 @@ def efficiency(curve: pd.DataFrame, reference: str, reference_point: int | None 
     if len(ref) < 2:
         raise DataError(f"reference method {reference!r} has runs at one training size only "
                         f"({ref['train_size'].tolist()}); sample efficiency needs a curve of >= 2 sizes")
-    rs, ra = ref["train_size"].to_numpy(), ref["mean"].to_numpy()
+    fits = {m: (p["train_size"].to_numpy(np.float64), p["mean"].to_numpy(np.float64))
+            for m, p in smooth(curve).groupby("method", sort=True)}
+    rs, ra = fits[reference]
     if reference_point is None:
         reference_point = default_reference_point(rs)
     if not rs.min() <= reference_point <= rs.max():
         raise DataError(f"reference point n={reference_point} is outside {reference!r}'s sizes "
                         f"{int(rs.min())}..{int(rs.max())}")
-    grid = target_grid(rs, ra, points)
-    ref_target = interpolate(rs, ra, reference_point)
+    sizes_t = target_sizes(rs, points, [reference_point])
+    targets = [interpolate(rs, ra, n) for n in sizes_t]
+    boot = None if resampled is None else {m: isotonic(fits[m][0], resampled[m]) for m in fits}
     rows, summary = [], {}
-    for method, part in curve[curve["method"] != reference].groupby("method", sort=True):
-        ms, ma = part["train_size"].to_numpy(), part["mean"].to_numpy()
-        for n, target in zip(grid["n"], grid["target"]):
-            rows.append({"method": method, "n": float(n), **factor(rs, ra, ms, ma, target)})
-        exact = [r for r in rows if r["method"] == method and r["status"] == "exact"]
+    for method, (ms, ma) in fits.items():
+        if method == reference:
+            continue
+        if boot is None:
+            low = high = share = np.full(len(sizes_t), np.nan)
+        else:
+            low, high, share = _intervals(rs, boot[reference], sizes_t, ms, boot[method], confidence)
+        part = []
+        for j, (n, target) in enumerate(zip(sizes_t, targets)):
+            f = factor(rs, ra, ms, ma, target)
+            part.append({"method": method, "n": float(n), **f, "ci_low": float(low[j]), "ci_high": float(high[j]),
+                         "share_defined": float(share[j]), "status": significance(low[j], high[j]),
+                         "annotated": False})
+        exact = [r for r in part if r["crossing"] == "exact"]
         best = max(exact, key=lambda r: r["factor"]) if exact else None
-        at_ref = factor(rs, ra, ms, ma, ref_target)
-        summary[method] = {"max": best, "at_reference_point": {"n": int(reference_point), **at_ref}}
-    table = pd.DataFrame(rows, columns=["method", "n", "target", "n_reference", "n_method", "factor", "status"])
-    return table, {"reference_method": reference, "reference_point": int(reference_point), "methods": summary}
+        at_ref = next(r for r in part if r["n"] == float(reference_point))
+        chosen = "at_reference_point" if at_ref["crossing"] == "exact" else ("max" if best else None)
+        pick = {"at_reference_point": at_ref, "max": best}.get(chosen)
+        if pick is None or pick["status"] != "significant":
+            chosen = None
+        else:
+            pick["annotated"] = True
+        rows += part
+        summary[method] = {"max": _headline(best) if best else None,
+                           "at_reference_point": {**_headline(at_ref), "n": int(reference_point)},
+                           "annotated": chosen}
+    table = pd.DataFrame(rows, columns=["method", "n", "target", "n_reference", "n_method", "factor", "crossing",
+                                        "ci_low", "ci_high", "share_defined", "status", "annotated"])
+    return table, {"reference_method": reference, "reference_point": int(reference_point),
+                   "confidence": float(confidence), "methods": summary}

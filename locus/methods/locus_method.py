@@ -99,6 +99,30 @@ class ModelSets:
         return self
 
 
+# Named schedules (parameter `recipe`): applied over the class defaults, under the user's own parameters.
+# `paper` is the authors' training exactly as reference-implementation.md §3 describes it: every model in
+# every step (one step = one epoch), at most 2,500 steps, validation on the whole validation split after
+# every step, early stopping after 500 steps without a strict improvement of val hit@1 (from the start),
+# all evaluations as decoder targets, all as encoder tokens up to 1,024 and K ~ U[1,024, n] shared
+# positions above, noise 0.10 -> 0.05 per (model, query) pair over 500 steps.
+# `fast` is the default, measured against `paper` in docs/results.md ("Time to accuracy").
+PAPER_RECIPE = {
+    "model_batch": 0, "max_steps": 2500, "min_steps": 0, "patience": 500, "eval_every": 1,
+    "max_tokens": 0, "token_draw": "shared", "min_tokens": 1024, "max_targets": 0, "encoder_fraction": 1.0,
+    "noise_start": 0.10, "noise_end": 0.05, "noise_anneal_steps": 500, "noise_per_pair": True,
+    "enc_lr": 2e-4, "dec_lr": 8e-4, "weight_decay": 0.05, "grad_clip": 1.0, "select_by": "val_routing",
+    "label_smoothing": 0.0, "query_weight_decay": -1.0, "query_dropout": 0.0,
+}
+FAST_RECIPE = {
+    "model_batch": 16, "max_steps": 800, "min_steps": 600, "patience": 400, "eval_every": 25,
+    "max_tokens": 256, "token_draw": "per_model", "min_tokens": 1024, "max_targets": 1024, "encoder_fraction": 1.0,
+    "noise_start": 0.10, "noise_end": 0.05, "noise_anneal_steps": 500, "noise_per_pair": True,
+    "enc_lr": 2e-4, "dec_lr": 8e-4, "weight_decay": 0.05, "grad_clip": 1.0, "select_by": "val_routing",
+    "label_smoothing": 0.0, "query_weight_decay": -1.0, "query_dropout": 0.0,
+}
+RECIPES = {"fast": FAST_RECIPE, "paper": PAPER_RECIPE}
+
+
 class LocusMethod(EmbeddingMethod):
     """LOCUS: attention encoder over a model's scored evaluations + MLP correctness predictor."""
 
@@ -117,7 +141,8 @@ class LocusMethod(EmbeddingMethod):
         "noise_start": 0.10, "noise_end": 0.05, "noise_anneal_steps": 500, "noise_per_pair": True,
         # schedule: CPU-oriented (authors: all models per step, <= 2,500 steps, patience 500, validate every step)
         "max_steps": 800, "min_steps": 600, "patience": 400, "eval_every": 25, "model_batch": 16, "max_tokens": 256,
-        "max_targets": 1024, "encoder_fraction": 1.0, "eval_chunk_tokens": 65536, "max_seconds": 0.0,
+        "max_targets": 1024, "encoder_fraction": 1.0, "token_draw": "per_model", "min_tokens": 1024,
+        "eval_chunk_tokens": 65536, "max_seconds": 0.0, "recipe": "fast",
         "select_by": "val_routing", "label_smoothing": 0.0, "query_weight_decay": -1.0,
         "threads": 0, "device": "auto", "deterministic": False,
     }
@@ -138,6 +163,12 @@ class LocusMethod(EmbeddingMethod):
         "min_steps": "never stop early before this step (the first hundreds of steps can be a flat plateau)",
         "eval_every": "validate every this many steps", "model_batch": "models per step (0 = all)",
         "max_tokens": "max encoder tokens per model and step (random subset; 0 = all)",
+        "token_draw": "per_model: each model's encoder tokens are its own random subset (of at most max_tokens); "
+                      "shared: the authors' draw, K ~ U[min(min_tokens, n), n] (n capped by max_tokens when > 0) and "
+                      "one random set of K positions for every model of the step",
+        "min_tokens": "token_draw shared: the smallest K drawn (the authors' --encoder-min-anchors, 1,024)",
+        "recipe": "a named preset of schedule parameters applied under your own (RECIPES): fast (default, "
+                  "for CPUs) or paper (the authors' schedule exactly)",
         "max_targets": "max decoder targets per model and step (random subset; 0 = all, the authors)",
         "encoder_fraction": "< 1: split each set per step into encoder tokens (this fraction) and decoder targets",
         "eval_chunk_tokens": "tokens per chunk when embedding all models without autograd",
@@ -152,8 +183,17 @@ class LocusMethod(EmbeddingMethod):
     }
 
     def __init__(self, params: dict | None = None, seed: int = 0):
-        super().__init__(params, seed)
+        params = dict(params or {})
+        recipe = params.get("recipe", self.defaults["recipe"])
+        if recipe not in RECIPES:
+            raise ConfigError(f"method 'locus': recipe must be one of {sorted(RECIPES)}, got {recipe!r}")
+        super().__init__({**RECIPES[recipe], **params}, seed)  # the user's own values win over the recipe
         p = self.params
+        if p["token_draw"] not in ("per_model", "shared"):
+            raise ConfigError(f"method 'locus': token_draw must be per_model or shared, got {p['token_draw']!r}")
+        for key in ("max_tokens", "min_tokens", "max_targets", "model_batch", "min_steps", "patience"):
+            if int(p[key]) < 0:
+                raise ConfigError(f"method 'locus': {key} must be >= 0, got {p[key]}")
         for key in ("dim", "heads", "layers", "latents", "decoder_hidden", "max_steps", "eval_every"):
             if int(p[key]) < 1:
                 raise ConfigError(f"method 'locus': {key} must be >= 1, got {p[key]}")
@@ -245,6 +285,7 @@ class LocusMethod(EmbeddingMethod):
         device = self._training_device()
         torch.manual_seed(self.seed)  # weight initialisation (on the CPU, then moved) and dropout
         gen = torch.Generator(device=device).manual_seed(self.seed + 1)  # model order, subsets, noise
+        host_gen = torch.Generator().manual_seed(self.seed + 2)  # sizes the host needs (shared token count)
         self.model_ids = np.asarray(data.model_ids, dtype=np.int64)
         self.encoder_name = data.encodings.encoder
         log.info("locus: training on %s with %d thread(s)", device, torch.get_num_threads())
@@ -272,7 +313,7 @@ class LocusMethod(EmbeddingMethod):
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # needed by deterministic cuBLAS
             torch.use_deterministic_algorithms(True)
         t0 = time.perf_counter()
-        order, pos, step, loss_n = None, n_models, 0, 0
+        order, pos, step, loss_n, last_report = None, n_models, 0, 0, 0.0
         loss_sum = torch.zeros((), device=device)  # summed on the device: no host sync per step
         net.train()
         try:
@@ -285,7 +326,7 @@ class LocusMethod(EmbeddingMethod):
                     models = order[pos:pos + batch].sort().values
                     pos += batch
                 std = noise_std(step, p["noise_start"], p["noise_end"], p["noise_anneal_steps"])
-                loss_sum += self._train_step(net, opt, phi, sets, models, std, gen)
+                loss_sum += self._train_step(net, opt, phi, sets, models, std, gen, host_gen)
                 step += 1
                 loss_n += 1
                 last = step == int(p["max_steps"]) or (p["max_seconds"] and time.perf_counter() - t0 > p["max_seconds"])
@@ -299,8 +340,12 @@ class LocusMethod(EmbeddingMethod):
                     value = row.get(select_by, math.nan)
                     if better(select_by, value, best["value"]):  # NaN (no validation split): keep the latest
                         best = {"value": value, "step": step, "state": copy.deepcopy(net.state_dict()), "row": row}
-                    log.debug("locus: step %d loss %.4f val hit@1 %.4f bce %.4f (%.1f s)", step, row["train_loss"],
-                              row.get("val_routing", math.nan), row.get("val_bce", math.nan), row["seconds"])
+                    progress = row["seconds"] - last_report >= 60  # a line a minute at INFO: long runs show progress
+                    last_report = row["seconds"] if progress else last_report
+                    log.log(logging.INFO if progress else logging.DEBUG,
+                            "locus: step %d loss %.4f val hit@1 %.4f bce %.4f (best %.4f at step %d; %.1f s)",
+                            step, row["train_loss"], row.get("val_routing", math.nan), row.get("val_bce", math.nan),
+                            best["value"] if best["value"] is not None else math.nan, best["step"], row["seconds"])
                     if step >= int(p["min_steps"]) and step - best["step"] >= int(p["patience"]):
                         break
                 if last:
@@ -322,11 +367,12 @@ class LocusMethod(EmbeddingMethod):
                  self.summary["best_val_routing"], best["step"])
         return self
 
-    def _train_step(self, net, opt, phi, sets: ModelSets, models, std: float, gen):
+    def _train_step(self, net, opt, phi, sets: ModelSets, models, std: float, gen, host_gen=None):
         """One optimiser step on the models `models` (a device tensor); returns the mean BCE as a detached
         device scalar. Everything stays on phi's device: subsets and noise come from `gen` (a generator on
         that device), shapes are known on the host (padded width, k, t), and the loss is a masked mean,
-        so no step waits for the device (the `encoder_fraction` < 1 option excepted: it reads one size)."""
+        so no step waits for the device (the `encoder_fraction` < 1 option excepted: it reads one size).
+        `host_gen` (CPU) draws host-side sizes: the shared token count K of `token_draw` shared."""
         torch = _torch()
         p = self.params
         device = phi.device
@@ -352,6 +398,15 @@ class LocusMethod(EmbeddingMethod):
             tok_idx, tok_y = idx[:, :enc_width], y[:, :enc_width]
             tok_mask = (col[:, :enc_width] < n_enc) & mask[:, :enc_width]
             mask = mask & ((col >= n_enc) | (n_real == 1))  # decoder targets: the rest of the set
+        elif p["token_draw"] == "shared":  # the authors: K ~ U[min(min_tokens, n), n], same positions for all
+            upper = min(k, width) if k > 0 else width
+            lower = max(1, min(int(p["min_tokens"]), upper))
+            host_gen = host_gen if host_gen is not None else torch.Generator().manual_seed(self.seed + 2)
+            size = int(torch.randint(lower, upper + 1, (1,), generator=host_gen)) if lower < upper else upper
+            if size < width:
+                keys = torch.rand((1, width), generator=gen, device=device) + (~mask).float() * 2.0
+                pick = keys.argsort(dim=1)[:, :size]
+                tok_idx, tok_y, tok_mask = idx.gather(1, pick), y.gather(1, pick), mask.gather(1, pick)
         elif 0 < k < width:  # random subset of at most k real evaluations per model
             pick = random_keys().argsort(dim=1)[:, :k]
             tok_idx, tok_y, tok_mask = idx.gather(1, pick), y.gather(1, pick), mask.gather(1, pick)

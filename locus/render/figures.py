@@ -59,13 +59,26 @@ def factor_label(k: float) -> str:
     return f"{k:.1f}× fewer" if k >= 1 else f"{1.0 / k:.1f}× more"
 
 
+def interval_label(k: float, low: float, high: float) -> str:
+    """The factor's label with its interval, in the label's direction: "2.7× fewer [1.8, 4.1]",
+    "2.5× more [1.6, 4.0]" (an unbounded end reads ∞)."""
+    def num(x):
+        return "∞" if math.isinf(x) else f"{x:.1f}"
+
+    if k >= 1:
+        return f"{factor_label(k)} [{num(low)}, {num(high)}]"
+    return f"{factor_label(k)} [{num(1.0 / high if high > 0 else math.inf)}, {num(1.0 / low if low > 0 else math.inf)}]"
+
+
 def sample_efficiency_figure(curve: pd.DataFrame, summary: dict, metric_label: str = "Routing accuracy (%)",
-                             title: str | None = None):
-    """Paper ``fig:train_sample_eff``: mean ± std bands per method vs training evaluations per model
-    (log2 axis), and a horizontal arrow per baseline at the reference point's accuracy, from the
-    baseline's sample count to the reference method's, labelled "k× fewer" (or "1/k× more" when the
-    reference needs more samples than the baseline). Only exact factors are drawn; where
-    the reference point has none (the baseline never reaches that accuracy), the largest exact one is."""
+                             title: str | None = None, fit: pd.DataFrame | None = None):
+    """Paper ``fig:train_sample_eff``: measured mean ± std bands per method vs training evaluations per
+    model (log2 axis), each method's isotonic fit (`fit`, thin dashed; the factors are read from it),
+    and a horizontal arrow per baseline whose factor the summary marks as ``annotated`` (exact, with a
+    bootstrap interval that excludes 1): at the target accuracy, from the baseline's sample count to
+    the reference method's, labelled "k× fewer" (or "1/k× more") with its 95% interval."""
+    from matplotlib.lines import Line2D
+
     sns.set_theme(style="whitegrid", context="paper")
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
     methods = list(dict.fromkeys(curve["method"]))
@@ -76,24 +89,26 @@ def sample_efficiency_figure(curve: pd.DataFrame, summary: dict, metric_label: s
         part = curve[curve["method"] == method].sort_values("train_size")
         color = method_color(method) or next(fallback)
         x, y, s = part["train_size"], 100 * part["mean"], 100 * part["std"]
-        ax.plot(x, y, marker="o", ms=4, lw=1.8, color=color, label=plain_label(method))
+        ax.plot(x, y, marker="o", ms=4, lw=1.5, color=color, label=plain_label(method))
         if (part["n_seeds"] > 1).any():
             ax.fill_between(x, y - s, y + s, color=color, alpha=0.18, lw=0)
+        if fit is not None:
+            f = fit[fit["method"] == method].sort_values("train_size")
+            ax.plot(f["train_size"], 100 * f["mean"], ls="--", lw=0.9, color=color, alpha=0.9)
     arrows = []
     for method, info in summary["methods"].items():
-        at = info["at_reference_point"]
-        if at["status"] != "exact" or not math.isfinite(at["factor"]):
-            at = info["max"]  # the reference point gives no exact factor: show the largest exact one
-        if at is not None:
-            arrows.append((method, at))
+        which = info.get("annotated")
+        if which:
+            arrows.append((method, info[which]))
     # highest arrow labelled above it, the others below, so neighbouring labels do not collide
     for i, (method, at) in enumerate(sorted(arrows, key=lambda a: -a[1]["target"])):
         y, color = 100 * at["target"], method_color(method) or "black"
         ax.annotate("", xy=(at["n_reference"], y), xytext=(at["n_method"], y),
                     arrowprops={"arrowstyle": "->", "lw": 1.3, "color": color})
-        ax.annotate(factor_label(at["factor"]), (math.sqrt(at["n_reference"] * at["n_method"]), y),
+        ax.annotate(interval_label(at["factor"], at["ci_low"], at["ci_high"]),
+                    (math.sqrt(at["n_reference"] * at["n_method"]), y),
                     xytext=(0, 3 if i == 0 else -3), textcoords="offset points", ha="center",
-                    va="bottom" if i == 0 else "top", fontsize=7.5, color=color)
+                    va="bottom" if i == 0 else "top", fontsize=7, color=color)
     ax.set_xscale("log", base=2)
     sizes = sorted(set(curve["train_size"]))
     ax.set_xticks(sizes)
@@ -103,6 +118,38 @@ def sample_efficiency_figure(curve: pd.DataFrame, summary: dict, metric_label: s
     ax.set_ylabel(metric_label)
     if title:
         ax.set_title(textwrap.fill(title, 70, break_on_hyphens=False), fontsize=9)
-    ax.legend(frameon=True, fontsize=8)
+    handles, labels = ax.get_legend_handles_labels()
+    if fit is not None:
+        handles.append(Line2D([], [], ls="--", lw=0.9, color="0.3"))
+        labels.append("isotonic fit")
+    ax.legend(handles, labels, frameon=True, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def time_to_accuracy_figure(frame: pd.DataFrame, summary: dict, title: str):
+    """Validation hit@1 against wall-clock seconds (log scale) and against steps, one line per recipe,
+    with the target (a fraction of the reference recipe's best) as a dashed line."""
+    curves = frame[frame["kind"] == "curve"]
+    palette = {"paper": "#1f77b4", "fast": "#d62728"}
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for recipe, part in curves.groupby("recipe", sort=False):
+        color = palette.get(recipe)
+        s = summary["recipes"][recipe]
+        label = f"{recipe}: best {100 * s['best_val_routing']:.1f}% at {s['seconds_to_best']:.0f} s"
+        axes[0].plot(part["seconds"].clip(lower=1e-3), 100 * part["val_routing"], color=color, lw=1, alpha=0.45)
+        axes[0].plot(part["seconds"].clip(lower=1e-3), 100 * part["best_so_far"], color=color, lw=2, label=label)
+        axes[1].plot(part["step"], 100 * part["best_so_far"], color=color, lw=2, label=recipe)
+    target = 100 * summary["target_val_routing"]
+    for ax in axes:
+        ax.axhline(target, color="0.3", ls="--", lw=1)
+        ax.grid(alpha=0.3)
+    axes[0].set_xscale("log")
+    axes[0].set_xlabel("wall-clock seconds (training + validation)")
+    axes[1].set_xlabel("optimiser steps")
+    axes[0].set_ylabel("validation routing accuracy (%)")
+    axes[0].legend(fontsize=8, loc="lower right",
+                   title=f"dashed: {summary['target_fraction']:.0%} of {summary['reference']}'s best", title_fontsize=8)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig

@@ -1,0 +1,123 @@
+"""Time to accuracy (locus.experiments.time_to_accuracy): the summary on hand-made training logs with known
+answers, the figure files, refusals, and two real (tiny) LOCUS runs with the `paper` and `fast` recipes."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from locus.errors import DataError
+from locus.experiments import time_to_accuracy as tta
+
+
+def fake_run(root, recipe, steps, seconds, val, seed=0, n=256, test=0.5):
+    d = root / recipe
+    d.mkdir(parents=True)
+    metrics = {"method": "locus", "params": {"recipe": recipe}, "train_size": n, "seed": seed,
+               "dataset": "results/data/toy", "encoder": "enc", "val": {}, "test": {"routing_acc": test}}
+    (d / "metrics.json").write_text(json.dumps(metrics))
+    pd.DataFrame({"step": steps, "seconds": seconds, "val_routing": val, "train_loss": 0.5}).to_csv(d / "log.csv",
+                                                                                                   index=False)
+    return d
+
+
+@pytest.fixture
+def two_runs(tmp_path):
+    # paper: best 0.80 first at step 3 (30 s); fast reaches 0.792 (= 0.99 * 0.80) at step 20 (2 s), best 0.795
+    paper = fake_run(tmp_path, "paper", [1, 2, 3, 4], [10.0, 20.0, 30.0, 40.0], [0.5, 0.7, 0.8, 0.8])
+    fast = fake_run(tmp_path, "fast", [10, 20, 30], [1.0, 2.0, 3.0], [0.6, 0.792, 0.795], test=0.6)
+    return paper, fast
+
+
+def test_summary_of_hand_made_curves(two_runs):
+    runs = [tta.read_recipe_run(d) for d in two_runs]
+    frame, s = tta.compare(runs, "paper", 0.99)
+    assert s["target_val_routing"] == pytest.approx(0.792)
+    p, f = s["recipes"]["paper"], s["recipes"]["fast"]
+    assert (p["best_val_routing"], p["step_to_best"], p["seconds_to_best"]) == (0.8, 3, 30.0)
+    assert (p["seconds_to_target"], p["steps"], p["seconds"]) == (30.0, 4, 40.0)
+    assert (f["best_val_routing"], f["step_to_best"], f["seconds_to_target"], f["step_to_target"]) == (0.795, 30, 2.0, 20)
+    assert f["speedup_to_target"] == pytest.approx(15.0) and p["speedup_to_target"] == pytest.approx(1.0)
+    assert f["test_routing"] == 0.6 and math.isnan(f["peak_rss_mb"])
+    curve = frame[(frame["kind"] == "curve") & (frame["recipe"] == "paper")]
+    assert curve["best_so_far"].tolist() == [0.5, 0.7, 0.8, 0.8]
+
+
+def test_a_recipe_that_never_reaches_the_target(tmp_path):
+    paper = fake_run(tmp_path, "paper", [1, 2], [1.0, 2.0], [0.6, 0.9])
+    fast = fake_run(tmp_path, "fast", [5], [0.5], [0.7])
+    _, s = tta.compare([tta.read_recipe_run(paper), tta.read_recipe_run(fast)])
+    assert math.isnan(s["recipes"]["fast"]["seconds_to_target"]) and s["recipes"]["fast"]["step_to_target"] == -1
+    assert math.isnan(s["recipes"]["fast"]["speedup_to_target"])
+
+
+def test_writes_figure_csv_and_json_with_peak_memory(two_runs, tmp_path):
+    benches = []
+    for name, rss in (("paper", 3000.5), ("fast", 900.0)):
+        path = tmp_path / f"{name}.tsv"
+        path.write_text(f"s\th:m:s\tmax_rss\tmax_vms\n12.0\t0:00:12\t{rss}\t5000\n")
+        benches.append(path)
+    out = tmp_path / "fig" / "tta.pdf"
+    out.parent.mkdir()
+    s = tta.write(two_runs, out, benchmarks=benches)
+    for ext in ("pdf", "png", "csv", "json"):
+        assert (tmp_path / "fig" / f"tta.{ext}").stat().st_size > 0
+    assert s["recipes"]["paper"]["peak_rss_mb"] == 3000.5
+    csv = pd.read_csv(tmp_path / "fig" / "tta.csv")
+    row = csv[(csv["kind"] == "peak_rss_mb") & (csv["recipe"] == "fast")]
+    assert row["value"].iloc[0] == 900.0
+    assert json.loads((tmp_path / "fig" / "tta.json").read_text())["recipes"]["fast"]["seconds_to_target"] == 2.0
+
+
+def test_refusals(tmp_path):
+    a = fake_run(tmp_path / "a", "paper", [1], [1.0], [0.5], seed=0)
+    b = fake_run(tmp_path / "b", "fast", [1], [1.0], [0.5], seed=1)
+    with pytest.raises(DataError, match="differ in training size, seed"):
+        tta.compare([tta.read_recipe_run(a), tta.read_recipe_run(b)])
+    c = fake_run(tmp_path / "c", "fast", [1], [1.0], [0.5], seed=0)
+    with pytest.raises(DataError, match="no run of the reference recipe 'paper'"):
+        tta.compare([tta.read_recipe_run(c)])
+    with pytest.raises(DataError, match="one run per recipe"):
+        tta.compare([tta.read_recipe_run(a), tta.read_recipe_run(a)])
+    (a / "log.csv").write_text("step,seconds,train_loss\n1,1.0,0.5\n")
+    with pytest.raises(DataError, match=r"log.csv: columns \['val_routing'\] missing"):
+        tta.read_recipe_run(a)
+    bad = tmp_path / "bench.tsv"
+    bad.write_text("s\n1.0\n")
+    with pytest.raises(DataError, match="max_rss"):
+        tta.peak_rss_mb(bad)
+
+
+def test_real_runs_of_both_recipes(tmp_path):
+    """Both recipes train a tiny LOCUS through `locus.runs.execute`; the paper recipe validates every step."""
+    pytest.importorskip("torch")
+    from locus.data.canonical import write_dataset
+    from locus.data.encodings import data_fingerprint, write_encodings
+    from locus.runs import execute
+
+    rng = np.random.default_rng(0)
+    n_q = 60
+    queries = pd.DataFrame({"prompt_id": np.arange(n_q), "prompt": [f"q {i}" for i in range(n_q)], "benchmark": "b",
+                            "category": "b", "split": ["train"] * 30 + ["val"] * 15 + ["test"] * 15})
+    models = pd.DataFrame({"model_id": np.arange(4), "name": [f"org/m{i}" for i in range(4)]})
+    pid, mid = np.meshgrid(np.arange(n_q), np.arange(4), indexing="ij")
+    scores = pd.DataFrame({"prompt_id": pid.ravel(), "model_id": mid.ravel(),
+                           "score": (rng.random(pid.size) < 0.5).astype(float)})
+    write_dataset(tmp_path / "data", queries, models, scores)
+    write_encodings(tmp_path / "enc.parquet", queries["prompt_id"], rng.normal(size=(n_q, 8)).astype(np.float32),
+                    "toy", False, data_fingerprint(queries["prompt_id"], queries["prompt"]))
+    small = {"dim": 8, "heads": 2, "layers": 1, "latents": 4, "decoder_hidden": 8, "max_steps": 6, "threads": 1}
+    dirs = []
+    for recipe in ("paper", "fast"):
+        extra = {} if recipe == "paper" else {"eval_every": 3}
+        dirs.append(tmp_path / recipe)
+        execute("locus", {**small, **extra, "recipe": recipe}, tmp_path / "data", tmp_path / "enc.parquet", 20, 0,
+                dirs[-1])
+    s = tta.write(dirs, tmp_path / "tta.pdf")
+    assert s["recipes"]["paper"]["steps"] == 6 and s["recipes"]["fast"]["steps"] == 6
+    log = pd.read_csv(tmp_path / "paper" / "log.csv")
+    assert log["step"].tolist() == [1, 2, 3, 4, 5, 6]  # validation after every step
+    assert pd.read_csv(tmp_path / "fast" / "log.csv")["step"].tolist() == [3, 6]

@@ -1,0 +1,76 @@
+# Figures that are not built from the tables' runs.
+# Time to accuracy: LOCUS trained once per recipe (`paper`, `fast`) on the same data, training size and
+# seed, into its own run directories (so the timed runs are never shared with the tables' runs), then
+# validation hit@1 against wall-clock seconds. Not in `rule all` (a `paper` run costs about an hour).
+
+TTA = config.get("time_to_accuracy", {})
+if TTA.get("reference", "paper") not in TTA.get("recipes", ["paper", "fast"]):
+    _config_error(f"time_to_accuracy.reference {TTA.get('reference', 'paper')!r} is not among "
+                  f"time_to_accuracy.recipes {TTA.get('recipes', ['paper', 'fast'])}; add it to the recipes")
+TTA_DIR = "results/time_to_accuracy/{dataset}/{encoder}/n{n}/s{seed}/{recipe}"
+
+
+def tta_runs(name="metrics.json"):
+    return [TTA_DIR.format(dataset=DATASET, encoder=ENCODER, n=TTA.get("train_size", 256), seed=TTA.get("seed", 0),
+                           recipe=r) + f"/{name}" for r in TTA.get("recipes", ["paper", "fast"])]
+
+
+def tta_benchmarks():
+    return [f"results/benchmarks/{d.removeprefix('results/').removesuffix('/metrics.json')}.tsv" for d in tta_runs()]
+
+
+rule time_to_accuracy_run:
+    input:
+        data=data_files("{dataset}"),
+        encodings=encodings("{dataset}", "{encoder}"),
+    output:
+        **{name.replace(".", "_"): f"{TTA_DIR}/{name}" for name in _artifacts.run_files("locus")},
+    wildcard_constraints:
+        recipe="paper|fast",
+        n=r"\d+",
+        seed=r"\d+",
+    params:
+        json=lambda w: as_json({**(config["methods"].get("locus", {}).get("params") or {}), "recipe": w.recipe}),
+        dim=config["methods"].get("locus", {}).get("dim", 128),
+        sampling=config.get("sampling", "shared"),
+        duplicates=config.get("duplicates", "last"),
+        out=lambda w: TTA_DIR.format(**dict(w.items())),
+    threads: TTA.get("threads", 1)
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    log:
+        f"results/logs/{TTA_DIR.removeprefix('results/')}.log",
+    benchmark:
+        f"results/benchmarks/{TTA_DIR.removeprefix('results/')}.tsv"
+    shell:
+        "{LOCUS} train --method locus --data results/data/{wildcards.dataset} --encodings {input.encodings} "
+        "--train-size {wildcards.n} --dim {params.dim} --seed {wildcards.seed} --params {params.json:q} "
+        "--sampling {params.sampling} --duplicates {params.duplicates} --threads {threads} "
+        "--out {params.out} > {log} 2>&1"
+
+
+rule time_to_accuracy_figure:
+    input:
+        metrics=tta_runs(),
+        logs=tta_runs("log.csv"),
+        benchmarks=tta_benchmarks(),
+    output:
+        pdf="results/figures/time_to_accuracy.pdf",
+        png=report("results/figures/time_to_accuracy.png", caption="../report/time_to_accuracy.rst",
+                   category="Figures"),
+        csv="results/figures/time_to_accuracy.csv",
+        json="results/figures/time_to_accuracy.json",
+    params:
+        runs=lambda w, input: " ".join(str(Path(m).parent) for m in input.metrics),
+        reference=TTA.get("reference", "paper"),
+        fraction=TTA.get("target_fraction", 0.99),
+        label=dataset_label(DATASET),
+    log:
+        "results/logs/figures/time_to_accuracy.log",
+    benchmark:
+        "results/benchmarks/figures/time_to_accuracy.tsv"
+    shell:
+        "{LOCUS} figure time-to-accuracy --runs {params.runs} --benchmarks {input.benchmarks} "
+        "--reference-recipe {params.reference} --target-fraction {params.fraction} --out {output.pdf} "
+        "--data-label {params.label:q} > {log} 2>&1"
