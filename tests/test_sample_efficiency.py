@@ -123,8 +123,8 @@ def skills(sizes, shift):
 def cells_from(correct: dict) -> tuple[dict, pd.DataFrame]:
     """(method, n) -> 0/1 per query  ->  QueryValues-like cells and the curve of their means."""
     cells = {k: {"routing_acc": (v.astype(float), np.ones(Q))} for k, v in correct.items()}
-    curve = curve_frame({}) if not correct else pd.DataFrame(
-        [{"method": m, "train_size": n, "mean": v.mean(), "std": 0.0, "n_seeds": 1} for (m, n), v in correct.items()])
+    curve = pd.DataFrame([{"method": m, "train_size": n, "mean": v.mean(), "std": 0.0, "n_seeds": 1}
+                          for (m, n), v in correct.items()])
     return cells, curve
 
 

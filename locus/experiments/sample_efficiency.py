@@ -168,7 +168,7 @@ def significance(low: float, high: float) -> str:
     ``no_interval`` when there is none (NaN)."""
     if math.isnan(low) or math.isnan(high):
         return "no_interval"
-    return "significant"
+    return "significant" if low > 1 or high < 1 else "not_significant"
 
 
 def _intervals(rs, ref_boot, sizes_t, ms, m_boot, confidence):

@@ -13,9 +13,9 @@ reads them exactly like the measured ones and takes percentile intervals with :f
   [resamples x sizes] curve points. ``sum(num) / sum(den)`` of a cell is the mean over its seeds of the
   metric whenever the seeds label the same pairs (runs of one data set and model set do); it is checked
   against the metrics.json mean, so the intervals belong to the plotted points.
-- :func:`crossings`, :func:`factor_bounds`: the first crossing of :func:`~locus.experiments.sample_efficiency.first_crossing`
-  and the factor of :func:`~locus.experiments.sample_efficiency.factor`, vectorised over resamples and
-  targets, with each resample's factor as an interval ``[lo, hi]`` (censoring, below).
+- :func:`crossings`, :func:`factor_bounds`: the first crossing of ``sample_efficiency.first_crossing``
+  and the factor of ``sample_efficiency.factor``, vectorised over resamples and targets, with each
+  resample's factor as an interval ``[lo, hi]`` (censoring, below).
 - :func:`interval`: the percentile interval of censored values.
 
 Censoring. In a resample a crossing may fall outside the measured sizes, and the factor is then only

@@ -102,11 +102,9 @@ for _kind in ("routing", "correctness"):
 
 rule sample_efficiency_figure:
     input:
-        run_metrics(
-            SE["methods"],
-            SE["train_sizes"],
-            seeds=SE.get("seeds"),
-        ),
+        metrics=run_metrics(SE["methods"], SE["train_sizes"], seeds=SE.get("seeds")),
+        scores=run_files_named(SE["methods"], SE["train_sizes"], "scores_test.parquet", seeds=SE.get("seeds")),
+        data=data_files(DATASET),
     output:
         pdf="results/figures/train_sample_eff.pdf",
         png=report(
@@ -119,10 +117,14 @@ rule sample_efficiency_figure:
     params:
         reference=SE.get("reference_method", "locus"),
         label=dataset_label(DATASET),
+        data=table_data_dir,
+        resamples=config.get("bootstrap", {}).get("n_resamples", 2000),
+        seed=config.get("bootstrap", {}).get("seed", 0),
     log:
         "results/logs/figures/train_sample_eff.log",
     benchmark:
         "results/benchmarks/figures/train_sample_eff.tsv"
     shell:
-        "{LOCUS} figure sample-efficiency --metrics {input} --out {output.pdf} "
-        "--reference-method {params.reference} --data-label {params.label:q} > {log} 2>&1"
+        "{LOCUS} figure sample-efficiency --metrics {input.metrics} --data {params.data:q} --out {output.pdf} "
+        "--reference-method {params.reference} --data-label {params.label:q} "
+        "--bootstrap-resamples {params.resamples} --bootstrap-seed {params.seed} > {log} 2>&1"
