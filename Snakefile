@@ -14,6 +14,9 @@ include: "workflow/rules/encode.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/geometry.smk"
+include: "workflow/rules/portfolio.smk"
+include: "workflow/rules/views.smk"
 
 
 rule all:

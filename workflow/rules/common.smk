@@ -200,3 +200,19 @@ def run_files_named(methods, sizes, name, seeds=None, dataset=None, encoder=None
 
 def as_json(value):
     return json.dumps(value, sort_keys=True)
+
+
+# Embedding geometry (geometry.smk, portfolio.smk, views.smk): every analysis reads the runs at the
+# reference training size through these two helpers.
+GEO = config.get("geometry", {})
+GEO_N = int(GEO.get("reference_train_size", 4096))
+GEO_SEED = int(GEO.get("seed", 0))
+
+
+def geometry_run_file(method, name):
+    """File `name` of `method`'s run at the geometry reference size and seed."""
+    return run_file(DATASET, ENCODER, method, GEO_N, GEO_SEED, name)
+
+
+def geometry_run_dir(method):
+    return run_dir(DATASET, ENCODER, method, GEO_N, GEO_SEED)

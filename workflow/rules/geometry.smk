@@ -1,0 +1,1 @@
+# geometry rules (being written).

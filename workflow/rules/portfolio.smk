@@ -1,0 +1,1 @@
+# portfolio rules (being written).

@@ -1,0 +1,1 @@
+# views rules (being written).
