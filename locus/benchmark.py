@@ -271,3 +271,36 @@ def format_table(result: dict) -> str:
         spread = f"{r['min_s']:.4f}-{r['max_s']:.4f}"
         lines.append(f"{r['what']:<{width}}  {cold}  {r['median_s']:9.4f}  {spread:>17}  {g}  {r['note']}".rstrip())
     return "\n".join(lines)
+
+
+def time_to_accuracy(out_dir, data_dir, encodings_path, train_size: int, seed: int, params_json: str = "{}",
+                     device: str | None = None, threads: int = 0, progress=print) -> dict:
+    """`locus bench --time-to-accuracy DIR`: LOCUS trained once per recipe (paper, fast) on the same data,
+    n and seed into DIR/<recipe>/, then the comparison of :mod:`locus.experiments.time_to_accuracy` as
+    DIR/time_to_accuracy.{pdf,png,csv,json}. Peak memory is not recorded here (both runs share one
+    process); the workflow's rule records each run's from its own job."""
+    from pathlib import Path
+
+    from locus.errors import ConfigError
+    from locus.experiments import time_to_accuracy as tta
+    from locus.params import method_params, set_threads
+    from locus.runs import execute
+
+    if data_dir is None or encodings_path is None:
+        raise ConfigError("--time-to-accuracy needs --data (canonical data set) and --encodings (its encodings)")
+    params = method_params("locus", params_json)
+    if "recipe" in params:
+        raise ConfigError("--params: leave out 'recipe'; --time-to-accuracy trains every recipe")
+    if device is not None:
+        params["device"] = device
+    set_threads(threads)
+    out_dir = Path(out_dir)
+    run_dirs = []
+    for recipe in ("paper", "fast"):
+        progress(f"training LOCUS with recipe {recipe} (n = {train_size}, seed {seed})")
+        run_dirs.append(out_dir / recipe)
+        execute("locus", {**params, "recipe": recipe}, data_dir, encodings_path, train_size, seed, run_dirs[-1])
+    summary = tta.write(run_dirs, out_dir / "time_to_accuracy.pdf")
+    for line in tta.report_lines(summary):
+        progress(line)
+    return summary

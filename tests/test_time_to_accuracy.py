@@ -91,12 +91,10 @@ def test_refusals(tmp_path):
         tta.peak_rss_mb(bad)
 
 
-def test_real_runs_of_both_recipes(tmp_path):
-    """Both recipes train a tiny LOCUS through `locus.runs.execute`; the paper recipe validates every step."""
-    pytest.importorskip("torch")
+def tiny_data(tmp_path):
+    """A 60-query, 4-model canonical data set and its (random) encodings."""
     from locus.data.canonical import write_dataset
     from locus.data.encodings import data_fingerprint, write_encodings
-    from locus.runs import execute
 
     rng = np.random.default_rng(0)
     n_q = 60
@@ -109,15 +107,45 @@ def test_real_runs_of_both_recipes(tmp_path):
     write_dataset(tmp_path / "data", queries, models, scores)
     write_encodings(tmp_path / "enc.parquet", queries["prompt_id"], rng.normal(size=(n_q, 8)).astype(np.float32),
                     "toy", False, data_fingerprint(queries["prompt_id"], queries["prompt"]))
-    small = {"dim": 8, "heads": 2, "layers": 1, "latents": 4, "decoder_hidden": 8, "max_steps": 6, "threads": 1}
+    return tmp_path / "data", tmp_path / "enc.parquet"
+
+
+SMALL = {"dim": 8, "heads": 2, "layers": 1, "latents": 4, "decoder_hidden": 8, "max_steps": 6, "threads": 1}
+
+
+def test_real_runs_of_both_recipes(tmp_path):
+    """Both recipes train a tiny LOCUS through `locus.runs.execute`; the paper recipe validates every step."""
+    pytest.importorskip("torch")
+    from locus.runs import execute
+
+    data, enc = tiny_data(tmp_path)
     dirs = []
     for recipe in ("paper", "fast"):
         extra = {} if recipe == "paper" else {"eval_every": 3}
         dirs.append(tmp_path / recipe)
-        execute("locus", {**small, **extra, "recipe": recipe}, tmp_path / "data", tmp_path / "enc.parquet", 20, 0,
-                dirs[-1])
+        execute("locus", {**SMALL, **extra, "recipe": recipe}, data, enc, 20, 0, dirs[-1])
     s = tta.write(dirs, tmp_path / "tta.pdf")
     assert s["recipes"]["paper"]["steps"] == 6 and s["recipes"]["fast"]["steps"] == 6
     log = pd.read_csv(tmp_path / "paper" / "log.csv")
     assert log["step"].tolist() == [1, 2, 3, 4, 5, 6]  # validation after every step
     assert pd.read_csv(tmp_path / "fast" / "log.csv")["step"].tolist() == [3, 6]
+
+
+def test_bench_time_to_accuracy_mode(tmp_path, capsys):
+    """`locus bench --time-to-accuracy DIR` trains both recipes and writes the comparison without Snakemake."""
+    pytest.importorskip("torch")
+    from locus.cli import main
+
+    data, enc = tiny_data(tmp_path)
+    out = tmp_path / "tta"
+    argv = ["bench", "--time-to-accuracy", str(out), "--data", str(data), "--encodings", str(enc),
+            "--train-size", "20", "--threads", "1", "--params", json.dumps({**SMALL, "eval_every": 2})]
+    assert main(argv) == 0
+    summary = json.loads((out / "time_to_accuracy.json").read_text())
+    assert set(summary["recipes"]) == {"paper", "fast"} and summary["train_size"] == 20
+    assert (out / "paper" / "metrics.json").is_file() and (out / "time_to_accuracy.png").stat().st_size > 0
+    assert "time to accuracy at n = 20" in capsys.readouterr().out
+    assert main(["bench", "--time-to-accuracy", str(tmp_path / "x"), "--encodings", str(enc)]) == 2
+    assert "needs --data" in capsys.readouterr().err
+    assert main(argv[:-2] + ["--params", '{"recipe": "paper"}']) == 2
+    assert "leave out 'recipe'" in capsys.readouterr().err
