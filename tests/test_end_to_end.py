@@ -115,3 +115,18 @@ def test_html_report_renders_in_a_real_browser(tiny_run):
     broken = [name for name, size in images.items() if not size or min(size) < 50]
     assert not broken, f"broken images in the report: {broken}"
     assert not errors, errors
+
+
+def test_time_to_accuracy_rule(tiny_run):
+    """Both recipes train in their own run directories (the tiny config's LOCUS settings apply to both) and
+    the figure reads their logs and Snakemake benchmark files (peak memory)."""
+    res = snakemake(tiny_run, "results/figures/time_to_accuracy.pdf")
+    assert res.returncode == 0, res.stderr[-6000:]
+    summary = json.loads((tiny_run / "results/figures/time_to_accuracy.json").read_text())
+    assert set(summary["recipes"]) == {"paper", "fast"} and summary["train_size"] == 64
+    assert all(s["peak_rss_mb"] > 0 for s in summary["recipes"].values())
+    base = tiny_run / "results/time_to_accuracy/synthetic/all-MiniLM-L6-v2/n64/s0"
+    paper = json.loads((base / "paper/metrics.json").read_text())["params"]
+    assert (paper["recipe"], paper["model_batch"], paper["patience"], paper["max_steps"]) == ("paper", 0, 500, 40)
+    for ext in ("png", "csv"):
+        assert (tiny_run / f"results/figures/time_to_accuracy.{ext}").stat().st_size > 0
