@@ -1,0 +1,1 @@
+"""Embedding geometry: distances vs disagreement, model families, nearest-neighbour proxies, fallback routing."""

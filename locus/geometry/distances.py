@@ -1,0 +1,326 @@
+"""Embedding distance against correctness disagreement (paper §4.3, ``tab:performance_distance_correlation``
+and ``fig:performance_distance_correlation``), and the reading of the geometry inputs shared by
+:mod:`locus.geometry.families` and :mod:`locus.geometry.neighbours`.
+
+Definitions:
+
+- correctness of a (query, model) pair: the score binarised at 0.5 (:func:`correctness`; NaN = not
+  evaluated, never "wrong");
+- disagreement of two models: the normalised Hamming distance of their correctness on the test queries
+  both were evaluated on (:func:`disagreement`; pairs without a common query are NaN and skipped);
+- embedding distances: :func:`scipy.spatial.distance.pdist` (``cosine`` = 1 - cosine similarity,
+  ``euclidean``) over the run's model embeddings, which are built from training evaluations only (the
+  reader refuses a run whose training pairs touch a test query);
+- correlations over all model pairs: Pearson, Spearman and Kendall's tau-b (:mod:`scipy.stats`).
+
+Uncertainty (:func:`bootstrap_correlations`): the test queries are resampled with replacement, the
+disagreements recomputed on each resample (the embeddings stay fixed: they never saw a test query) and
+every correlation recomputed; 95% percentile intervals. The same resamples serve every method, so the
+difference of a method's correlation to the reference method's (LOCUS) gets a paired interval too. The
+interval covers the sampling of test queries only, not the training randomness of the single reference
+run (one seed) — say so when quoting it. Resampling adds sampling noise to every pair's disagreement, which
+pulls the resampled correlations slightly towards 0 (attenuation): on a small test set the interval can sit
+a little below the estimate (on a toy pool of 59 test queries, Pearson 0.51 with interval [0.19, 0.61]); with
+thousands of test queries the shift is a small fraction of the interval.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from scipy.spatial.distance import pdist, squareform
+
+from locus.errors import ConfigError, DataError
+
+CORRELATIONS = ("pearson", "spearman", "kendall")
+DISTANCES = ("cosine", "euclidean")
+_BATCH = 64  # bootstrap resamples whose query weights are held at once
+
+
+# ----------------------------------------------------------------------------------------------
+# pure functions over arrays
+# ----------------------------------------------------------------------------------------------
+def correctness(scores) -> np.ndarray:
+    """1.0 where score >= 0.5, 0.0 where < 0.5, NaN where not evaluated."""
+    scores = np.asarray(scores, dtype=np.float64)
+    return np.where(np.isnan(scores), np.nan, (scores >= 0.5).astype(np.float64))
+
+
+def disagreement(correct, weights=None) -> tuple[np.ndarray, np.ndarray]:
+    """(rate, common) for every model pair of `correct` [queries x models] (1/0/NaN): the (weighted)
+    share of the common queries on which the two models' correctness differs, and the (weighted) number
+    of common queries. ``rate`` is NaN where two models share no query; its diagonal is 0 where a model
+    has any query. `weights` [queries] (e.g. bootstrap counts) default to 1."""
+    correct = np.asarray(correct, dtype=np.float64)
+    labelled = ~np.isnan(correct)
+    right = np.where(labelled, correct, 0.0)
+    wrong = labelled - right
+    w = np.ones(correct.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+    rw = right * w[:, None]
+    cross = rw.T @ wrong
+    common = (labelled * w[:, None]).T @ labelled
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(common > 0, (cross + cross.T) / np.where(common > 0, common, 1.0), np.nan)
+    return rate, common
+
+
+def embedding_distances(z, metric: str) -> np.ndarray:
+    """Square [models x models] distance matrix of the rows of `z` (``cosine`` or ``euclidean``)."""
+    if metric not in DISTANCES:
+        raise ConfigError(f"unknown distance {metric!r}; choose one of {', '.join(DISTANCES)}")
+    z = np.asarray(z, dtype=np.float64)
+    if metric == "cosine" and (np.linalg.norm(z, axis=1) == 0).any():
+        zero = np.flatnonzero(np.linalg.norm(z, axis=1) == 0)[:5].tolist()
+        raise DataError(f"embedding row(s) {zero} are all zeros: their cosine distance is undefined; use the "
+                        "euclidean distance or re-run the training rule")
+    return squareform(pdist(z, metric=metric), checks=False)
+
+
+def upper(square) -> np.ndarray:
+    """The pairs i < j of a square matrix, in :func:`scipy.spatial.distance.pdist` order."""
+    square = np.asarray(square)
+    i, j = np.triu_indices(square.shape[0], 1)
+    return square[i, j]
+
+
+def correlations(x, y) -> dict[str, float]:
+    """Pearson, Spearman and Kendall (tau-b) correlation of `x` and `y` over the pairs where both are
+    finite; NaN with fewer than 3 such pairs or a constant side."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return {c: float("nan") for c in CORRELATIONS}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {"pearson": float(stats.pearsonr(x, y)[0]), "spearman": float(stats.spearmanr(x, y)[0]),
+                "kendall": float(stats.kendalltau(x, y)[0])}
+
+
+def bootstrap_weights(n_queries: int, n_resamples: int, seed: int):
+    """Batches of [resamples x queries] counts of queries drawn with replacement (seeded)."""
+    rng = np.random.default_rng(seed)
+    done = 0
+    while done < n_resamples:
+        b = min(_BATCH, n_resamples - done)
+        draws = rng.integers(0, n_queries, size=(b, n_queries))
+        yield np.stack([np.bincount(row, minlength=n_queries) for row in draws]).astype(np.float64)
+        done += b
+
+
+def bootstrap_correlations(correct: dict, distances: dict, n_resamples: int, seed: int) -> dict:
+    """{(key, distance): [resamples x len(CORRELATIONS)]} correlations of resampled test queries.
+
+    `correct`: {key: [queries x models] correctness}, every key on the same queries (rows);
+    `distances`: {(key, distance): condensed distances of key's models}. Every key sees the very same
+    resampled queries (paired)."""
+    n_queries = {c.shape[0] for c in correct.values()}
+    if len(n_queries) != 1:
+        raise DataError("the correctness matrices of the bootstrap must share their test queries")
+    n = n_queries.pop()
+    out = {key: [] for key in distances}
+    for batch in bootstrap_weights(n, n_resamples, seed):
+        for w in batch:
+            rates = {k: upper(disagreement(c, w)[0]) for k, c in correct.items()}
+            for key, d in distances.items():
+                r = correlations(d, rates[key[0]])
+                out[key].append([r[c] for c in CORRELATIONS])
+    return {key: np.asarray(v, dtype=np.float64).reshape(-1, len(CORRELATIONS)) for key, v in out.items()}
+
+
+def percentile_interval(values, confidence: float) -> tuple[float, float, int]:
+    """(low, high, number of finite values) of the percentile interval of `values` (NaN dropped)."""
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return float("nan"), float("nan"), 0
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(values, [alpha, 1 - alpha])
+    return float(low), float(high), int(values.size)
+
+
+# ----------------------------------------------------------------------------------------------
+# reading the reference runs and the data set
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GeometryRun:
+    """One method's reference run: its models (ascending ids) and their embeddings in that order."""
+
+    method: str
+    run_dir: Path
+    model_ids: np.ndarray
+    embeddings: np.ndarray
+    metrics: dict
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The data set, its test queries and the reference runs (one per method, in the order given)."""
+
+    data: object  # locus.data.canonical.EvalData
+    data_dir: Path
+    test_ids: np.ndarray
+    runs: list
+
+    def correctness(self, model_ids) -> np.ndarray:
+        """Test correctness [test queries x models] (1/0/NaN) of `model_ids`."""
+        return correctness(self.data.label_matrix(self.test_ids, model_ids))
+
+    def names(self, model_ids) -> list[str]:
+        by_id = dict(zip(self.data.models["model_id"].astype(int), self.data.models["name"].astype(str)))
+        return [by_id[int(i)] for i in model_ids]
+
+    def title(self, label: str | None, split: str = ", test split") -> str:
+        from locus.experiments.comparison import dataset_name
+        from locus.render.figures import figure_title
+
+        m = self.runs[0].metrics
+        return figure_title(label or dataset_name(m.get("dataset", self.data_dir)), str(m.get("encoder", "?")),
+                            f"n = {m.get('train_size', '?')} evaluations per model{split}")
+
+
+def load(run_dirs, data_dir) -> Inputs:
+    """Read the canonical data set and the reference runs, checking that each run was trained on this
+    data set (fingerprint), that its models are the data set's, that no training pair is a test query,
+    and that every method appears once."""
+    from locus import run_artifacts as ra
+    from locus.data.canonical import read_dataset
+    from locus.data.encodings import data_fingerprint
+    from locus.render.labels import has_embeddings
+
+    if not run_dirs:
+        raise ConfigError("no runs given; pass the reference run directories with --runs")
+    data = read_dataset(data_dir)
+    fingerprint = data_fingerprint(data.queries["prompt_id"], data.queries["prompt"])
+    test_ids = data.split_queries("test")["prompt_id"].to_numpy(np.int64)
+    runs, seen = [], {}
+    for run_dir in map(Path, run_dirs):
+        metrics = ra.read_metrics(run_dir)
+        method = str(metrics["method"])
+        if method in seen:
+            raise ConfigError(f"{seen[method]} and {run_dir} are both runs of {method}; give one reference run "
+                              "per method")
+        if not has_embeddings(method):
+            raise ConfigError(f"{run_dir}: {method} has no model embeddings; give runs of embedding methods "
+                              "(e.g. locus, embedllm, irt_net)")
+        recorded = metrics.get("data_fingerprint")
+        if recorded is not None and recorded != fingerprint:
+            raise DataError(f"{run_dir}: this run was trained on another data set than {data_dir} (recorded: "
+                            f"{metrics.get('dataset')}); pass the data set the runs were trained on with --data")
+        ids, z = ra.read_embeddings(run_dir)
+        unknown = ~np.isin(ids, data.model_ids)
+        if unknown.any():
+            raise DataError(f"{run_dir}/{ra.EMBEDDINGS}: model ids {ids[unknown][:5].tolist()} are not in "
+                            f"{data_dir}; pass the runs' own data set with --data")
+        leaked = ra.read_train_pairs(run_dir)["prompt_id"].isin(test_ids)
+        if leaked.any():
+            raise DataError(f"{run_dir}/{ra.TRAIN_PAIRS}: {int(leaked.sum())} training evaluations are on test "
+                            f"queries of {data_dir}; test queries must never build an embedding — re-run the "
+                            "training rule on this data set")
+        order = np.argsort(ids, kind="stable")
+        seen[method] = run_dir
+        runs.append(GeometryRun(method, run_dir, ids[order], z[order].astype(np.float64), metrics))
+    return Inputs(data, Path(data_dir), test_ids, runs)
+
+
+def require_models(run: GeometryRun, minimum: int, what: str) -> None:
+    if len(run.model_ids) < minimum:
+        raise DataError(f"{run.run_dir}: {len(run.model_ids)} model(s); {what} needs at least {minimum}")
+
+
+# ----------------------------------------------------------------------------------------------
+# the table and the figure
+# ----------------------------------------------------------------------------------------------
+def pair_frame(inputs: Inputs) -> pd.DataFrame:
+    """Every model pair of every run: ids, names, cosine and Euclidean distance, test disagreement and
+    the number of common test queries (the figure's data)."""
+    frames = []
+    for run in inputs.runs:
+        require_models(run, 3, "a correlation over model pairs")
+        rate, common = disagreement(inputs.correctness(run.model_ids))
+        i, j = np.triu_indices(len(run.model_ids), 1)
+        names = np.asarray(inputs.names(run.model_ids), dtype=object)
+        frame = pd.DataFrame({"method": run.method, "model_a": run.model_ids[i], "model_b": run.model_ids[j],
+                              "name_a": names[i], "name_b": names[j]})
+        for metric in DISTANCES:
+            frame[metric] = upper(embedding_distances(run.embeddings, metric))
+        frame["disagreement"], frame["common_queries"] = rate[i, j], common[i, j].astype(np.int64)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def correlation_frame(inputs: Inputs, pairs: pd.DataFrame, n_boot: int = 0, seed: int = 0,
+                      confidence: float = 0.95, reference_method: str | None = "locus") -> pd.DataFrame:
+    """One row per (method, correlation, distance): the correlation over model pairs, and with `n_boot`
+    resamples its percentile interval and the paired difference to `reference_method` with its interval."""
+    part = {r.method: pairs[pairs["method"] == r.method] for r in inputs.runs}
+    point = {(m, d): correlations(p[d], p["disagreement"]) for m, p in part.items() for d in DISTANCES}
+    boot = {}
+    if n_boot:
+        correct = {r.method: inputs.correctness(r.model_ids) for r in inputs.runs}
+        dists = {(m, d): part[m][d].to_numpy() for m, d in point}
+        boot = bootstrap_correlations(correct, dists, n_boot, seed)
+    ref = reference_method if any(r.method == reference_method for r in inputs.runs) else None
+    rows = []
+    for run in inputs.runs:
+        n_pairs = int(np.isfinite(part[run.method]["disagreement"]).sum())
+        for c_pos, corr in enumerate(CORRELATIONS):
+            for metric in DISTANCES:
+                row = {"method": run.method, "correlation": corr, "distance": metric,
+                       "value": point[(run.method, metric)][corr], "n_models": len(run.model_ids),
+                       "n_pairs": n_pairs, "n_queries": len(inputs.test_ids),
+                       "train_size": run.metrics.get("train_size"), "seed": run.metrics.get("seed")}
+                if boot:
+                    values = boot[(run.method, metric)][:, c_pos]
+                    row["ci_low"], row["ci_high"], row["n_defined"] = percentile_interval(values, confidence)
+                    row.update(n_boot=n_boot, confidence=confidence, reference=ref)
+                    if ref is not None:
+                        diff = values - boot[(ref, metric)][:, c_pos]
+                        row["diff_to_reference"] = row["value"] - point[(ref, metric)][corr]
+                        row["diff_ci_low"], row["diff_ci_high"], _ = percentile_interval(diff, confidence)
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def write(run_dirs, data_dir, out, n_boot: int = 200, seed: int = 0, confidence: float = 0.95,
+          reference_method: str = "locus", data_label: str | None = None) -> pd.DataFrame:
+    """``.tex`` `out`: the correlation table (+ CSV) with bootstrap intervals; ``.pdf``/``.png``: the
+    scatter figure (+ PNG/PDF + CSV of every pair). Returns the correlation frame."""
+    from locus.atomic import write_text
+    from locus.outputs import check_outputs
+    from locus.render import geometry as render
+    from locus.render import write_csv
+    from locus.render.figures import output_paths, save_figure
+
+    if not 0 < confidence < 1:
+        raise ConfigError(f"--confidence must be between 0 and 1, got {confidence}")
+    out = Path(out)
+    table = out.suffix.lower() == ".tex"
+    paths = {"tex": out, "csv": out.with_suffix(".csv")} if table else output_paths(out)
+    check_outputs([paths[k] for k in (("tex", "csv") if table else ("pdf", "png", "csv"))])
+    inputs = load(run_dirs, data_dir)
+    pairs = pair_frame(inputs)
+    frame = correlation_frame(inputs, pairs, n_boot if table else 0, seed, confidence, reference_method)
+    title = inputs.title(data_label)
+    if table:
+        write_text(paths["tex"], render.correlation_table(frame, title))
+        write_csv(render.with_emphasis(frame), paths["csv"])
+    else:
+        save_figure(render.distance_figure(pairs, frame, title), paths["pdf"])
+        write_csv(pairs, paths["csv"])
+    return frame
+
+
+def report_lines(frame: pd.DataFrame) -> list[str]:
+    lines = []
+    for (method, corr), part in frame.groupby(["method", "correlation"], sort=False):
+        cells = []
+        for r in part.itertuples():
+            ci = f" [{r.ci_low:.3f}, {r.ci_high:.3f}]" if "ci_low" in part and np.isfinite(r.ci_low) else ""
+            cells.append(f"{r.distance} {r.value:.3f}{ci}")
+        lines.append(f"{method} {corr}: " + ", ".join(cells))
+    return lines

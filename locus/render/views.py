@@ -1,0 +1,143 @@
+"""Figures of the embedding views (:mod:`locus.geometry.views`, :mod:`locus.geometry.hypothetical`):
+frames in, matplotlib figures out; :func:`write_figure` writes PDF + PNG + the CSV of the plotted numbers."""
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pandas as pd
+
+from locus.render.figures import output_paths, plt, save_figure, sns, write_csv
+
+GREY = "0.78"
+
+
+def write_figure(fig, frame: pd.DataFrame, out) -> dict:
+    """`fig` as ``<stem>.pdf`` + ``.png`` and `frame` as ``<stem>.csv`` (each atomic)."""
+    paths = save_figure(fig, out)
+    write_csv(frame, output_paths(out)["csv"])
+    return paths
+
+
+def _title(ax_or_fig, text: str, suptitle: bool = False):
+    text = textwrap.fill(text, 80, break_on_hyphens=False)
+    if suptitle:
+        ax_or_fig.suptitle(text, fontsize=9)
+    else:
+        ax_or_fig.set_title(text, fontsize=9)
+
+
+def _log2_axis(ax, values):
+    values = sorted(set(int(x) for x in values))
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(values)
+    ax.set_xticklabels([str(x) for x in values], rotation=45 if len(values) > 6 else 0)
+    ax.minorticks_off()
+
+
+def hypothetical_figure(recall: pd.DataFrame, title: str):
+    """Recall@k (%) of the true model among the nearest reference embeddings vs evaluation-set size."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, ax = plt.subplots(figsize=(5.0, 3.5))
+    colors = sns.color_palette("viridis", recall["k"].nunique())
+    for color, (k, part) in zip(colors, recall.groupby("k")):
+        part = part.sort_values("size")
+        ax.plot(part["size"], 100 * part["recall"], marker="o", ms=4, lw=1.5, color=color, label=f"recall@{k}")
+    _log2_axis(ax, recall["size"])
+    ax.set_ylim(-2, 102)
+    ax.set_xlabel("# queries in the hypothetical evaluation set")
+    ax.set_ylabel("models retrieved (%)")
+    ax.legend(fontsize=8, loc="lower right")
+    _title(ax, title)
+    fig.tight_layout()
+    return fig
+
+
+def query_tsne_figure(frame: pd.DataFrame, title: str):
+    """One t-SNE panel per encoder, queries coloured by benchmark (one shared legend)."""
+    sns.set_theme(style="white", context="paper")
+    encoders = list(dict.fromkeys(frame["encoder"]))
+    benchmarks = sorted(frame["benchmark"].unique())
+    palette = dict(zip(benchmarks, sns.color_palette("tab10" if len(benchmarks) <= 10 else "tab20",
+                                                     len(benchmarks))))
+    fig, axes = plt.subplots(1, len(encoders), figsize=(4.2 * len(encoders) + 1.6, 4.2), squeeze=False)
+    for ax, encoder in zip(axes[0], encoders):
+        part = frame[frame["encoder"] == encoder]
+        for b in benchmarks:
+            sel = part[part["benchmark"] == b]
+            ax.scatter(sel["x"], sel["y"], s=4, alpha=0.7, color=palette[b], label=b, lw=0)
+        ax.set_title(encoder, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, markerscale=3,
+               frameon=False)
+    _title(fig, f"{title} ({len(frame) // max(len(encoders), 1)} queries, t-SNE)", suptitle=True)
+    fig.tight_layout()
+    return fig
+
+
+def robustness_figure(frame: pd.DataFrame, title: str):
+    """Top: the selected models' embeddings recomputed from sets with overlap α with the reference set;
+    bottom: from n evaluations subsampled from it. Stars: their reference embeddings; grey: other models.
+    Shared t-SNE coordinates; lighter dots = smaller α / n."""
+    sns.set_theme(style="white", context="paper")
+    selected = list(dict.fromkeys(frame.loc[frame["selected"], "model_id"]))
+    colors = dict(zip(selected, sns.color_palette("tab10", len(selected))))
+    fig, axes = plt.subplots(2, 1, figsize=(6.0, 9.0), sharex=True, sharey=True)
+    base = frame[frame["panel"] == "reference"]
+    for ax, panel, what in ((axes[0], "overlap", "overlap α with the reference set"),
+                            (axes[1], "size", "n evaluations subsampled from the reference set")):
+        others = base[~base["selected"]]
+        ax.scatter(others["x"], others["y"], s=12, color=GREY, lw=0, label="other models")
+        part = frame[frame["panel"] == panel]
+        settings = np.sort(part["setting"].unique())
+        shade = {s: 0.25 + 0.75 * i / max(len(settings) - 1, 1) for i, s in enumerate(settings)}
+        for mid in selected:
+            sel = part[part["model_id"] == mid]
+            name = base.loc[base["model_id"] == mid, "name"].iloc[0]
+            ax.scatter(sel["x"], sel["y"], s=16, color=colors[mid], alpha=[shade[s] for s in sel["setting"]],
+                       lw=0)
+            r = base[base["model_id"] == mid]
+            ax.scatter(r["x"], r["y"], s=110, marker="*", color=colors[mid], edgecolor="black", lw=0.6, label=name)
+        low, high = settings[0], settings[-1]
+        fmt = (lambda s: f"{s:g}") if panel == "overlap" else (lambda s: f"{int(s)}")
+        ax.set_title(f"{what} (dots light → dark: {fmt(low)} → {fmt(high)})", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    axes[0].legend(fontsize=7, loc="best", markerscale=0.8)
+    _title(fig, title + " (t-SNE; stars: reference embeddings)", suptitle=True)
+    fig.tight_layout()
+    return fig
+
+
+def convergence_figure(summary: pd.DataFrame, neighbours: pd.DataFrame, by: str, title: str, reference_size: int,
+                       set_sizes: pd.Series | None = None):
+    """Mean ± std of ‖z − z_ref‖ over draws vs overlap α (`by` = alpha) or set size n (`by` = n), with
+    dashed lines at the reference embedding's distances to its nearest other models; `set_sizes` (α ->
+    size of the overlap sets) notes where the sets had to be smaller than the reference set."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    x = summary[by].to_numpy(float)
+    ax.errorbar(x, summary["mean"], yerr=summary["std"], marker="o", ms=4, lw=1.5, capsize=3, color="#d62728",
+                label=r"$\|z - z^{\mathrm{ref}}\|$ (mean ± std over draws)")
+    greys = sns.color_palette("Greys_r", len(neighbours) + 2)
+    for i, row in enumerate(neighbours.itertuples()):
+        ax.axhline(row.distance, ls="--", lw=1.0, color=greys[i],
+                   label=f"to {row.neighbour} ({row.distance:.2f})")
+    if by == "n":
+        _log2_axis(ax, x)
+        ax.set_xlabel(f"# evaluations subsampled from the reference set (n_ref = {reference_size})")
+    else:
+        label = f"overlap fraction α with the reference set (n_ref = {reference_size})"
+        small = set_sizes[set_sizes < reference_size] if set_sizes is not None else []
+        if len(small):
+            label += (f"\nα ≤ {small.index.max():g}: sets of {int(small.min())}–{int(small.max())} queries "
+                      f"(too few training queries outside the reference set)")
+        ax.set_xlabel(label)
+    ax.set_ylabel("Euclidean distance to reference embedding")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7, loc="upper right")
+    _title(ax, title)
+    fig.tight_layout()
+    return fig
