@@ -90,32 +90,28 @@ def output_dir():
     return _output_type(True)
 
 
-def existing_dir(what: str = "directory"):
-    """An argparse type: a directory that must exist."""
+def _existing(what: str, want_dir: bool):
+    """An argparse type: a path that must exist and be a directory (`want_dir`) or a file."""
     def parse(text: str) -> Path:
         p = Path(text).expanduser()
         if not p.exists():
             raise argparse.ArgumentTypeError(f"{p}: {what} not found; check the path")
-        if not p.is_dir():
-            raise argparse.ArgumentTypeError(f"{p}: is a file, expected a {what}")
+        if not (p.is_dir() if want_dir else p.is_file()):
+            raise argparse.ArgumentTypeError(f"{p}: is a {'file' if want_dir else 'directory'}, expected a {what}")
         return p
 
     parse.__name__ = what
     return parse
+
+
+def existing_dir(what: str = "directory"):
+    """An argparse type: a directory that must exist."""
+    return _existing(what, want_dir=True)
 
 
 def existing_file(what: str = "file"):
     """An argparse type: a file that must exist."""
-    def parse(text: str) -> Path:
-        p = Path(text).expanduser()
-        if not p.exists():
-            raise argparse.ArgumentTypeError(f"{p}: {what} not found; check the path")
-        if not p.is_file():
-            raise argparse.ArgumentTypeError(f"{p}: is a directory, expected a {what}")
-        return p
-
-    parse.__name__ = what
-    return parse
+    return _existing(what, want_dir=False)
 
 
 def device_arg(kinds=("cpu", "cuda", "mps")):
