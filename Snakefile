@@ -28,3 +28,7 @@ rule all:
         "results/tables/routing_by_dataset.tex",
         "results/tables/correctness_by_dataset.tex",
         "results/figures/train_sample_eff.pdf",
+        # embedding geometry, portfolio selection and views (geometry.smk, portfolio.smk, views.smk)
+        GEOMETRY_TARGETS,
+        PORTFOLIO_TARGETS,
+        VIEWS_TARGETS,
