@@ -113,9 +113,12 @@ def run_bounded(cmd: list[str], *, timeout: float, env: dict, cwd: str | os.Path
 
 
 def interrupt_when(cmd: list[str], pattern: str, *, timeout: float, env: dict,
-                   cwd: str | os.PathLike | None = None, grace: float = 30) -> tuple[Bounded, float]:
+                   cwd: str | os.PathLike | None = None, grace: float = 30,
+                   ready=None) -> tuple[Bounded, float]:
     """Run ``cmd`` until a line matches ``pattern`` (or ``timeout`` s pass), then SIGINT it.
 
+    ``ready(match)``, if given, is polled after the match until it returns true (within the same
+    ``timeout``) before the signal is sent: e.g. "the submitted job is running".
     Returns the result and how many seconds it took to exit after SIGINT (SIGKILL after ``grace`` s).
     """
     proc = subprocess.Popen(
@@ -135,7 +138,13 @@ def interrupt_when(cmd: list[str], pattern: str, *, timeout: float, env: dict,
             lines.append(line)
             if re.search(pattern, line):
                 break
-    timed_out = not any(re.search(pattern, line) for line in lines)
+    match = next((m for m in map(lambda line: re.search(pattern, line), lines) if m), None)
+    timed_out = match is None
+    while match is not None and ready is not None and proc.poll() is None and not ready(match):
+        if time.monotonic() > deadline:
+            timed_out = True
+            break
+        time.sleep(0.3)
     interrupted = time.monotonic()
     killed = False
     if proc.poll() is None:
@@ -204,6 +213,15 @@ class SlurmCluster:
         if res.returncode != 0:
             raise RuntimeError(f"sacct failed: {res.stderr}")
         return [dict(zip(fields, line.split("|"))) for line in res.stdout.splitlines() if line.strip()]
+
+    def controller_log(self, job_ids: list[str]) -> str:
+        """The controller's log lines that name these jobs (for failure messages)."""
+        log = self.state / "log" / "slurmctld.log"
+        if not log.is_file():
+            return "(no slurmctld.log)"
+        pattern = re.compile(r"\bJobId=(%s)\b" % "|".join(map(re.escape, job_ids)))
+        return "".join(line for line in log.read_text(errors="replace").splitlines(keepends=True)
+                       if pattern.search(line))[-4000:]
 
     def cancel_all(self) -> None:
         """scancel every job of this cluster (best effort, bounded)."""
