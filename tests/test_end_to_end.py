@@ -18,6 +18,11 @@ TARGETS = [  # = rule all of the tiny config (the report needs every file marked
     "results/tables/routing_by_dataset.tex",
     "results/tables/correctness_by_dataset.tex",
     "results/figures/train_sample_eff.pdf",
+    "results/tables/distance_correlation.tex",
+    *(f"results/figures/{name}.pdf" for name in (
+        "performance_distance_correlation", "models_family_clustering", "nearest_neighbor_proxies",
+        "fallback_routing", "model_portfolio", "hypothetical_model_embedding", "query_encodings_tsne",
+        "embedding_robustness_tsne", "overlap_convergence", "anchor_size_convergence", "perf_vs_size_and_overlap")),
 ]
 
 
@@ -43,6 +48,18 @@ def test_tables_and_figure_exist(tiny_run):
         assert (tiny_run / f"results/tables/{name}.tex").is_file()
     for ext in ("pdf", "png", "csv"):
         assert (tiny_run / f"results/figures/train_sample_eff.{ext}").stat().st_size > 0
+
+
+def test_geometry_outputs_exist(tiny_run):
+    """rule all builds every geometry output: each figure with its PNG and plotted numbers, the table with its CSV."""
+    for target in TARGETS:
+        path = tiny_run / target
+        if "/figures/" in target and path.stem != "train_sample_eff":
+            for ext in ("pdf", "png", "csv"):
+                assert path.with_suffix(f".{ext}").stat().st_size > 0, path.with_suffix(f".{ext}")
+    table = (tiny_run / "results/tables/distance_correlation.tex").read_text()
+    assert "Pearson" in table and "tiny synthetic test pool" in table
+    assert (tiny_run / "results/tables/distance_correlation.csv").stat().st_size > 0
 
 
 def test_run_directory_contents(tiny_run):
@@ -77,6 +94,7 @@ def test_html_report_renders_in_a_real_browser(tiny_run):
     assert res.returncode == 0, res.stderr[-3000:]
     html = report.read_text()
     assert "train_sample_eff.png" in html and "routing.tex" in html and "summary.md" in html
+    assert "model_portfolio.png" in html and "distance_correlation.tex" in html and "Geometry" in html
     if not Path(CHROMIUM).exists():
         skip_or_fail("browser", "REPORT BROWSER TEST NOT RUN: Debian's chromium is not installed "
                                 "(bash install.sh --test installs it)")

@@ -4,7 +4,8 @@ of the run's encoder over training-split evaluations (:mod:`locus.geometry.views
 
 Kinds: ``hypothetical`` (recall@k of hypothetical embeddings vs evaluation-set size), ``query-tsne``
 (query encodings by benchmark), ``robustness-tsne`` (selected models re-embedded from overlap-α and
-subsampled sets), ``overlap-convergence`` / ``size-convergence`` (‖z − z_ref‖ of one model vs α / n).
+subsampled sets), ``overlap-convergence`` / ``size-convergence`` (‖z − z_ref‖ of one model vs α / n),
+``perf-vs-evalset`` (test accuracy with every model re-embedded from subsampled / overlap-α sets).
 """
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from locus.cli import comma_list, existing_dir, existing_file, int_at_least, out
 
 NAME = "views"
 HELP = "embedding views of a LOCUS run: hypothetical embeddings, t-SNE, convergence (PDF + PNG + CSV)"
-KINDS = ("hypothetical", "query-tsne", "robustness-tsne", "overlap-convergence", "size-convergence")
+KINDS = ("hypothetical", "query-tsne", "robustness-tsne", "overlap-convergence", "size-convergence",
+         "perf-vs-evalset")
 
 
 def _numbers(kind):
@@ -51,10 +53,10 @@ def add_arguments(p) -> None:
     p.add_argument("--out", required=True, type=output_file((".pdf",)), help="output .pdf (.png and .csv beside it)")
     p.add_argument("--sizes", type=_numbers(int), default=[64, 128, 256, 512, 1024, 2048, 4096],
                    help="hypothetical: evaluation-set sizes (capped by the training split); size-convergence, "
-                        "robustness-tsne: evaluations subsampled from the reference set")
+                        "robustness-tsne, perf-vs-evalset: evaluations subsampled from the reference set")
     p.add_argument("--ks", type=_numbers(int), default=[1, 2, 3, 5, 10], help="hypothetical: the k of recall@k")
     p.add_argument("--overlaps", type=_numbers(float), default=[0.0, 0.25, 0.5, 0.75, 1.0],
-                   help="overlap-convergence, robustness-tsne: overlap fractions α in [0, 1]")
+                   help="overlap-convergence, robustness-tsne, perf-vs-evalset: overlap fractions α in [0, 1]")
     p.add_argument("--model", default="codellama/CodeLlama-13b-Instruct-hf",
                    help="overlap-/size-convergence: the model (name as in models.parquet)")
     p.add_argument("--models", type=comma_list, default=None,
@@ -99,6 +101,16 @@ def run(args) -> int:
         table = s["recall"].pivot(index="size", columns="k", values="recall")
         print(f"recall@k (%) of {s['models']} models' hypothetical embeddings:")
         print((100 * table).round(1).to_string())
+    elif args.kind == "perf-vs-evalset":
+        from locus.geometry.evalset_robustness import write_perf_vs_evalset
+
+        s = write_perf_vs_evalset(sizes=args.sizes, overlaps=args.overlaps, repeats=args.repeats, **common)
+        ref = s["reference"]
+        print(f"{s['n_models']} models re-embedded, {s['n_test_queries']} test queries; reference embeddings: "
+              f"correctness {100 * ref['correctness_acc']:.2f}%, routing {100 * ref['routing_acc']:.2f}% "
+              f"(best single model {100 * s['best_single_routing_acc']:.2f}%)")
+        cols = ["panel", "setting", "set_size", "correctness_acc", "routing_acc", "distance", "draws"]
+        print(s["summary"][cols].round(4).to_string(index=False))
     elif args.kind == "robustness-tsne":
         from locus.geometry.views import write_robustness
 

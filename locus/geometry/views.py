@@ -200,6 +200,7 @@ class Reference:
     queries: pd.DataFrame  # training-split queries (prompt_id, benchmark)
     encodings: object  # locus.data.encodings.Encodings
     label: str
+    dataset: object = None  # locus.data.canonical.EvalData: every split (test labels for accuracies)
 
     def index_of(self, model_id: int) -> int:
         return int(np.searchsorted(self.model_ids, model_id))
@@ -260,7 +261,7 @@ def load_reference(run, data, encodings, data_label: str | None = None) -> Refer
     names = {int(k): v for k, v in ckpt.names.items()}
     return Reference(run=run, method=ckpt.method, model_ids=ids, names=names, z_ref=z, pairs=pairs,
                      train_scores=dataset.split_scores("train"), queries=train_q.reset_index(drop=True),
-                     encodings=enc, label=data_label or str(ckpt.config.get("dataset", data)))
+                     encodings=enc, label=data_label or str(ckpt.config.get("dataset", data)), dataset=dataset)
 
 
 def check_grid(values, what: str, low=None, high=None, integer: bool = False) -> list:

@@ -450,11 +450,20 @@ class LocusMethod(EmbeddingMethod):
     # prediction and onboarding
     # ------------------------------------------------------------------------------------------
     def predict_logits(self, query_vectors: np.ndarray, model_ids=None) -> np.ndarray:
+        return self.logits_for_embeddings(query_vectors, self.z[self._model_positions(model_ids)])
+
+    def logits_for_embeddings(self, query_vectors: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """Logits [queries x len(z)] of models given by their embeddings `z` [M', dim] instead of the
+        stored ones (e.g. the same models re-embedded from other evaluation sets with :meth:`embed`)."""
         torch = _torch()
-        pos = self._model_positions(model_ids)
+        if self.z is None:
+            raise RuntimeError("locus: fit() or load() first")
+        z = np.asarray(z, dtype=np.float32)
+        if z.ndim != 2 or z.shape[1] != self.z.shape[1]:
+            raise ValueError(f"locus: embeddings must be [models, {self.z.shape[1]}], got {list(z.shape)}")
         phi = self._check_query_dim(query_vectors, self.d_phi)
-        z = torch.from_numpy(self.z[pos]).to(self.device)
-        logits = self._grid_logits(z, torch.from_numpy(np.ascontiguousarray(phi)).to(self.device))
+        logits = self._grid_logits(torch.from_numpy(np.ascontiguousarray(z)).to(self.device),
+                                   torch.from_numpy(np.ascontiguousarray(phi)).to(self.device))
         return logits.cpu().numpy().astype(np.float32)
 
     def model_embeddings(self) -> tuple[np.ndarray, np.ndarray]:

@@ -141,3 +141,43 @@ def convergence_figure(summary: pd.DataFrame, neighbours: pd.DataFrame, by: str,
     _title(ax, title)
     fig.tight_layout()
     return fig
+
+
+def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
+    """Test correctness (top) and routing (bottom) accuracy of LOCUS with every model re-embedded from n
+    evaluations subsampled from its reference set (left) or from sets with overlap α with it (right):
+    mean ± std over draws; dashed: the run's own embeddings; dotted (routing): the best single model."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, axes = plt.subplots(2, 2, figsize=(8.4, 6.0), sharey="row", squeeze=False)
+    rows = (("correctness_acc", "correctness accuracy (%)"), ("routing_acc", "routing accuracy (%)"))
+    for col, (panel, xlabel) in enumerate((("size", f"# evaluations subsampled from the reference set "
+                                                    f"(n_ref = {refs['reference_size']})"),
+                                           ("overlap", "overlap fraction α with the reference set"))):
+        part = summary[summary["panel"] == panel].sort_values("setting")
+        for row, (metric, ylabel) in enumerate(rows):
+            ax = axes[row][col]
+            if len(part):
+                x = part["setting"].to_numpy(float)
+                y, sd = 100 * part[metric].to_numpy(float), 100 * part[f"{metric}_std"].to_numpy(float)
+                ax.plot(x, y, marker="o", ms=4, lw=1.5, color="#d62728", label="re-embedded (mean ± std)")
+                ax.fill_between(x, y - sd, y + sd, color="#d62728", alpha=0.18, lw=0)
+                if panel == "size":
+                    _log2_axis(ax, x)
+            ax.axhline(100 * refs["reference"][metric], ls="--", lw=1.1, color="0.25",
+                       label=f"reference embeddings ({100 * refs['reference'][metric]:.1f})")
+            if metric == "routing_acc":
+                ax.axhline(100 * refs["best_single_routing_acc"], ls=":", lw=1.1, color="0.45",
+                           label=f"best single model ({100 * refs['best_single_routing_acc']:.1f})")
+            if row == 1:
+                ax.set_xlabel(xlabel)
+            if col == 0:
+                ax.set_ylabel(ylabel)
+            ax.legend(fontsize=7, loc="lower right")
+    small = summary[(summary["panel"] == "overlap") & (summary["set_size"] < refs["reference_size"])]
+    if len(small):
+        axes[1][1].annotate(f"α ≤ {small['setting'].max():g}: sets of ~{int(small['set_size'].min())}–"
+                            f"{int(small['set_size'].max())} queries", xy=(0.02, 0.03), xycoords="axes fraction",
+                            fontsize=7, color="0.3")
+    _title(fig, title, suptitle=True)
+    fig.tight_layout()
+    return fig

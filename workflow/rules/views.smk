@@ -5,7 +5,7 @@
 # Settings: `geometry.views` in config/config.yaml; every draw and t-SNE is seeded by `geometry.views.seed`.
 
 VIEWS_NAMES = ("hypothetical_model_embedding", "query_encodings_tsne", "embedding_robustness_tsne",
-               "overlap_convergence", "anchor_size_convergence")
+               "overlap_convergence", "anchor_size_convergence", "perf_vs_size_and_overlap")
 VIEWS_TARGETS = [f"results/figures/{name}.pdf" for name in VIEWS_NAMES]
 
 VIEWS = {
@@ -23,11 +23,15 @@ VIEWS = {
     "sizes": [16, 32, 64, 128, 256, 512, 1024, 2048, 4096],
     "repeats": 5,
     "neighbours": 3,
+    "evalset_sizes": [64, 256, 1024, 4096],
+    "evalset_overlaps": [0.0, 0.25, 0.5, 0.75, 1.0],
+    "evalset_repeats": 1,
     **GEO.get("views", {}),
 }
-if not [n for n in VIEWS["sizes"] if n <= GEO_N]:
-    _config_error(f"geometry.views.sizes {VIEWS['sizes']}: all exceed geometry.reference_train_size {GEO_N}; "
-                  f"the subsampled sets are drawn from the reference set")
+for _key in ("sizes", "evalset_sizes"):
+    if not [n for n in VIEWS[_key] if n <= GEO_N]:
+        _config_error(f"geometry.views.{_key} {VIEWS[_key]}: all exceed geometry.reference_train_size {GEO_N}; "
+                      f"the subsampled sets are drawn from the reference set")
 
 _models_file = Path(f"results/data/{DATASET}/models.parquet")
 if _models_file.is_file():  # names are checked when the data set exists (else by the command, exit 2)
@@ -134,6 +138,26 @@ rule embedding_robustness_tsne:
         "results/benchmarks/geometry/embedding_robustness_tsne.tsv"
     shell:
         "{LOCUS} views robustness-tsne {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
+
+
+rule perf_vs_size_and_overlap:
+    input:
+        **views_inputs(),
+    output:
+        **views_outputs("perf_vs_size_and_overlap"),
+    params:
+        options=f"{VIEWS_RUN} {VIEWS_COMMON} --sizes {_numbers(VIEWS['evalset_sizes'])} "
+        f"--overlaps {_numbers(VIEWS['evalset_overlaps'])} --repeats {int(VIEWS['evalset_repeats'])}",
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    log:
+        "results/logs/geometry/perf_vs_size_and_overlap.log",
+    benchmark:
+        "results/benchmarks/geometry/perf_vs_size_and_overlap.tsv"
+    shell:
+        "{LOCUS} views perf-vs-evalset {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
 
 
 for _name, _kind, _grid in (("overlap_convergence", "overlap", f"--overlaps {_numbers(VIEWS['overlaps'])}"),
