@@ -17,6 +17,8 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/geometry.smk"
 include: "workflow/rules/portfolio.smk"
 include: "workflow/rules/views.smk"
+include: "workflow/rules/onboarding.smk"
+include: "workflow/rules/timing.smk"
 
 
 rule all:
@@ -32,3 +34,7 @@ rule all:
         GEOMETRY_TARGETS,
         PORTFOLIO_TARGETS,
         VIEWS_TARGETS,
+        # new-model onboarding (onboarding.smk)
+        "results/figures/sample_eff_ood_test.pdf",
+        # time complexity (timing.smk)
+        "results/figures/time_complexity.pdf",

@@ -103,13 +103,29 @@ def execute(
     out_dir: str | Path,
     sampling: str = "shared",
     duplicates: str = "last",
+    hold_out=False,
+    train_models: int = 0,
 ) -> dict:
-    """Fit `method` on one run's training evaluations and write the run directory. Returns metrics."""
+    """Fit `method` on one run's training evaluations and write the run directory. Returns metrics.
+
+    `hold_out` (onboarding runs, :mod:`locus.experiments.onboarding`): False trains on every model; True
+    leaves out the data set's ``held_out`` models, a list of names leaves out those; `train_models` > 0
+    then keeps that many of the remaining models (a seeded, nested choice). The run scores only the models
+    it trained on."""
     model = methods.create(method, params, seed=seed)  # bad parameters fail before any data is read
     data = read_dataset(dataset_dir, duplicates=duplicates)
     enc = read_encodings(encodings_path)
     fingerprint = check_matches(enc, data.queries, str(dataset_dir))
     train = training_pairs(data, train_size, seed, sampling)
+    selection = None
+    if hold_out is not False or train_models:
+        from locus.experiments.onboarding import held_out_ids, training_models
+
+        held = (held_out_ids(data.models, None if hold_out is True else list(hold_out), f"{dataset_dir}/models.parquet")
+                if hold_out is not False else np.zeros(0, np.int64))
+        keep = training_models(data.model_ids, held, int(train_models), seed)
+        train = train[train["model_id"].isin(keep)].reset_index(drop=True)
+        selection = {"held_out_models": model_names(data, held), "train_models": int(len(keep))}
     model_ids = np.sort(train["model_id"].unique())
     fit_data = FitData(train=train, val=data.split_scores("val"), encodings=enc, model_ids=model_ids)
 
@@ -123,7 +139,7 @@ def execute(
                             "sampling": sampling, "encoder": enc.encoder, "dataset": str(dataset_dir),
                             "data_fingerprint": fingerprint, "n_train_pairs": int(len(train)),
                             **training_counts(train), "n_models": int(len(model_ids)),
-                            "fit_seconds": round(fit_seconds, 3)}
+                            "fit_seconds": round(fit_seconds, 3), "model_selection": selection}
     for split in ("val", "test"):
         q = data.split_queries(split)
         t0 = time.perf_counter()

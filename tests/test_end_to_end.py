@@ -22,7 +22,8 @@ TARGETS = [  # = rule all of the tiny config (the report needs every file marked
     *(f"results/figures/{name}.pdf" for name in (
         "performance_distance_correlation", "models_family_clustering", "nearest_neighbor_proxies",
         "fallback_routing", "model_portfolio", "hypothetical_model_embedding", "query_encodings_tsne",
-        "embedding_robustness_tsne", "overlap_convergence", "anchor_size_convergence", "perf_vs_size_and_overlap")),
+        "embedding_robustness_tsne", "overlap_convergence", "anchor_size_convergence", "perf_vs_size_and_overlap",
+        "sample_eff_ood_test", "time_complexity")),
 ]
 
 
@@ -133,6 +134,44 @@ def test_html_report_renders_in_a_real_browser(tiny_run):
     broken = [name for name, size in images.items() if not size or min(size) < 50]
     assert not broken, f"broken images in the report: {broken}"
     assert not errors, errors
+
+
+def test_onboarding_through_locus_embed_matches_the_rule(tiny_run, tmp_path):
+    """Training-free onboarding as a user does it: a held-out model's scored prompts (the same draw as the
+    figure's cell) go through `locus embed` with a run trained without it; the embedding's test
+    correctness accuracy equals the figure's."""
+    import numpy as np
+    import pandas as pd
+
+    from locus import run_artifacts
+    from locus.data.canonical import read_dataset
+    from locus.data.encodings import read_encodings, read_vectors
+    from locus.evaluation import correctness_metrics
+    from locus.experiments.onboarding import draw_evaluations
+
+    frame = pd.read_csv(tiny_run / "results/figures/sample_eff_ood_test.csv")
+    draw = frame[(frame["kind"] == "draw") & (frame["row"].astype(str) == "4") & (frame["k"] == 32)].iloc[0]
+    data = read_dataset(tiny_run / "results/data/synthetic")
+    ids, scores = draw_evaluations(data.split_scores("train"), int(draw["model_id"]), 32, repeat=0, seed=0)
+    prompts = data.queries.set_index("prompt_id").loc[ids, "prompt"]
+    pd.DataFrame({"prompt": prompts.to_numpy(), "score": scores}).to_csv(tmp_path / "scores.csv", index=False)
+    run = tiny_run / "results/onboarding/synthetic/all-MiniLM-L6-v2/m4/n64/s0"
+    res = subprocess.run([sys.executable, "-m", "locus", "embed", "--checkpoint", str(run), "--scores",
+                          str(tmp_path / "scores.csv"), "--out", str(tmp_path / "z.parquet")],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert "embedded 32 scored prompts" in res.stdout
+    _, z, _ = read_vectors(tmp_path / "z.parquet", "model_id")
+    method = run_artifacts.load_checkpoint(run).method
+    test_ids = data.split_queries("test")["prompt_id"].to_numpy()
+    enc = read_encodings(tiny_run / "results/encodings/synthetic/all-MiniLM-L6-v2.parquet")
+    logits = method.logits_for_embeddings(enc.take(test_ids), z)
+    labels = data.label_matrix(test_ids, np.array([int(draw["model_id"])]))
+    metrics = correctness_metrics(logits, labels)
+    assert metrics["n_pairs"] == draw["n_pairs"]
+    # the prompts are re-encoded by the sentence encoder: identical up to float rounding, so at most one
+    # borderline pair may flip
+    assert abs(round(metrics["correctness_acc"] * metrics["n_pairs"]) - draw["correct"]) <= 1
 
 
 def test_time_to_accuracy_rule(tiny_run):

@@ -1,10 +1,24 @@
 """`locus bench`: time LOCUS training, embedding and prediction on this machine (see :mod:`locus.benchmark`)."""
 from __future__ import annotations
 
-from locus.cli import device_arg, existing_dir, existing_file, output_dir, output_file, positive_int, threads_arg
+import argparse
+
+from locus.cli import (comma_list, device_arg, existing_dir, existing_file, output_dir, output_file, positive_int,
+                       threads_arg)
 
 NAME = "bench"
 HELP = "measure LOCUS training, embedding and prediction speed on this machine"
+
+
+def size_list(text: str) -> list[int]:
+    """An argparse type: comma-separated whole numbers >= 1 (sorted, duplicates dropped)."""
+    if not any(s.strip() for s in str(text).split(",")):
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers >= 1, e.g. 64,256, got {text!r}")
+    return sorted({positive_int(item) for item in comma_list(text)})
+
+
+size_list.__name__ = "list of sizes"
+TIME_COMPLEXITY_SIZES = ("pool_sizes", "eval_sizes", "query_sizes")
 
 
 def add_arguments(parser) -> None:
@@ -26,12 +40,43 @@ def add_arguments(parser) -> None:
     tta.add_argument("--encodings", type=existing_file("encodings Parquet"), default=None)
     tta.add_argument("--train-size", type=positive_int, default=256, help="training queries per model (default 256)")
     tta.add_argument("--seed", type=int, default=0)
-    tta.add_argument("--params", default="{}", help="LOCUS parameters applied to every recipe (JSON), e.g. device")
+    tta.add_argument("--params", default="{}", help="LOCUS parameters (JSON): applied to every recipe (e.g. device) "
+                     "with --time-to-accuracy; the timed network's (e.g. dim) with --time-complexity")
+    tc = parser.add_argument_group(
+        "time complexity", "with --time-complexity OUT.pdf: the paper's appendix-G figure, OUT.{pdf,png,csv}: "
+        "embedding time vs evaluations per model for each pool size, and correctness-prediction time vs "
+        "unseen queries for the largest pool (random inputs, cold call then the median of --repeat warm calls; "
+        "the same as the workflow's time_complexity_figure rule, without Snakemake)")
+    tc.add_argument("--time-complexity", type=output_file((".pdf",)), default=None, metavar="OUT.pdf",
+                    help="the figure's PDF; the PNG and the CSV of the plotted numbers are written beside it")
+    tc.add_argument("--pool-sizes", type=size_list, default=None, metavar="M,M,...",
+                    help="models embedded at once (default 16,56,112; the largest is also the prediction pool)")
+    tc.add_argument("--eval-sizes", type=size_list, default=None, metavar="N,N,...",
+                    help="evaluation queries per model when embedding (default 64,256,1024,4096)")
+    tc.add_argument("--query-sizes", type=size_list, default=None, metavar="Q,Q,...",
+                    help="unseen queries when predicting (default 256,1024,4096)")
 
 
 def run(args) -> int:
     from locus.atomic import write_json
     from locus.benchmark import default_device, format_table, run_benchmark
+    from locus.errors import ConfigError
+
+    sizes = [f"--{name.replace('_', '-')}" for name in TIME_COMPLEXITY_SIZES if getattr(args, name) is not None]
+    if args.time_complexity is not None:
+        if args.time_to_accuracy is not None or args.quick or args.json:
+            raise ConfigError("--time-complexity writes its own figure: leave out --time-to-accuracy, --quick "
+                              "and --json")
+        from locus.experiments import time_complexity as tc
+
+        tc.run(args.time_complexity, args.pool_sizes or tc.DEFAULT_POOL_SIZES,
+               args.eval_sizes or tc.DEFAULT_EVAL_SIZES, args.query_sizes or tc.DEFAULT_QUERY_SIZES,
+               repeat=args.repeat, device=args.device or default_device(), threads=args.threads,
+               params_json=args.params, progress=print)
+        print(f"wrote {args.time_complexity} (.png, .csv)")
+        return 0
+    if sizes:
+        raise ConfigError(f"{', '.join(sizes)} only apply with --time-complexity OUT.pdf")
 
     if args.time_to_accuracy is not None:
         from locus.benchmark import time_to_accuracy

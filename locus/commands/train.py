@@ -20,6 +20,11 @@ def add_arguments(p):
                    help="shared: one training query set for all models (authors); per_model: drawn per model")
     p.add_argument("--duplicates", default="last", choices=["last", "max", "mean", "error"])
     p.add_argument("--threads", type=threads_arg, default=0, help="torch threads (0: torch default)")
+    p.add_argument("--hold-out", default=None, metavar="column|NAME,NAME,...",
+                   help="leave these models out of training (new-model onboarding): 'column' = the data set's "
+                        "held_out column, else comma-separated model names")
+    p.add_argument("--train-models", type=int_at_least(0, "0 = all that are not held out"), default=0,
+                   help="train on this many of the models that are not held out (seeded, nested choice)")
     p.add_argument("--out", type=output_dir(), required=True, help="run directory (an existing one is replaced)")
 
 
@@ -28,6 +33,10 @@ def run(args) -> int:
     from locus.params import method_params, set_threads
 
     set_threads(args.threads)
+    hold_out = {None: False, "column": True}.get(args.hold_out)
+    if hold_out is None:
+        hold_out = [name.strip() for name in args.hold_out.split(",") if name.strip()]
     runs.execute(args.method, method_params(args.method, args.params, args.dim), args.data, args.encodings,
-                 args.train_size, args.seed, args.out, sampling=args.sampling, duplicates=args.duplicates)
+                 args.train_size, args.seed, args.out, sampling=args.sampling, duplicates=args.duplicates,
+                 hold_out=hold_out, train_models=args.train_models)
     return 0

@@ -1,0 +1,226 @@
+"""Time complexity of LOCUS (paper appendix G, ``fig:time_complexity_locus``): ``locus bench
+--time-complexity OUT.pdf`` and the workflow's ``time_complexity_figure`` rule.
+
+Two series are timed with the harness of :mod:`locus.benchmark` (random inputs of the paper's shape,
+d_phi = 768, the network built from LOCUS's parameters, one device, CUDA synchronised; each point is a cold
+warm-up call reported apart, then ``repeat`` warm calls: median, min and max):
+
+- ``embed``: embedding ``n_models`` models in one call (:meth:`LocusMethod._embed_sets`, as after training)
+  from ``n`` evaluations each (every model scored on the same ``n`` random queries), for every pool size
+  x evaluation count;
+- ``predict``: the correctness logits of ``n`` unseen queries x the largest pool
+  (:meth:`LocusMethod._grid_logits`); the model embeddings are random (the decoder's cost does not depend
+  on their values).
+
+:func:`build_frame` (pure) turns the measurements into the plotted frame, one row per point, with the FLOPs of
+this implementation, the device, threads and torch version, and the reference points: the paper's V100
+numbers (:data:`locus.benchmark.PAPER`) and this implementation's targets on 2 CPU cores (:data:`TARGETS`).
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from locus.errors import DataError
+
+DEFAULT_POOL_SIZES = (16, 56, 112)
+DEFAULT_EVAL_SIZES = (64, 256, 1024, 4096)
+DEFAULT_QUERY_SIZES = (256, 1024, 4096)
+# the paper's headline shape: the whole EmbedLLM pool, 4,096 evaluations per model / unseen queries
+REFERENCE_MODELS, REFERENCE_N = 112, 4096
+# this implementation's goals on 2 CPU cores (2 torch threads), seconds, at the reference shape
+TARGETS = {"embed": 2.5, "predict": 0.05}
+WHAT = ("embed", "predict")
+
+CSV_COLUMNS = ["source", "what", "n_models", "n", "median_s", "min_s", "max_s", "cold_s", "repeats", "gflop",
+               "gflop_s", "device", "device_name", "cpu_model", "threads", "torch", "label"]
+
+
+# --------------------------------------------------------------------------------------------------
+# measurements -> the plotted frame (pure)
+# --------------------------------------------------------------------------------------------------
+def reference_rows() -> list[dict]:
+    """The paper's V100 points and this implementation's 2-core CPU targets (112 models x 4,096)."""
+    from locus.benchmark import PAPER
+
+    rows = []
+    for what in WHAT:
+        rows.append({"source": "paper", "what": what, "n_models": REFERENCE_MODELS, "n": REFERENCE_N,
+                     "median_s": float(PAPER[what]), "device": "cuda", "device_name": "NVIDIA Tesla V100 (paper)",
+                     "label": f"paper, V100: ≈{PAPER[what]:g} s"})
+        rows.append({"source": "target", "what": what, "n_models": REFERENCE_MODELS, "n": REFERENCE_N,
+                     "median_s": float(TARGETS[what]), "device": "cpu", "device_name": "2 CPU cores", "threads": 2,
+                     "label": f"target, 2 CPU cores: ≤ {TARGETS[what]:g} s"})
+    return rows
+
+
+def _check(m: dict, i: int) -> None:
+    where = f"time complexity measurement {i} ({m.get('what')!r}, {m.get('n_models')} models, n = {m.get('n')})"
+    if m.get("what") not in WHAT:
+        raise DataError(f"{where}: 'what' must be one of {list(WHAT)}")
+    for key in ("n_models", "n", "repeats"):
+        if int(m.get(key, 0)) < 1:
+            raise DataError(f"{where}: {key} must be >= 1, got {m.get(key)}")
+    times = [m.get(k) for k in ("min_s", "median_s", "max_s")]
+    if not all(isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in times):
+        raise DataError(f"{where}: min_s, median_s and max_s must be positive seconds, got {times}")
+    if not times[0] <= times[1] <= times[2]:
+        raise DataError(f"{where}: expected min_s <= median_s <= max_s, got {times}")
+
+
+def build_frame(measurements: list[dict], params: dict, meta: dict) -> pd.DataFrame:
+    """One row per measured point (``source`` = measured) then the reference rows (:func:`reference_rows`).
+
+    `measurements`: dicts with ``what`` (embed | predict), ``n_models``, ``n`` (evaluations per model, or
+    unseen queries), ``median_s``, ``min_s``, ``max_s``, ``cold_s``, ``repeats``; `params`: LOCUS's
+    parameters (for the FLOPs: :func:`locus.benchmark.embed_flops` with every model scored on the same ``n``
+    queries, :func:`locus.benchmark.predict_grid_flops`); `meta`: ``device``, ``device_name``, ``threads``,
+    ``torch`` (and optionally ``cpu_model``). Measured rows are sorted by what, pool size, n; a repeated
+    point is refused."""
+    from locus.benchmark import embed_flops, predict_grid_flops
+
+    if not measurements:
+        raise DataError("time complexity: no measurements; give at least one pool size, evaluation size and "
+                        "query size")
+    rows, seen = [], set()
+    for i, m in enumerate(measurements):
+        _check(m, i)
+        what, n_models, n = m["what"], int(m["n_models"]), int(m["n"])
+        if (what, n_models, n) in seen:
+            raise DataError(f"time complexity: {what} of {n_models} models at n = {n} measured twice")
+        seen.add((what, n_models, n))
+        flops = embed_flops(n_models, n, n, params) if what == "embed" else predict_grid_flops(n, n_models, params)
+        rows.append({"source": "measured", "what": what, "n_models": n_models, "n": n,
+                     "median_s": float(m["median_s"]), "min_s": float(m["min_s"]), "max_s": float(m["max_s"]),
+                     "cold_s": float(m["cold_s"]) if m.get("cold_s") is not None else math.nan,
+                     "repeats": int(m["repeats"]), "gflop": flops / 1e9,
+                     "gflop_s": flops / 1e9 / float(m["median_s"]),
+                     "device": meta["device"], "device_name": meta["device_name"],
+                     "cpu_model": meta.get("cpu_model", ""), "threads": int(meta["threads"]),
+                     "torch": meta["torch"],
+                     "label": f"{n_models} models" if what == "embed" else f"{n_models} models (whole pool)"})
+    measured = pd.DataFrame(rows).sort_values(["what", "n_models", "n"], kind="stable")
+    frame = pd.concat([measured, pd.DataFrame(reference_rows())], ignore_index=True).reindex(columns=CSV_COLUMNS)
+    return frame.astype({key: "Int64" for key in ("n_models", "n", "repeats", "threads")})
+
+
+def headline(frame: pd.DataFrame) -> dict:
+    """Per what: the measured point at the reference shape (112 models x 4,096) with the paper's number
+    and the target, or None where that point was not measured."""
+    out = {}
+    for what in WHAT:
+        at = frame[(frame["what"] == what) & (frame["n_models"] == REFERENCE_MODELS) & (frame["n"] == REFERENCE_N)]
+        measured = at[at["source"] == "measured"]
+        ref = {s: float(at.loc[at["source"] == s, "median_s"].iloc[0]) for s in ("paper", "target")}
+        if measured.empty:
+            out[what] = None
+            continue
+        row = measured.iloc[0]
+        out[what] = {"median_s": float(row["median_s"]), "min_s": float(row["min_s"]), "max_s": float(row["max_s"]),
+                     "device": row["device"], "device_name": row["device_name"], "cpu_model": row["cpu_model"],
+                     "threads": int(row["threads"]),
+                     "paper_s": ref["paper"], "target_s": ref["target"],
+                     "meets_target": bool(row["median_s"] <= ref["target"])}
+    return out
+
+
+def report_lines(frame: pd.DataFrame) -> list[str]:
+    lines = []
+    measured = frame[frame["source"] == "measured"]
+    for r in measured.itertuples():
+        shape = (f"embed {r.n_models} models x {r.n:,} evaluations" if r.what == "embed"
+                 else f"predict {r.n:,} queries x {r.n_models} models")
+        lines.append(f"  {shape}: median {r.median_s:.4f} s [{r.min_s:.4f}-{r.max_s:.4f}], cold {r.cold_s:.4f} s, "
+                     f"{r.gflop:.2f} GFLOP, {r.gflop_s:.1f} GFLOP/s")
+    for what, h in headline(frame).items():
+        if h is None:
+            lines.append(f"{what} at {REFERENCE_MODELS} models x {REFERENCE_N:,}: not measured (add the sizes to "
+                         "compare with the paper and the target)")
+        else:
+            verdict = "meets" if h["meets_target"] else "misses"
+            where = h["device_name"]
+            if str(h["device"]).startswith("cpu") and isinstance(h["cpu_model"], str) and h["cpu_model"]:
+                where = h["cpu_model"]
+            lines.append(f"{what} at {REFERENCE_MODELS} models x {REFERENCE_N:,}: median {h['median_s']:.3f} s on "
+                         f"{where} ({h['threads']} threads); {verdict} the target of <= {h['target_s']:g} s "
+                         f"on 2 CPU cores; paper ≈{h['paper_s']:g} s on a V100")
+    return lines
+
+
+# --------------------------------------------------------------------------------------------------
+# measuring
+# --------------------------------------------------------------------------------------------------
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`)."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def measure_points(pool_sizes, eval_sizes, query_sizes, repeat: int = 3, device: str = "cpu",
+                   params: dict | None = None, progress=None) -> tuple[list[dict], dict, dict]:
+    """Time every point (see the module docstring). Returns (measurements, LOCUS's parameters, meta)."""
+    import numpy as np
+    import torch
+
+    from locus.benchmark import D_PHI, _Locus, device_name, measure, random_inputs
+
+    say = progress or (lambda text: None)
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    lm = _Locus(device, params)  # refuses unknown or bad parameters before anything is timed
+    meta = {"device": str(device), "device_name": device_name(torch, device), "cpu_model": cpu_model(),
+            "threads": torch.get_num_threads(), "torch": torch.__version__}
+    say(f"time complexity on {meta['device_name']} ({meta['device']}; CPU {meta['cpu_model']}; {meta['threads']} "
+        f"thread(s), torch {meta['torch']}): cold call, then the median of {repeat} warm call(s) per point")
+    out = []
+
+    def add(what, n_models, n, timing):
+        out.append({"what": what, "n_models": n_models, "n": n, **timing})
+        say(f"  {what} {n_models} models, n = {n:,}: median {timing['median_s']:.4f} s")
+
+    for m in sorted(pool_sizes):
+        for n in sorted(eval_sizes):
+            phi, pairs = random_inputs(torch, n, m, device, rng)
+            sets = lm.sets(pairs, m)
+            add("embed", m, n, measure(lambda: lm.embed_all(phi, sets), repeat, device))
+            del phi, pairs, sets
+    m = max(pool_sizes)
+    z = torch.from_numpy(rng.normal(size=(m, int(lm.p["dim"]))).astype(np.float32)).to(device)
+    for q in sorted(query_sizes):
+        queries = torch.from_numpy(rng.normal(size=(q, D_PHI)).astype(np.float32)).to(device)
+        queries /= queries.norm(dim=1, keepdim=True)
+        add("predict", m, q, measure(lambda: lm.predict(z, queries), repeat, device))
+    return out, lm.p, meta
+
+
+def run(out, pool_sizes=DEFAULT_POOL_SIZES, eval_sizes=DEFAULT_EVAL_SIZES, query_sizes=DEFAULT_QUERY_SIZES,
+        repeat: int = 3, device: str = "cpu", threads: int = 2, params_json: str = "{}",
+        progress=print) -> pd.DataFrame:
+    """Measure, then write ``<stem>.pdf/.png/.csv`` of `out` (the CSV = the plotted frame). Output paths and
+    parameters are checked before anything is timed."""
+    from locus.outputs import check_outputs
+    from locus.params import method_params, set_threads
+    from locus.render import write_csv
+    from locus.render.figures import output_paths, save_figure
+    from locus.render.time_complexity import time_complexity_figure
+
+    paths = output_paths(out)
+    check_outputs([paths[k] for k in ("pdf", "png", "csv")])
+    params = method_params("locus", params_json)
+    set_threads(threads)
+    measurements, p, meta = measure_points(pool_sizes, eval_sizes, query_sizes, repeat, device, params, progress)
+    frame = build_frame(measurements, p, meta)
+    save_figure(time_complexity_figure(frame), paths["pdf"])
+    write_csv(frame, paths["csv"])
+    for line in report_lines(frame):
+        progress(line)
+    return frame
