@@ -13,6 +13,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/encode.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/tables.smk"
+include: "workflow/rules/ablation.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/geometry.smk"
 include: "workflow/rules/portfolio.smk"
@@ -30,6 +31,8 @@ rule all:
         "results/tables/routing_by_dataset.tex",
         "results/tables/correctness_by_dataset.tex",
         "results/figures/train_sample_eff.pdf",
+        # ablation tables of LOCUS: embedding dimension and query encoder (ablation.smk)
+        ABLATION_TARGETS,
         # embedding geometry, portfolio selection and views (geometry.smk, portfolio.smk, views.smk)
         GEOMETRY_TARGETS,
         PORTFOLIO_TARGETS,

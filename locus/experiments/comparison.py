@@ -100,10 +100,17 @@ def check_metrics(metrics, path: str, split: str = "test") -> dict:
     return metrics
 
 
-def check_comparable(runs: list[Run]) -> None:
+def check_comparable(runs: list[Run], vary=()) -> None:
     """One table or figure compares runs on one data set, encoder and sampling scheme, with each
-    (method, train_size, seed) once and one parameter setting per (method, train_size)."""
+    (method, train_size, seed) once and one parameter setting per (method, train_size). `vary` names
+    the settings a table compares on purpose (the encoder ablation: ``("encoder",)``), exempt from the
+    one-value rule; nothing else does."""
+    unknown = set(vary) - {"encoder"}
+    if unknown:
+        raise ValueError(f"only the encoder may vary within a table, not {sorted(unknown)}")
     for key in ("dataset", "encoder", "sampling"):
+        if key in vary:
+            continue
         values = {}
         for r in runs:
             values.setdefault(str(r.metrics.get(key)), r.path)
@@ -243,10 +250,16 @@ class Collection:
 def collect(paths, split: str = "test", methods=None,
             metrics=("routing_acc", "correctness_acc")) -> Collection:
     """Load, select (`methods`, in that order; default all, canonical order), check and aggregate."""
-    runs = load_metrics(paths, split)
+    return collect_runs(load_metrics(paths, split), split, methods, metrics)
+
+
+def collect_runs(runs: list[Run], split: str = "test", methods=None,
+                 metrics=("routing_acc", "correctness_acc"), vary=()) -> Collection:
+    """:func:`collect` of runs already loaded (:func:`load_metrics`); `vary` as for
+    :func:`check_comparable` (the ablation tables, :mod:`locus.experiments.ablation`)."""
     chosen = order_methods(runs, methods)
     runs = [r for r in runs if r.method in chosen]
-    check_comparable(runs)
+    check_comparable(runs, vary)
     rows = method_frame(runs, split, metrics)
     agg = aggregate(rows, ["method", "train_size", "benchmark", "metric"])
     refs = aggregate(reference_frame(runs), ["reference", "train_size", "benchmark"])

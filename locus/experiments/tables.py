@@ -57,8 +57,9 @@ def seeds_sentence(seeds: tuple[int, int]) -> str:
 
 
 def bootstrap_sentence(kind: str, settings: bootstrap.Settings, reference: str, n_queries: int,
-                       split: str = "test") -> str:
-    """What the dagger marks and where the intervals are (LaTeX)."""
+                       split: str = "test", reference_label: str | None = None) -> str:
+    """What the dagger marks and where the intervals are (LaTeX); the reference is named by
+    `reference_label` (LaTeX) when given, else by the method's label."""
     level = f"{100 * settings.confidence:g}\\%"
     how = f"{settings.n_resamples} resamples, seed {settings.seed}, percentile"
     if kind == "routing":
@@ -68,7 +69,7 @@ def bootstrap_sentence(kind: str, settings: bootstrap.Settings, reference: str, 
         queries = f"the {split} queries (all {n_queries} for Overall, the benchmark's own in its column; {how})"
     return (f"{MARK}: not significantly different from the best approach of {where}: the paired bootstrap "
             f"{level} interval of (best $-$ value) over {queries} includes 0. The CSV gives every approach's "
-            f"difference to {latex.method_label(reference)} with its {level} paired bootstrap interval.")
+            f"difference to {reference_label or latex.method_label(reference)} with its {level} paired bootstrap interval.")
 
 
 def caption(kind: str, data_label: str, encoder: str, split: str, seeds: tuple[int, int],

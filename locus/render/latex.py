@@ -223,11 +223,12 @@ def _cells(method_agg: pd.DataFrame, metric: str, methods, columns) -> tuple[dic
     return stats, emph
 
 
-def _method_cell(meth, metric, size, bench, stats, emph, sig: dict, records: list) -> str:
-    """One method cell (with its dagger); its CSV record is appended to `records`."""
+def _method_cell(meth, metric, size, bench, stats, emph, sig: dict, records: list, plain: str | None = None) -> str:
+    """One method cell (with its dagger); its CSV record (label `plain`, default the method's) is appended
+    to `records`."""
     st, e = stats[(meth, size, bench)], emph[(meth, size, bench)]
     cell = sig.get((meth, metric, size, bench))
-    records.append(_record(meth, labels.plain_label(meth), "method", metric, size, bench, st, e, cell))
+    records.append(_record(meth, plain or labels.plain_label(meth), "method", metric, size, bench, st, e, cell))
     return fmt(st[0], st[1], st[2], e, mark=cell is not None and bool(cell["not_significant_vs_best"]))
 
 
@@ -251,24 +252,29 @@ def _truth_references(truth_refs: pd.DataFrame | None, benchmarks, records: list
 
 def by_dataset_table(method_agg: pd.DataFrame, metric: str, methods, sizes, benchmarks, caption: str,
                      label: str, ref_agg: pd.DataFrame | None = None, significance: pd.DataFrame | None = None,
-                     truth_refs: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
+                     truth_refs: pd.DataFrame | None = None, row_labels: dict | None = None,
+                     row_heading: str = "Approach") -> tuple[str, pd.DataFrame]:
     """Paper appendix B layout (``tab:routing_acc_by_dataset_full`` / ``tab:correctness_pred_by_dataset_full``):
     rows = approach × training size, columns = Overall + each benchmark; best bold / second underlined
     among the approaches at the same training size. Embedding-free routers (kNN, K-Means) get their own
     block under a heading, as in the paper. `ref_agg` (routing only) adds Oracle / Best single / Random
     rows pooled over all runs; `significance` as for :func:`routing_table`. For the routing metric, rows
     of metric ``expected_routing`` in `method_agg` and the `truth_refs` add a second block of the same
-    layout with the expected routing accuracy (as in :func:`routing_table`)."""
+    layout with the expected routing accuracy (as in :func:`routing_table`).
+
+    `row_labels` ({row key: (LaTeX label, plain label)}) makes the row groups settings instead of methods
+    (the ablation tables of :mod:`locus.experiments.ablation`: one block, these labels, `row_heading`
+    over them); default: the methods' own labels under "Approach"."""
     sig = _significance(significance)
     cols = [OVERALL] + [b for b in benchmarks if b != OVERALL]
     n_cols = 2 + len(cols)
     heads = ["\\textbf{Overall}"] + [escape(display_benchmark(b)) for b in cols[1:]]
     out = [f"\\begin{{tabular}}{{@{{}}l c *{{{len(cols)}}}{{c}}@{{}}}}", "\\toprule",
-           "\\multirow{2}{*}{\\textbf{Approach}} & \\multirow{2}{*}{\\textbf{Train samples}} & "
+           f"\\multirow{{2}}{{*}}{{\\textbf{{{row_heading}}}}} & \\multirow{{2}}{{*}}{{\\textbf{{Train samples}}}} & "
            f"\\multicolumn{{{len(cols)}}}{{c}}{{\\textbf{{{METRIC_LABELS.get(metric, escape(metric))}}}}} \\\\",
            f"\\cmidrule(lr){{3-{n_cols}}}", "& & " + " & ".join(heads) + " \\\\"]
     records = []
-    out += _by_dataset_rows(method_agg, metric, methods, sizes, cols, sig, records)
+    out += _by_dataset_rows(method_agg, metric, methods, sizes, cols, sig, records, row_labels)
     if ref_agg is not None and not ref_agg.empty:
         out.append("\\midrule")
         pooled = ref_agg.groupby(["reference", "benchmark"], sort=False).apply(
@@ -282,7 +288,7 @@ def by_dataset_table(method_agg: pd.DataFrame, metric: str, methods, sizes, benc
             out.append(f"\\textit{{{ref_label}}} & all & " + " & ".join(cells) + " \\\\")
     if metric == "routing_acc" and (method_agg["metric"] == EXPECTED).any():
         out += ["\\midrule", f"\\multicolumn{{{n_cols}}}{{@{{}}l}}{{\\textit{{{EXPECTED_HEADING}}}}} \\\\"]
-        out += _by_dataset_rows(method_agg, EXPECTED, methods, sizes, cols, sig, records)
+        out += _by_dataset_rows(method_agg, EXPECTED, methods, sizes, cols, sig, records, row_labels)
         truth_rows = _truth_references(truth_refs, cols, records)
         if truth_rows:
             out.append("\\midrule")
@@ -292,13 +298,18 @@ def by_dataset_table(method_agg: pd.DataFrame, metric: str, methods, sizes, benc
     return _wrap(out, caption, label, wide=True, size="\\scriptsize"), _frame(records)
 
 
-def _by_dataset_rows(method_agg, metric, methods, sizes, cols, sig: dict, records: list) -> list[str]:
+def _by_dataset_rows(method_agg, metric, methods, sizes, cols, sig: dict, records: list,
+                     row_labels: dict | None = None) -> list[str]:
     """The method rows (approach × training size) of one metric in the by-dataset layout, embedding-free
-    routers in their own block; their CSV records are appended to `records`."""
+    routers in their own block (with `row_labels`: settings, one block, those labels); their CSV records
+    are appended to `records`."""
     stats, emph = _cells(method_agg, metric, methods, [(s, b) for s in sizes for b in cols])
     embedding = [m for m in methods if labels.has_embeddings(m)]
     free = [m for m in methods if not labels.has_embeddings(m)]
-    blocks = [(None, embedding), ("Embedding-free routers", free)] if embedding and free else [(None, methods)]
+    blocks = [(None, embedding), ("Embedding-free routers", free)] if embedding and free and row_labels is None \
+        else [(None, methods)]
+    tex_label, plain = ((lambda m: row_labels[m][0]), (lambda m: row_labels[m][1])) if row_labels is not None \
+        else (method_label, labels.plain_label)
     out = []
     for heading, block in blocks:
         if heading:
@@ -306,8 +317,8 @@ def _by_dataset_rows(method_agg, metric, methods, sizes, cols, sig: dict, record
         for meth in block:
             out.append("\\midrule")
             for i, s in enumerate(sizes):
-                name = f"\\multirow{{{len(sizes)}}}{{*}}{{{method_label(meth)}}}" if i == 0 else ""
-                cells = [_method_cell(meth, metric, s, b, stats, emph, sig, records) for b in cols]
+                name = f"\\multirow{{{len(sizes)}}}{{*}}{{{tex_label(meth)}}}" if i == 0 else ""
+                cells = [_method_cell(meth, metric, s, b, stats, emph, sig, records, plain(meth)) for b in cols]
                 out.append(f"{name} & {s} & " + " & ".join(cells) + " \\\\")
     return out
 

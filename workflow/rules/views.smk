@@ -99,14 +99,21 @@ rule hypothetical_model_embedding:
         "{LOCUS} views hypothetical {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
 
 
+# one panel per encoder the run builds encodings for anyway: the configured one, then the encoder ablation's
+TSNE_ENCODERS = list(dict.fromkeys([ENCODER, *globals().get("ABL", {}).get("encoders", [])]))
+
+
 rule query_encodings_tsne:
     input:
-        **views_inputs(run=False),
+        data=data_files(DATASET),
+        encodings=[encodings(DATASET, e) for e in TSNE_ENCODERS],
     output:
         **views_outputs("query_encodings_tsne"),
     params:
-        options=f"{VIEWS_COMMON} --max-queries {int(VIEWS['tsne_queries'])} "
-        f"--perplexity {float(VIEWS['tsne_perplexity'])}",
+        options=(f"--data results/data/{DATASET} --encodings "
+                 f"{' '.join(shlex.quote(encodings(DATASET, e)) for e in TSNE_ENCODERS)} "
+                 f"--seed {int(VIEWS['seed'])} --data-label {shlex.quote(dataset_label(DATASET))} "
+                 f"--max-queries {int(VIEWS['tsne_queries'])} --perplexity {float(VIEWS['tsne_perplexity'])}"),
     threads: 2
     resources:
         mem_mb=4000,
