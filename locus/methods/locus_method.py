@@ -458,7 +458,7 @@ class LocusMethod(EmbeddingMethod):
         torch = _torch()
         if self.z is None:
             raise RuntimeError("locus: fit() or load() first")
-        z = np.asarray(z, dtype=np.float32)
+        z = np.array(z, dtype=np.float32)  # a copy: read-only arrays (e.g. from Parquet) cannot back a tensor
         if z.ndim != 2 or z.shape[1] != self.z.shape[1]:
             raise ValueError(f"locus: embeddings must be [models, {self.z.shape[1]}], got {list(z.shape)}")
         phi = self._check_query_dim(query_vectors, self.d_phi)
