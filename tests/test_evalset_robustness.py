@@ -43,7 +43,8 @@ def test_logits_for_embeddings_equal_predict_logits_with_the_stored_embeddings(t
     phi = ref.encodings.take(np.arange(N_TRAIN, 80))
     assert np.array_equal(ref.method.logits_for_embeddings(phi, ref.z_ref), ref.method.predict_logits(phi))
     swapped = ref.method.logits_for_embeddings(phi, ref.z_ref[::-1])
-    assert np.array_equal(swapped, ref.method.predict_logits(phi)[:, ::-1])
+    # another row order may take other matmul kernel paths: equal up to float rounding
+    assert np.allclose(swapped, ref.method.predict_logits(phi)[:, ::-1], rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="embeddings must be"):
         ref.method.logits_for_embeddings(phi, ref.z_ref[:, :3])
 
