@@ -19,6 +19,7 @@ include: "workflow/rules/geometry.smk"
 include: "workflow/rules/portfolio.smk"
 include: "workflow/rules/views.smk"
 include: "workflow/rules/onboarding.smk"
+include: "workflow/rules/regeneration.smk"
 include: "workflow/rules/timing.smk"
 
 
@@ -39,5 +40,7 @@ rule all:
         VIEWS_TARGETS,
         # new-model onboarding (onboarding.smk)
         "results/figures/sample_eff_ood_test.pdf",
+        # EmbedLLM embeddings re-learned with G_psi frozen, LOCUS beside them (regeneration.smk)
+        REG_TARGETS,
         # time complexity (timing.smk)
         "results/figures/time_complexity.pdf",

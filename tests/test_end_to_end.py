@@ -24,7 +24,8 @@ TARGETS = [  # = rule all of the tiny config (the report needs every file marked
         "performance_distance_correlation", "models_family_clustering", "nearest_neighbor_proxies",
         "fallback_routing", "model_portfolio", "hypothetical_model_embedding", "query_encodings_tsne",
         "embedding_robustness_tsne", "overlap_convergence", "anchor_size_convergence", "perf_vs_size_and_overlap",
-        "sample_eff_ood_test", "time_complexity")),
+        "sample_eff_ood_test", "time_complexity", "relearn_embedllm_heatmap_cosine_distance",
+        "relearn_embedllm_heatmap_test_disagreement", "relearning_embedllm_embeddings")),
 ]
 
 

@@ -1,0 +1,65 @@
+"""Figures of the EmbedLLM regeneration experiment (:mod:`locus.experiments.regeneration`, paper App. H):
+heat maps over hidden layers x embedding dimension, and the t-SNE of original vs re-learned embeddings."""
+from __future__ import annotations
+
+import pandas as pd
+
+from locus.render.figures import plt, sns
+from locus.render.views import GREY, _title
+
+LABELS = {"cosine_distance": "mean cosine distance original ↔ re-learned",
+          "test_disagreement": "test correctness disagreement (%)"}
+
+
+def heatmap_figure(grid: pd.DataFrame, metric: str, locus_value: float | None, data_label: str | None = None):
+    """Heat map of `grid` (rows: hidden layers of MLP_ψ, columns: embedding dimension) for `metric`;
+    the disagreement in percent. LOCUS's value on the same evaluations is quoted in the title."""
+    sns.set_theme(style="white", context="paper")
+    scale = 100.0 if metric == "test_disagreement" else 1.0
+    values = grid.astype(float) * scale
+    fig, ax = plt.subplots(figsize=(1.1 * values.shape[1] + 2.6, 0.7 * values.shape[0] + 1.8))
+    sns.heatmap(values, annot=True, fmt=".1f" if scale == 100 else ".3f", cmap="rocket_r", ax=ax,
+                cbar_kws={"label": LABELS[metric]}, vmin=0.0)
+    ax.set_xlabel("embedding dimension d")
+    ax.set_ylabel("hidden layers of MLP$_\\psi$ (width 64)")
+    ax.tick_params(axis="y", rotation=0)
+    title = f"EmbedLLM, embeddings re-learned on the same evaluations: {LABELS[metric]}"
+    if data_label:
+        title += f", {data_label}"
+    if locus_value is not None:
+        shown = f"{scale * locus_value:.2f}%" if scale == 100 else f"{locus_value:.2e}"
+        title += f" (LOCUS on the same evaluations: {shown})"
+    _title(ax, title)
+    fig.tight_layout()
+    return fig
+
+
+def tsne_figure(frame: pd.DataFrame, title: str):
+    """(a) overlap, (b) subsample: original embeddings (grey) and re-learned ones coloured by setting,
+    a thin line from each model's original to its re-learned embedding."""
+    sns.set_theme(style="white", context="paper")
+    panels = [p for p in ("overlap", "subsample") if (frame["panel"] == p).any()]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 4.6), squeeze=False)
+    orig = frame[frame["panel"] == "original"].set_index("model_id")
+    for ax, panel, letter in zip(axes[0], panels, "abcd"):
+        part = frame[frame["panel"] == panel]
+        settings = sorted(part["setting"].unique())
+        colors = sns.color_palette("viridis", len(settings))
+        ax.scatter(orig["x"], orig["y"], s=14, color=GREY, edgecolor="0.4", lw=0.4, label="original", zorder=3)
+        for color, setting in zip(colors, settings):
+            sel = part[part["setting"] == setting]
+            start = orig.loc[sel["model_id"], ["x", "y"]].to_numpy()
+            for (x0, y0), x1, y1 in zip(start, sel["x"], sel["y"]):
+                ax.plot([x0, x1], [y0, y1], color=color, lw=0.3, alpha=0.35, zorder=1)
+            what = f"α = {setting:g}" if panel == "overlap" else f"n = {int(setting)}"
+            ax.scatter(sel["x"], sel["y"], s=10, color=color, marker="^", lw=0, zorder=2,
+                       label=f"{what} (cos. dist. {sel['cosine_distance'].mean():.2f})")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(f"({letter}) " + ("overlap α with the training evaluations" if panel == "overlap"
+                                       else "n subsampled from the training evaluations"), fontsize=9)
+        ax.legend(fontsize=7, loc="best", markerscale=1.2)
+    _title(fig, f"{title} (t-SNE)", suptitle=True)
+    fig.tight_layout()
+    return fig
+
