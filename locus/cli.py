@@ -66,6 +66,33 @@ def comma_list(text: str) -> list[str]:
     return items
 
 
+def number_list(kind=float, low=None, high=None):
+    """An argparse type: comma-separated numbers of `kind`, each in [low, high] where given."""
+    def parse(text: str):
+        try:
+            values = [kind(x) for x in comma_list(text)]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+        bad = [v for v in values if (low is not None and v < low) or (high is not None and v > high)]
+        if bad:
+            raise argparse.ArgumentTypeError(f"values {bad} outside [{low}, {high if high is not None else '∞'}]")
+        return values
+
+    parse.__name__ = "number list"
+    return parse
+
+
+def positive_number(text: str) -> float:
+    """An argparse type: a number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
 def _output_type(directory: bool, suffixes: tuple[str, ...] = ()):
     def parse(text: str) -> Path:
         if suffixes and Path(text).suffix.lower() not in suffixes:

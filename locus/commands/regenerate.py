@@ -7,41 +7,12 @@ EmbedLLM runs and the LOCUS reference run beside them), ``heatmap`` (hidden laye
 from measure CSVs: PDF + PNG + CSV), ``tsne`` (t-SNE of original vs re-learned embeddings of one run)."""
 from __future__ import annotations
 
-from locus.cli import comma_list, existing_dir, existing_file, int_at_least, output_file
+from locus.cli import existing_dir, existing_file, int_at_least, number_list, output_file, positive_number
 
 NAME = "regenerate"
 HELP = "EmbedLLM embeddings re-learned with G_psi frozen vs the originals (and LOCUS): measures, heat maps, t-SNE"
 KINDS = ("measure", "heatmap", "tsne")
 METRICS = ("cosine_distance", "test_disagreement")
-
-
-def _numbers(kind, low, high=None):
-    def parse(text: str):
-        import argparse
-
-        try:
-            values = [kind(x) for x in comma_list(text)]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-        bad = [v for v in values if v < low or (high is not None and v > high)]
-        if bad:
-            raise argparse.ArgumentTypeError(f"values {bad} outside [{low}, {high if high is not None else '∞'}]")
-        return values
-
-    parse.__name__ = "number list"
-    return parse
-
-
-def _perplexity(text: str) -> float:
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
-    return value
 
 
 def add_arguments(p) -> None:
@@ -57,13 +28,13 @@ def add_arguments(p) -> None:
                    help="measure, tsne: the canonical data set the runs were trained on")
     p.add_argument("--encodings", type=existing_file("encodings file"), default=None,
                    help="measure, tsne: the runs' query encodings")
-    p.add_argument("--overlaps", type=_numbers(float, 0.0, 1.0), default=[0.5],
+    p.add_argument("--overlaps", type=number_list(float, 0.0, 1.0), default=[0.5],
                    help="overlap fractions α in [0, 1] with each model's training evaluations")
-    p.add_argument("--sizes", type=_numbers(int, 1), default=[128],
+    p.add_argument("--sizes", type=number_list(int, 1), default=[128],
                    help="evaluations subsampled from each model's training evaluations (sizes above them are dropped)")
     p.add_argument("--repeats", type=int_at_least(1), default=1, help="seeded draws per perturbed setting")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the draws and of the t-SNE")
-    p.add_argument("--perplexity", type=_perplexity, default=30.0, help="tsne: t-SNE perplexity")
+    p.add_argument("--perplexity", type=positive_number, default=30.0, help="tsne: t-SNE perplexity")
     p.add_argument("--out", required=True, type=output_file((".pdf", ".csv")),
                    help="measure: output .csv; heatmap, tsne: output .pdf (.png and .csv beside it)")
     p.add_argument("--threads", type=int_at_least(0, "0 = torch's default"), default=0, help="torch threads")

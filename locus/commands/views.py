@@ -9,37 +9,13 @@ subsampled sets), ``overlap-convergence`` / ``size-convergence`` (‖z − z_ref
 """
 from __future__ import annotations
 
-from locus.cli import comma_list, existing_dir, existing_file, int_at_least, output_file
+from locus.cli import (comma_list, existing_dir, existing_file, int_at_least, number_list, output_file,
+                       positive_number)
 
 NAME = "views"
 HELP = "embedding views of a LOCUS run: hypothetical embeddings, t-SNE, convergence (PDF + PNG + CSV)"
 KINDS = ("hypothetical", "query-tsne", "robustness-tsne", "overlap-convergence", "size-convergence",
          "perf-vs-evalset")
-
-
-def _numbers(kind):
-    def parse(text: str):
-        import argparse
-
-        try:
-            return [kind(x) for x in comma_list(text)]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-
-    parse.__name__ = "number list"
-    return parse
-
-
-def _fraction(text: str) -> float:
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
-    return value
 
 
 def add_arguments(p) -> None:
@@ -51,11 +27,11 @@ def add_arguments(p) -> None:
     p.add_argument("--encodings", nargs="+", required=True, type=existing_file("encodings file"),
                    help="the run's query encodings (query-tsne: one file per panel)")
     p.add_argument("--out", required=True, type=output_file((".pdf",)), help="output .pdf (.png and .csv beside it)")
-    p.add_argument("--sizes", type=_numbers(int), default=[64, 128, 256, 512, 1024, 2048, 4096],
+    p.add_argument("--sizes", type=number_list(int), default=[64, 128, 256, 512, 1024, 2048, 4096],
                    help="hypothetical: evaluation-set sizes (capped by the training split); size-convergence, "
                         "robustness-tsne, perf-vs-evalset: evaluations subsampled from the reference set")
-    p.add_argument("--ks", type=_numbers(int), default=[1, 2, 3, 5, 10], help="hypothetical: the k of recall@k")
-    p.add_argument("--overlaps", type=_numbers(float), default=[0.0, 0.25, 0.5, 0.75, 1.0],
+    p.add_argument("--ks", type=number_list(int), default=[1, 2, 3, 5, 10], help="hypothetical: the k of recall@k")
+    p.add_argument("--overlaps", type=number_list(float), default=[0.0, 0.25, 0.5, 0.75, 1.0],
                    help="overlap-convergence, robustness-tsne, perf-vs-evalset: overlap fractions α in [0, 1]")
     p.add_argument("--model", default="codellama/CodeLlama-13b-Instruct-hf",
                    help="overlap-/size-convergence: the model (name as in models.parquet)")
@@ -65,7 +41,7 @@ def add_arguments(p) -> None:
     p.add_argument("--neighbours", type=int_at_least(0), default=3,
                    help="convergence: dashed lines at the distances to this many nearest other models")
     p.add_argument("--max-queries", type=int_at_least(3), default=2000, help="query-tsne: queries shown (subsample)")
-    p.add_argument("--perplexity", type=_fraction, default=30.0, help="t-SNE perplexity (capped by the points)")
+    p.add_argument("--perplexity", type=positive_number, default=30.0, help="t-SNE perplexity (capped by the points)")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of every draw and of t-SNE")
     p.add_argument("--threads", type=int_at_least(0, "0 = torch's default"), default=0, help="torch threads")
     p.add_argument("--data-label", default=None, help="data set name for the titles")

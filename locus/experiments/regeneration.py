@@ -112,31 +112,11 @@ def embedllm_logits(method, phi: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 def load_embedllm(run, data, encodings, data_label: str | None = None):
     """An EmbedLLM run as a :class:`locus.geometry.views.Reference` (its embeddings, training sets, data)."""
-    from locus import run_artifacts
-    from locus.data.canonical import read_dataset
-    from locus.data.encodings import check_matches, read_encodings
-    from locus.geometry.views import Reference
+    from locus.geometry.views import load_reference
 
-    run = Path(run)
-    ckpt = run_artifacts.load_checkpoint(run)
-    if getattr(ckpt.method, "name", None) not in ("embedllm", "embedllm_plus"):
-        raise DataError(f"{run}: a {ckpt.method.name!r} run; regeneration re-learns EmbedLLM embeddings — give a "
-                        f"run of method embedllm (results/regeneration/...).")
-    dataset = read_dataset(data)
-    enc = read_encodings(encodings)
-    fingerprint = check_matches(enc, dataset.queries, str(data))
-    if ckpt.config.get("data_fingerprint") not in (None, fingerprint):
-        raise DataError(f"{run}: trained on another data set than {data}; re-run its training rule.")
-    if enc.encoder != ckpt.encoder:
-        raise DataError(f"{encodings}: encodings of {enc.encoder!r} but the run {run} was trained on "
-                        f"{ckpt.encoder!r} encodings.")
-    ids, z = run_artifacts.read_embeddings(run)
-    order = np.argsort(ids)
-    names = {int(k): v for k, v in ckpt.names.items()}
-    return Reference(run=run, method=ckpt.method, model_ids=ids[order], names=names, z_ref=z[order],
-                     pairs=run_artifacts.read_train_pairs(run), train_scores=dataset.split_scores("train"),
-                     queries=dataset.split_queries("train")[["prompt_id", "benchmark"]].reset_index(drop=True),
-                     encodings=enc, label=data_label or str(ckpt.config.get("dataset", data)), dataset=dataset)
+    return load_reference(run, data, encodings, data_label, methods=("embedllm", "embedllm_plus"),
+                          why="regeneration re-learns EmbedLLM embeddings — give a run of method embedllm "
+                              "(results/regeneration/...).")
 
 
 def draw_set(ref, model_id: int, kind: str, setting: float, repeat: int, seed: int):

@@ -226,17 +226,22 @@ class Reference:
         return resolve_model(name, self.names, what)
 
 
-def load_reference(run, data, encodings, data_label: str | None = None) -> Reference:
-    """Read and cross-check a LOCUS run directory, the data set it was trained on and its encodings."""
+LOCUS_ONLY = ("the embedding views need a LOCUS run (one forward pass per evaluation set) — give the geometry "
+              "reference run of method locus.")
+
+
+def load_reference(run, data, encodings, data_label: str | None = None, methods=("locus",),
+                   why: str = LOCUS_ONLY) -> Reference:
+    """Read and cross-check a run directory of one of `methods` (default LOCUS; `why` says what else to
+    give), the data set it was trained on and its encodings."""
     from locus import run_artifacts
     from locus.data.canonical import read_dataset
     from locus.data.encodings import check_matches, read_encodings
 
     run = Path(run)
     ckpt = run_artifacts.load_checkpoint(run)
-    if getattr(ckpt.method, "name", None) != "locus":
-        raise DataError(f"{run}: a {ckpt.method.name!r} run; the embedding views need a LOCUS run (one forward "
-                        f"pass per evaluation set) — give the geometry reference run of method locus.")
+    if getattr(ckpt.method, "name", None) not in methods:
+        raise DataError(f"{run}: a {ckpt.method.name!r} run; {why}")
     dataset = read_dataset(data)
     enc = read_encodings(encodings)
     fingerprint = check_matches(enc, dataset.queries, str(data))
