@@ -44,3 +44,4 @@ rule all:
         REG_TARGETS,
         # time complexity (timing.smk)
         "results/figures/time_complexity.pdf",
+        "results/tables/precision_effect.tex",

@@ -150,6 +150,9 @@ class _Locus:
     def embed_all(self, phi, sets):
         return self.method._embed_sets(phi, sets)
 
+    def validate(self, phi, sets, queries):  # as in training: float32 whatever the precision
+        return self.method._grid_logits(self.method._embed_sets(phi, sets, exact=True), queries, exact=True)
+
     def predict(self, z, queries):
         return self.method._grid_logits(z, queries)
 
@@ -175,9 +178,11 @@ def random_inputs(torch, n_eval: int, n_models: int, device, rng):
 
 
 def run_benchmark(device: str = "cpu", threads: int = 0, quick: bool = False, repeat: int = 3,
-                  progress=None) -> dict:
+                  progress=None, precision: str = "float32") -> dict:
     """Time training steps, embedding all models, predicting a query x model grid and embedding one new
-    model on `device`. Returns ``{"rows": [...], "peak_gflop_s": ..., ...}`` (see :func:`format_table`)."""
+    model on `device`; embedding and prediction in `precision` (LOCUS's parameter; training steps are
+    always float32), the peak in that dtype. Returns ``{"rows": [...], "peak_gflop_s": ..., ...}`` (see
+    :func:`format_table`)."""
     import torch
 
     if threads > 0:
@@ -187,10 +192,10 @@ def run_benchmark(device: str = "cpu", threads: int = 0, quick: bool = False, re
     repeat = max(1, int(repeat))
     rng = np.random.default_rng(0)
     say = progress or (lambda text: None)
-    dtype = "float32"
+    dtype = precision
+    lm = _Locus(device, {"precision": precision})  # refuses an unknown precision before anything is timed
     peak = matmul_peak(device, shapes.peak_size, repeat, dtype)
     say(f"device {device}, {torch.get_num_threads()} CPU thread(s), {dtype} square-matmul peak {peak:.1f} GFLOP/s")
-    lm = _Locus(device)
     p, m = lm.p, shapes.n_models
     batch = torch.arange(min(int(p["model_batch"]) or m, m), device=device)
     paper = shapes.paper
@@ -213,7 +218,7 @@ def run_benchmark(device: str = "cpu", threads: int = 0, quick: bool = False, re
             note=f"{passes} step(s) = one pass over {m} models: {passes * t['median_s']:.2f} s")
         val_q = torch.from_numpy(rng.normal(size=(shapes.val_queries, D_PHI)).astype(np.float32)).to(device)
         add(f"validation pass, n={n}: embed {m} models + score {shapes.val_queries} queries",
-            measure(lambda: lm.predict(lm.embed_all(phi, sets), val_q), repeat, device),
+            measure(lambda: lm.validate(phi, sets, val_q), repeat, device),
             embed_flops(m, n, n, p) + predict_grid_flops(shapes.val_queries, m, p))
         if shapes.authors_epoch:
             full = torch.arange(m, device=device)

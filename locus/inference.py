@@ -100,14 +100,26 @@ class Embedded:
     nearest: list = field(default_factory=list)  # [(model_id, model name, cosine similarity)]
 
 
+def set_precision(run_dir, precision: str | None, checkpoint) -> None:
+    """Run the loaded method's forward passes in `precision` (LOCUS's parameter; None = the run's own)."""
+    if precision is None:
+        return
+    if "precision" not in run_dir.method.params:
+        raise DataError(f"{checkpoint}: method {run_dir.method.name!r} has no precision option; leave out "
+                        "--precision or give a LOCUS run.")
+    run_dir.method.params["precision"] = precision
+
+
 def embed_new_model(checkpoint: Path, scores: Path, encoder: str | None = None, model: str | None = None,
-                    top: int = 5, out: Path | None = None, name: str | None = None) -> Embedded:
+                    top: int = 5, out: Path | None = None, name: str | None = None,
+                    precision: str | None = None) -> Embedded:
     """Embed the model scored in `scores` with the LOCUS run `checkpoint` (one forward pass, the run is
-    not changed); optionally write the embedding to `out` (Parquet)."""
+    not changed; in `precision` when given); optionally write the embedding to `out` (Parquet)."""
     from locus import checkpoint as ckpt
     from locus.data.encodings import write_vectors
 
     run_dir = ckpt.load_checkpoint(checkpoint)
+    set_precision(run_dir, precision, checkpoint)
     if not hasattr(run_dir.method, "embed"):
         raise DataError(f"{checkpoint}: method {run_dir.method.name!r} cannot embed new models; give a LOCUS run.")
     prompts, values, found = read_score_file(scores, model)
@@ -163,11 +175,13 @@ class Ranking:
 
 
 def route(checkpoint: Path, queries, file: Path | None = None, models: list[str] | None = None, top_k: int = 3,
-          encoder: str | None = None) -> list[Ranking]:
-    """The `top_k` most likely correct models (of `models`, default all) of the run for each query."""
+          encoder: str | None = None, precision: str | None = None) -> list[Ranking]:
+    """The `top_k` most likely correct models (of `models`, default all) of the run for each query (LOCUS
+    runs: predicted in `precision` when given)."""
     from locus import checkpoint as ckpt
 
     run_dir = ckpt.load_checkpoint(checkpoint)
+    set_precision(run_dir, precision, checkpoint)
     texts = gather_queries(queries, file)
     candidates = run_dir.resolve_models(",".join(models) if models else None)
     if len(candidates) == 0:

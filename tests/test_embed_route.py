@@ -139,3 +139,26 @@ def test_route_with_real_minilm(tmp_path, capsys):
     execute("locus", {**PARAMS, "max_steps": 5}, tmp_path / "data", tmp_path / "enc.parquet", 24, 0, tmp_path / "run")
     assert main(["route", "--checkpoint", str(tmp_path / "run"), "What is 7 plus 9?", "--top-k", "1"]) == 0
     assert "p=" in capsys.readouterr().out
+
+
+def test_precision_option_of_embed_and_route(run_dir, fake_encoder, tmp_path, capsys):
+    """--precision bfloat16 runs the forward pass in bfloat16: close to float32, the run unchanged; a run of
+    a method without the option is refused with exit code 2."""
+    scores = tmp_path / "s.csv"
+    pd.DataFrame({"prompt": ["question 1", "question 2", "something new"], "score": [1, 0, 0.5]}).to_csv(scores, index=False)
+    zs = {}
+    for precision in ("float32", "bfloat16"):
+        out = tmp_path / f"z-{precision}.parquet"
+        assert main(["embed", "--checkpoint", str(run_dir), "--scores", str(scores), "--out", str(out),
+                     "--precision", precision]) == 0
+        zs[precision] = read_vectors(out, "model_id")[1][0]
+    assert not np.array_equal(zs["float32"], zs["bfloat16"])
+    assert np.linalg.norm(zs["bfloat16"] - zs["float32"]) / np.linalg.norm(zs["float32"]) < 0.05
+    assert main(["route", "--checkpoint", str(run_dir), "a query", "--precision", "bfloat16"]) == 0
+    assert "1. p=" in capsys.readouterr().out
+    assert main(["route", "--checkpoint", str(run_dir), "a query", "--precision", "float16"]) == 2
+    knn = tmp_path / "knn"
+    execute("knn_router", {}, run_dir.parent / "data", run_dir.parent / "enc.parquet", 20, 0, knn)
+    capsys.readouterr()
+    assert main(["route", "--checkpoint", str(knn), "a query", "--precision", "bfloat16"]) == 2
+    assert "has no precision option" in capsys.readouterr().err

@@ -19,6 +19,7 @@ TARGETS = [  # = rule all of the tiny config (the report needs every file marked
     "results/tables/correctness_by_dataset.tex",
     "results/figures/train_sample_eff.pdf",
     "results/tables/distance_correlation.tex",
+    "results/tables/precision_effect.tex",
     *(f"results/tables/{kind}_ablation_{metric}.tex" for kind in ("dim", "encoder") for metric in ("routing", "correctness")),
     *(f"results/figures/{name}.pdf" for name in (
         "performance_distance_correlation", "models_family_clustering", "nearest_neighbor_proxies",

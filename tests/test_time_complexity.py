@@ -62,6 +62,27 @@ def test_headline_compares_the_reference_shape_with_the_target():
     assert any("predict at 112 models" in line and "meets" in line for line in lines)
 
 
+def test_bfloat16_series_sit_beside_float32():
+    ms = [point("embed", 112, 4096, 3.0), {**point("embed", 112, 4096, 2.0), "precision": "bfloat16"},
+          {**point("predict", 112, 4096, 0.04), "precision": "bfloat16"}, point("predict", 112, 4096, 0.1)]
+    frame = tc.build_frame(ms, PARAMS, META)
+    measured = frame[frame["source"] == "measured"]
+    assert list(zip(measured["what"], measured["precision"])) == [
+        ("embed", "float32"), ("embed", "bfloat16"), ("predict", "float32"), ("predict", "bfloat16")]
+    assert measured["label"].tolist()[1] == "112 models, bfloat16"
+    h = tc.headline(frame)
+    assert h["embed"]["median_s"] == 3.0 and h["embed/bfloat16"]["median_s"] == 2.0
+    assert h["embed/bfloat16"]["meets_target"] is True and h["predict"]["meets_target"] is False
+    assert h["predict/bfloat16"]["precision"] == "bfloat16"
+    with pytest.raises(DataError, match="measured twice"):
+        tc.build_frame(ms + [{**point("embed", 112, 4096, 2.5), "precision": "bfloat16"}], PARAMS, META)
+    with pytest.raises(DataError, match="'precision' must be one of"):
+        tc.build_frame([{**point("embed", 4, 8, 0.1), "precision": "float16"}], PARAMS, META)
+    fig = __import__("locus.render.time_complexity", fromlist=["x"]).time_complexity_figure(frame)
+    styles = {c.get_label(): c.lines[0].get_linestyle() for c in fig.axes[0].containers}  # errorbar series
+    assert styles.get("112 models") == "-" and styles.get("112 models, bfloat16") == "--"
+
+
 def test_headline_is_none_when_the_reference_shape_was_not_measured():
     frame = tc.build_frame([point("embed", 16, 64, 0.01)], PARAMS, META)
     assert tc.headline(frame) == {"embed": None, "predict": None}
@@ -87,7 +108,7 @@ def test_bench_time_complexity_tiny_run(tmp_path, capsys):
     out = tmp_path / "figs" / "tc.pdf"
     assert main(["bench", "--time-complexity", str(out), "--pool-sizes", "4,2", "--eval-sizes", "8,16",
                  "--query-sizes", "16,8", "--repeat", "1", "--device", "cpu", "--threads", "1",
-                 "--params", TINY]) == 0
+                 "--params", TINY, "--precision", "float32,bfloat16"]) == 0
     for ext in ("pdf", "png", "csv"):
         assert (tmp_path / "figs" / f"tc.{ext}").stat().st_size > 0
     assert (tmp_path / "figs" / "tc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -96,9 +117,10 @@ def test_bench_time_complexity_tiny_run(tmp_path, capsys):
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == tc.CSV_COLUMNS
     measured = [r for r in rows if r["source"] == "measured"]
-    assert [(r["what"], r["n_models"], r["n"]) for r in measured] == [
-        ("embed", "2", "8"), ("embed", "2", "16"), ("embed", "4", "8"), ("embed", "4", "16"),
-        ("predict", "4", "8"), ("predict", "4", "16")]  # prediction: the largest pool
+    expected = [("embed", "2", "8"), ("embed", "2", "16"), ("embed", "4", "8"), ("embed", "4", "16"),
+                ("predict", "4", "8"), ("predict", "4", "16")]  # prediction: the largest pool
+    assert [(r["what"], r["n_models"], r["n"]) for r in measured if r["precision"] == "float32"] == expected
+    assert [(r["what"], r["n_models"], r["n"]) for r in measured if r["precision"] == "bfloat16"] == expected
     assert sorted((r["source"], r["what"]) for r in rows if r["source"] != "measured") == [
         ("paper", "embed"), ("paper", "predict"), ("target", "embed"), ("target", "predict")]
     tiny = {"dim": 16, "heads": 2, "layers": 1, "latents": 8, "decoder_hidden": 16}

@@ -76,6 +76,9 @@ CONFIG_ERRORS = [
     ("n-queries-too-small", "datasets:\n  synthetic: {source: synthetic, params: {n_queries: 5}}\n",
      r"datasets.synthetic.params"),
     ("old-data-label-key", "data_label: mine\n", r"data_label"),
+    ("precision-effect-size-not-trained", "precision_effect: {train_sizes: [2048]}\n",
+     r"precision_effect.train_sizes \[2048\] must be among train_sizes"),
+    ("unknown-precision", "time_complexity: {precisions: [float16]}\n", r"precisions"),
 ]
 
 

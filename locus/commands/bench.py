@@ -19,6 +19,19 @@ def size_list(text: str) -> list[int]:
 
 size_list.__name__ = "list of sizes"
 TIME_COMPLEXITY_SIZES = ("pool_sizes", "eval_sizes", "query_sizes")
+PRECISIONS = ("float32", "bfloat16")  # = LocusMethod's `precision` values
+
+
+def precision_list(text: str) -> list[str]:
+    """An argparse type: comma-separated precisions (float32, bfloat16), in the order given, no repeats."""
+    items = comma_list(text)
+    bad = [p for p in items if p not in PRECISIONS]
+    if not items or bad or len(set(items)) != len(items):
+        raise argparse.ArgumentTypeError(f"expected float32, bfloat16 or float32,bfloat16 (each once), got {text!r}")
+    return items
+
+
+precision_list.__name__ = "list of precisions"
 
 
 def add_arguments(parser) -> None:
@@ -30,6 +43,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", type=output_file((".json",)), default=None, help="also write the results as JSON")
     parser.add_argument("--repeat", type=positive_int, default=3,
                         help="warm repetitions per measurement after the cold first call (median reported)")
+    parser.add_argument("--precision", type=precision_list, default=None, metavar="P[,P]",
+                        help="arithmetic of embedding and prediction (LOCUS's precision parameter): float32 "
+                             "(default) or bfloat16; --time-complexity takes both (float32,bfloat16: one series each)")
     tta = parser.add_argument_group(
         "time to accuracy", "with --time-to-accuracy DIR: train LOCUS once per recipe (paper, fast) on the same "
         "data, n and seed into DIR/<recipe>/ and write DIR/time_to_accuracy.{pdf,png,csv,json} (validation "
@@ -55,6 +71,14 @@ def add_arguments(parser) -> None:
                     help="evaluation queries per model when embedding (default 64,256,1024,4096)")
     tc.add_argument("--query-sizes", type=size_list, default=None, metavar="Q,Q,...",
                     help="unseen queries when predicting (default 256,1024,4096)")
+    pe = parser.add_argument_group(
+        "precision effect", "with --precision-effect OUT.tex: re-embed every model of each LOCUS run in --runs "
+        "from its training evaluations and score the test split in float32 and in bfloat16 (same network): test "
+        "accuracies of both, routing agreement and label flips, as OUT.tex + OUT.csv (--data, --encodings: the "
+        "runs' data set and its encodings)")
+    pe.add_argument("--precision-effect", type=output_file((".tex",)), default=None, metavar="OUT.tex")
+    pe.add_argument("--runs", nargs="+", type=existing_dir("LOCUS run directory"), default=None, metavar="RUN")
+    pe.add_argument("--data-label", default=None, help="the data set's name in the caption (default: its own)")
 
 
 def run(args) -> int:
@@ -63,6 +87,21 @@ def run(args) -> int:
     from locus.errors import ConfigError
 
     sizes = [f"--{name.replace('_', '-')}" for name in TIME_COMPLEXITY_SIZES if getattr(args, name) is not None]
+    if args.precision_effect is not None or args.runs is not None:
+        if args.precision_effect is None or not args.runs or args.data is None or args.encodings is None:
+            raise ConfigError("--precision-effect OUT.tex needs --runs (LOCUS run directories), --data and "
+                              "--encodings, and --runs only applies with --precision-effect")
+        if args.time_complexity is not None or args.time_to_accuracy is not None or args.quick or args.json:
+            raise ConfigError("--precision-effect writes its own table: leave out --time-complexity, "
+                              "--time-to-accuracy, --quick and --json")
+        from locus.experiments import precision_effect
+        from locus.params import set_threads
+
+        set_threads(args.threads)
+        precision_effect.write(args.runs, args.data, args.encodings, args.precision_effect, args.data_label)
+        print(f"wrote {args.precision_effect} (.csv)")
+        return 0
+    precisions = args.precision or ["float32"]
     if args.time_complexity is not None:
         if args.time_to_accuracy is not None or args.quick or args.json:
             raise ConfigError("--time-complexity writes its own figure: leave out --time-to-accuracy, --quick "
@@ -72,22 +111,27 @@ def run(args) -> int:
         tc.run(args.time_complexity, args.pool_sizes or tc.DEFAULT_POOL_SIZES,
                args.eval_sizes or tc.DEFAULT_EVAL_SIZES, args.query_sizes or tc.DEFAULT_QUERY_SIZES,
                repeat=args.repeat, device=args.device or default_device(), threads=args.threads,
-               params_json=args.params, progress=print)
+               params_json=args.params, progress=print, precisions=precisions)
         print(f"wrote {args.time_complexity} (.png, .csv)")
         return 0
     if sizes:
         raise ConfigError(f"{', '.join(sizes)} only apply with --time-complexity OUT.pdf")
 
+    if len(precisions) > 1:
+        raise ConfigError("--precision: one precision at a time, except with --time-complexity (one series each)")
     if args.time_to_accuracy is not None:
         from locus.benchmark import time_to_accuracy
 
+        if args.precision:
+            raise ConfigError("--precision does not apply to --time-to-accuracy (training runs in float32; set the "
+                              "precision of the final embeddings with --params)")
         summary = time_to_accuracy(args.time_to_accuracy, args.data, args.encodings, args.train_size, args.seed,
                                    args.params, device=args.device, threads=args.threads, progress=print)
         print(f"wrote {args.time_to_accuracy}/time_to_accuracy.pdf (.png, .csv, .json)")
         return 0 if summary else 1
 
     result = run_benchmark(device=args.device or default_device(), threads=args.threads, quick=args.quick,
-                           repeat=1 if args.quick else args.repeat, progress=print)
+                           repeat=1 if args.quick else args.repeat, progress=print, precision=precisions[0])
     print(format_table(result))
     if args.json:
         write_json(args.json, result)

@@ -12,6 +12,10 @@ warm-up call reported apart, then ``repeat`` warm calls: median, min and max):
   (:meth:`LocusMethod._grid_logits`); the model embeddings are random (the decoder's cost does not depend
   on their values).
 
+Each series is measured in every precision asked for (LOCUS's ``precision`` parameter: ``float32``, the
+default, and ``bfloat16``, autocast; its accuracy effect: :mod:`locus.experiments.precision_effect`); the
+``precision`` column tells them apart and the figure draws bfloat16 dashed.
+
 :func:`build_frame` (pure) turns the measurements into the plotted frame, one row per point, with the FLOPs of
 this implementation, the device, threads and torch version, and the reference points: the paper's V100
 numbers (:data:`locus.benchmark.PAPER`) and this implementation's targets on 2 CPU cores (:data:`TARGETS`).
@@ -22,7 +26,7 @@ import math
 
 import pandas as pd
 
-from locus.errors import DataError
+from locus.errors import ConfigError, DataError
 
 DEFAULT_POOL_SIZES = (16, 56, 112)
 DEFAULT_EVAL_SIZES = (64, 256, 1024, 4096)
@@ -33,7 +37,8 @@ REFERENCE_MODELS, REFERENCE_N = 112, 4096
 TARGETS = {"embed": 2.5, "predict": 0.05}
 WHAT = ("embed", "predict")
 
-CSV_COLUMNS = ["source", "what", "n_models", "n", "median_s", "min_s", "max_s", "cold_s", "repeats", "gflop",
+PRECISIONS = ("float32", "bfloat16")
+CSV_COLUMNS = ["source", "what", "precision", "n_models", "n", "median_s", "min_s", "max_s", "cold_s", "repeats", "gflop",
                "gflop_s", "device", "device_name", "cpu_model", "threads", "torch", "label"]
 
 
@@ -46,10 +51,10 @@ def reference_rows() -> list[dict]:
 
     rows = []
     for what in WHAT:
-        rows.append({"source": "paper", "what": what, "n_models": REFERENCE_MODELS, "n": REFERENCE_N,
+        rows.append({"source": "paper", "what": what, "precision": "", "n_models": REFERENCE_MODELS, "n": REFERENCE_N,
                      "median_s": float(PAPER[what]), "device": "cuda", "device_name": "NVIDIA Tesla V100 (paper)",
                      "label": f"paper, V100: ≈{PAPER[what]:g} s"})
-        rows.append({"source": "target", "what": what, "n_models": REFERENCE_MODELS, "n": REFERENCE_N,
+        rows.append({"source": "target", "what": what, "precision": "", "n_models": REFERENCE_MODELS, "n": REFERENCE_N,
                      "median_s": float(TARGETS[what]), "device": "cpu", "device_name": "2 CPU cores", "threads": 2,
                      "label": f"target, 2 CPU cores: ≤ {TARGETS[what]:g} s"})
     return rows
@@ -59,6 +64,8 @@ def _check(m: dict, i: int) -> None:
     where = f"time complexity measurement {i} ({m.get('what')!r}, {m.get('n_models')} models, n = {m.get('n')})"
     if m.get("what") not in WHAT:
         raise DataError(f"{where}: 'what' must be one of {list(WHAT)}")
+    if m.get("precision", "float32") not in PRECISIONS:
+        raise DataError(f"{where}: 'precision' must be one of {list(PRECISIONS)}, got {m.get('precision')!r}")
     for key in ("n_models", "n", "repeats"):
         if int(m.get(key, 0)) < 1:
             raise DataError(f"{where}: {key} must be >= 1, got {m.get(key)}")
@@ -72,7 +79,7 @@ def _check(m: dict, i: int) -> None:
 def build_frame(measurements: list[dict], params: dict, meta: dict) -> pd.DataFrame:
     """One row per measured point (``source`` = measured) then the reference rows (:func:`reference_rows`).
 
-    `measurements`: dicts with ``what`` (embed | predict), ``n_models``, ``n`` (evaluations per model, or
+    `measurements`: dicts with ``what`` (embed | predict), ``precision`` (default float32), ``n_models``, ``n`` (evaluations per model, or
     unseen queries), ``median_s``, ``min_s``, ``max_s``, ``cold_s``, ``repeats``; `params`: LOCUS's
     parameters (for the FLOPs: :func:`locus.benchmark.embed_flops` with every model scored on the same ``n``
     queries, :func:`locus.benchmark.predict_grid_flops`); `meta`: ``device``, ``device_name``, ``threads``,
@@ -87,11 +94,13 @@ def build_frame(measurements: list[dict], params: dict, meta: dict) -> pd.DataFr
     for i, m in enumerate(measurements):
         _check(m, i)
         what, n_models, n = m["what"], int(m["n_models"]), int(m["n"])
-        if (what, n_models, n) in seen:
-            raise DataError(f"time complexity: {what} of {n_models} models at n = {n} measured twice")
-        seen.add((what, n_models, n))
+        precision = m.get("precision", "float32")
+        if (what, n_models, n, precision) in seen:
+            raise DataError(f"time complexity: {what} of {n_models} models at n = {n} in {precision} measured twice")
+        seen.add((what, n_models, n, precision))
+        suffix = "" if precision == "float32" else f", {precision}"
         flops = embed_flops(n_models, n, n, params) if what == "embed" else predict_grid_flops(n, n_models, params)
-        rows.append({"source": "measured", "what": what, "n_models": n_models, "n": n,
+        rows.append({"source": "measured", "what": what, "precision": precision, "n_models": n_models, "n": n,
                      "median_s": float(m["median_s"]), "min_s": float(m["min_s"]), "max_s": float(m["max_s"]),
                      "cold_s": float(m["cold_s"]) if m.get("cold_s") is not None else math.nan,
                      "repeats": int(m["repeats"]), "gflop": flops / 1e9,
@@ -99,30 +108,36 @@ def build_frame(measurements: list[dict], params: dict, meta: dict) -> pd.DataFr
                      "device": meta["device"], "device_name": meta["device_name"],
                      "cpu_model": meta.get("cpu_model", ""), "threads": int(meta["threads"]),
                      "torch": meta["torch"],
-                     "label": f"{n_models} models" if what == "embed" else f"{n_models} models (whole pool)"})
-    measured = pd.DataFrame(rows).sort_values(["what", "n_models", "n"], kind="stable")
+                     "label": (f"{n_models} models" if what == "embed" else f"{n_models} models (whole pool)") + suffix})
+    order = {p: i for i, p in enumerate(PRECISIONS)}
+    measured = pd.DataFrame(rows).sort_values(["what", "precision", "n_models", "n"], kind="stable",
+                                              key=lambda c: c.map(order) if c.name == "precision" else c)
     frame = pd.concat([measured, pd.DataFrame(reference_rows())], ignore_index=True).reindex(columns=CSV_COLUMNS)
     return frame.astype({key: "Int64" for key in ("n_models", "n", "repeats", "threads")})
 
 
 def headline(frame: pd.DataFrame) -> dict:
-    """Per what: the measured point at the reference shape (112 models x 4,096) with the paper's number
-    and the target, or None where that point was not measured."""
+    """Per what and measured precision (keys ``what`` for float32, ``what/bfloat16`` otherwise): the measured
+    point at the reference shape (112 models x 4,096) with the paper's number and the target, or None where
+    that point was not measured (float32) ."""
     out = {}
+    measured_precisions = [p for p in PRECISIONS if p in set(frame["precision"])] or ["float32"]
     for what in WHAT:
         at = frame[(frame["what"] == what) & (frame["n_models"] == REFERENCE_MODELS) & (frame["n"] == REFERENCE_N)]
-        measured = at[at["source"] == "measured"]
         ref = {s: float(at.loc[at["source"] == s, "median_s"].iloc[0]) for s in ("paper", "target")}
-        if measured.empty:
-            out[what] = None
-            continue
-        row = measured.iloc[0]
-        out[what] = {"median_s": float(row["median_s"]), "min_s": float(row["min_s"]), "max_s": float(row["max_s"]),
+        for precision in measured_precisions:
+            key = what if precision == "float32" else f"{what}/{precision}"
+            measured = at[(at["source"] == "measured") & (at["precision"] == precision)]
+            out[key] = None if measured.empty else _headline_row(measured.iloc[0], ref)
+    return out
+
+
+def _headline_row(row, ref: dict) -> dict:
+    return {"median_s": float(row["median_s"]), "min_s": float(row["min_s"]), "max_s": float(row["max_s"]),
                      "device": row["device"], "device_name": row["device_name"], "cpu_model": row["cpu_model"],
                      "threads": int(row["threads"]),
-                     "paper_s": ref["paper"], "target_s": ref["target"],
-                     "meets_target": bool(row["median_s"] <= ref["target"])}
-    return out
+            "precision": row["precision"], "paper_s": ref["paper"], "target_s": ref["target"],
+            "meets_target": bool(row["median_s"] <= ref["target"])}
 
 
 def report_lines(frame: pd.DataFrame) -> list[str]:
@@ -130,7 +145,7 @@ def report_lines(frame: pd.DataFrame) -> list[str]:
     measured = frame[frame["source"] == "measured"]
     for r in measured.itertuples():
         shape = (f"embed {r.n_models} models x {r.n:,} evaluations" if r.what == "embed"
-                 else f"predict {r.n:,} queries x {r.n_models} models")
+                 else f"predict {r.n:,} queries x {r.n_models} models") + f" ({r.precision})"
         lines.append(f"  {shape}: median {r.median_s:.4f} s [{r.min_s:.4f}-{r.max_s:.4f}], cold {r.cold_s:.4f} s, "
                      f"{r.gflop:.2f} GFLOP, {r.gflop_s:.1f} GFLOP/s")
     for what, h in headline(frame).items():
@@ -142,7 +157,8 @@ def report_lines(frame: pd.DataFrame) -> list[str]:
             where = h["device_name"]
             if str(h["device"]).startswith("cpu") and isinstance(h["cpu_model"], str) and h["cpu_model"]:
                 where = h["cpu_model"]
-            lines.append(f"{what} at {REFERENCE_MODELS} models x {REFERENCE_N:,}: median {h['median_s']:.3f} s on "
+            lines.append(f"{what} at {REFERENCE_MODELS} models x {REFERENCE_N:,} ({h['precision']}): median "
+                         f"{h['median_s']:.3f} s on "
                          f"{where} ({h['threads']} threads); {verdict} the target of <= {h['target_s']:g} s "
                          f"on 2 CPU cores; paper ≈{h['paper_s']:g} s on a V100")
     return lines
@@ -166,8 +182,10 @@ def cpu_model() -> str:
 
 
 def measure_points(pool_sizes, eval_sizes, query_sizes, repeat: int = 3, device: str = "cpu",
-                   params: dict | None = None, progress=None) -> tuple[list[dict], dict, dict]:
-    """Time every point (see the module docstring). Returns (measurements, LOCUS's parameters, meta)."""
+                   params: dict | None = None, progress=None,
+                   precisions=("float32",)) -> tuple[list[dict], dict, dict]:
+    """Time every point in every precision (see the module docstring). Returns (measurements, LOCUS's
+    parameters, meta)."""
     import numpy as np
     import torch
 
@@ -182,29 +200,37 @@ def measure_points(pool_sizes, eval_sizes, query_sizes, repeat: int = 3, device:
     say(f"time complexity on {meta['device_name']} ({meta['device']}; CPU {meta['cpu_model']}; {meta['threads']} "
         f"thread(s), torch {meta['torch']}): cold call, then the median of {repeat} warm call(s) per point")
     out = []
+    bad = [p for p in precisions if p not in PRECISIONS]
+    if bad or not precisions:
+        raise ConfigError(f"precisions {list(precisions)}: expected one or more of {list(PRECISIONS)}")
 
-    def add(what, n_models, n, timing):
-        out.append({"what": what, "n_models": n_models, "n": n, **timing})
-        say(f"  {what} {n_models} models, n = {n:,}: median {timing['median_s']:.4f} s")
+    def add(what, n_models, n, timing, precision):
+        out.append({"what": what, "precision": precision, "n_models": n_models, "n": n, **timing})
+        say(f"  {what} {n_models} models, n = {n:,} ({precision}): median {timing['median_s']:.4f} s")
 
     for m in sorted(pool_sizes):
         for n in sorted(eval_sizes):
             phi, pairs = random_inputs(torch, n, m, device, rng)
             sets = lm.sets(pairs, m)
-            add("embed", m, n, measure(lambda: lm.embed_all(phi, sets), repeat, device))
+            for precision in precisions:
+                lm.method.params["precision"] = precision
+                add("embed", m, n, measure(lambda: lm.embed_all(phi, sets), repeat, device), precision)
             del phi, pairs, sets
     m = max(pool_sizes)
     z = torch.from_numpy(rng.normal(size=(m, int(lm.p["dim"]))).astype(np.float32)).to(device)
     for q in sorted(query_sizes):
         queries = torch.from_numpy(rng.normal(size=(q, D_PHI)).astype(np.float32)).to(device)
         queries /= queries.norm(dim=1, keepdim=True)
-        add("predict", m, q, measure(lambda: lm.predict(z, queries), repeat, device))
+        for precision in precisions:
+            lm.method.params["precision"] = precision
+            add("predict", m, q, measure(lambda: lm.predict(z, queries), repeat, device), precision)
+    lm.method.params["precision"] = lm.p["precision"]
     return out, lm.p, meta
 
 
 def run(out, pool_sizes=DEFAULT_POOL_SIZES, eval_sizes=DEFAULT_EVAL_SIZES, query_sizes=DEFAULT_QUERY_SIZES,
         repeat: int = 3, device: str = "cpu", threads: int = 2, params_json: str = "{}",
-        progress=print) -> pd.DataFrame:
+        progress=print, precisions=("float32",)) -> pd.DataFrame:
     """Measure, then write ``<stem>.pdf/.png/.csv`` of `out` (the CSV = the plotted frame). Output paths and
     parameters are checked before anything is timed."""
     from locus.outputs import check_outputs
@@ -217,7 +243,8 @@ def run(out, pool_sizes=DEFAULT_POOL_SIZES, eval_sizes=DEFAULT_EVAL_SIZES, query
     check_outputs([paths[k] for k in ("pdf", "png", "csv")])
     params = method_params("locus", params_json)
     set_threads(threads)
-    measurements, p, meta = measure_points(pool_sizes, eval_sizes, query_sizes, repeat, device, params, progress)
+    measurements, p, meta = measure_points(pool_sizes, eval_sizes, query_sizes, repeat, device, params, progress,
+                                           precisions)
     frame = build_frame(measurements, p, meta)
     save_figure(time_complexity_figure(frame), paths["pdf"])
     write_csv(frame, paths["csv"])

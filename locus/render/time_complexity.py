@@ -2,7 +2,7 @@
 :func:`locus.experiments.time_complexity.build_frame`.
 
 Left: embedding time vs evaluations per model, one line per pool size; right: correctness-prediction time
-vs unseen queries for the whole pool. Log-log axes; markers at the median, bars from min to max. The
+vs unseen queries for the whole pool; float32 solid, bfloat16 (where measured) dashed. Log-log axes; markers at the median, bars from min to max. The
 paper's V100 numbers (star) and this implementation's 2-core CPU targets (open triangle, an upper bound)
 are drawn at their shape (112 models x 4,096) in both panels.
 """
@@ -20,11 +20,15 @@ REFERENCE_STYLE = {"paper": {"marker": "*", "ms": 13, "color": "black", "mfc": "
                               "zorder": 5}}
 
 
+LINE_STYLES = {"float32": "-", "bfloat16": "--"}
+
+
 def _measured(ax, part: pd.DataFrame, color, label: str) -> None:
     part = part.sort_values("n")
     x, y = part["n"].to_numpy(float), part["median_s"].to_numpy(float)
     yerr = [y - part["min_s"].to_numpy(float), part["max_s"].to_numpy(float) - y]
-    ax.errorbar(x, y, yerr=yerr, color=color, marker="o", ms=4, lw=1.5, capsize=2, label=label)
+    style = LINE_STYLES.get(str(part["precision"].iloc[0]) if "precision" in part else "float32", ":")
+    ax.errorbar(x, y, yerr=yerr, color=color, marker="o", ms=4, lw=1.5, capsize=2, label=label, ls=style)
 
 
 def time_complexity_figure(frame: pd.DataFrame, title: str | None = None):
@@ -34,12 +38,12 @@ def time_complexity_figure(frame: pd.DataFrame, title: str | None = None):
     measured = frame[frame["source"] == "measured"]
     pools = sorted(measured.loc[measured["what"] == "embed", "n_models"].unique())
     palette = dict(zip(pools, sns.color_palette("viridis", max(len(pools), 1))))
-    for m in pools:
-        part = measured[(measured["what"] == "embed") & (measured["n_models"] == m)]
-        _measured(left, part, palette[m], f"{m} models")
-    predict = measured[measured["what"] == "predict"]
-    for m, part in predict.groupby("n_models"):
-        _measured(right, part, palette.get(m, "#1f77b4"), f"{m} models (whole pool)")
+    if "precision" not in measured:
+        measured = measured.assign(precision="float32")
+    for (m, _), part in measured[measured["what"] == "embed"].groupby(["n_models", "precision"], sort=False):
+        _measured(left, part, palette[m], part["label"].iloc[0])
+    for (m, _), part in measured[measured["what"] == "predict"].groupby(["n_models", "precision"], sort=False):
+        _measured(right, part, palette.get(m, "#1f77b4"), part["label"].iloc[0])
     for ax, what in ((left, "embed"), (right, "predict")):
         refs = frame[(frame["what"] == what) & (frame["source"] != "measured")]
         for r in refs.itertuples():

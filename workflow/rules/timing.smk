@@ -7,7 +7,14 @@
 # timings are clean; with more cores give it more threads, or run it alone.
 
 TC = {"pool_sizes": [16, 56, 112], "eval_sizes": [64, 256, 1024, 4096], "query_sizes": [256, 1024, 4096],
-      "repeat": 3, "device": "auto", "threads": 2, **config.get("time_complexity", {})}
+      "repeat": 3, "device": "auto", "threads": 2, "precisions": ["float32", "bfloat16"],
+      **config.get("time_complexity", {})}
+PE = {"train_sizes": [256, 1024], "threads": 2, **(config.get("precision_effect") or {})}
+if not set(PE["train_sizes"]) <= set(config["train_sizes"]):
+    _config_error(f"precision_effect.train_sizes {PE['train_sizes']} must be among train_sizes {config['train_sizes']} "
+                  "(the runs of the tables are re-scored); drop the others or add them to train_sizes")
+if "locus" not in config["methods"]:
+    _config_error("precision_effect: re-scores LOCUS's runs; add locus under `methods`")
 
 
 def _tc_sizes(key):
@@ -26,6 +33,7 @@ rule time_complexity_figure:
         queries=_tc_sizes("query_sizes"),
         repeat=int(TC["repeat"]),
         device="" if TC["device"] == "auto" else f"--device {TC['device']}",
+        precisions=",".join(TC["precisions"]),
         json=as_json({**(config["methods"].get("locus", {}).get("params") or {}),
                       "dim": config["methods"].get("locus", {}).get("dim", 128)}),
     threads: int(TC["threads"])
@@ -39,4 +47,37 @@ rule time_complexity_figure:
     shell:
         "{LOCUS} bench --time-complexity {output.pdf} --pool-sizes {params.pools} --eval-sizes {params.evals} "
         "--query-sizes {params.queries} --repeat {params.repeat} {params.device} --threads {threads} "
-        "--params {params.json:q} > {log} 2>&1"
+        "--precision {params.precisions} --params {params.json:q} > {log} 2>&1"
+
+
+def _precision_effect_runs(name):
+    """File `name` of the LOCUS runs re-scored: the table runs at precision_effect.train_sizes (every seed)
+    and the geometry reference run."""
+    runs = run_files_named(["locus"], PE["train_sizes"], name)
+    return runs + [f for f in [geometry_run_file("locus", name)] if f not in runs]
+
+
+# What bfloat16 costs: the runs' models re-embedded and the test split re-scored in float32 and bfloat16.
+rule precision_effect_table:
+    input:
+        data=data_files(DATASET),
+        encodings=encodings(DATASET, ENCODER),
+        runs=[f for name in _artifacts.run_files("locus") for f in _precision_effect_runs(name)],
+        metrics=_precision_effect_runs("metrics.json"),
+    output:
+        tex="results/tables/precision_effect.tex",
+        csv="results/tables/precision_effect.csv",
+    params:
+        runs=lambda w, input: " ".join(str(Path(m).parent) for m in input.metrics),
+        label=dataset_label(DATASET),
+    threads: int(PE["threads"])
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    log:
+        "results/logs/timing/precision_effect.log",
+    benchmark:
+        "results/benchmarks/timing/precision_effect.tsv"
+    shell:
+        "{LOCUS} bench --precision-effect {output.tex} --runs {params.runs} --data results/data/" + DATASET + " "
+        "--encodings {input.encodings} --data-label {params.label:q} --threads {threads} > {log} 2>&1"
