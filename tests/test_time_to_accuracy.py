@@ -17,7 +17,7 @@ def fake_run(root, recipe, steps, seconds, val, seed=0, n=256, test=0.5):
     d = root / recipe
     d.mkdir(parents=True)
     metrics = {"method": "locus", "params": {"recipe": recipe}, "train_size": n, "seed": seed,
-               "dataset": "results/data/toy", "encoder": "enc", "val": {}, "test": {"routing_acc": test}}
+               "dataset": "results/data/toy", "encoder": "enc", "val": {}, "test": {"overall": {"routing_acc": test}}}
     (d / "metrics.json").write_text(json.dumps(metrics))
     pd.DataFrame({"step": steps, "seconds": seconds, "val_routing": val, "train_loss": 0.5}).to_csv(d / "log.csv",
                                                                                                    index=False)

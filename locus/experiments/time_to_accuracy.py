@@ -40,7 +40,7 @@ def read_recipe_run(run_dir) -> dict:
     return {"recipe": params.get("recipe", "fast"), "train_size": int(metrics["train_size"]),
             "seed": int(metrics["seed"]), "dataset": metrics.get("dataset"), "encoder": metrics.get("encoder"),
             "log": log[["step", "seconds", "val_routing"]].astype(float),
-            "test_routing": float(metrics["test"].get("routing_acc", math.nan))}
+            "test_routing": float((metrics["test"].get("overall") or {}).get("routing_acc", math.nan))}
 
 
 def peak_rss_mb(benchmark_tsv) -> float:
