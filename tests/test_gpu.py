@@ -106,3 +106,18 @@ def test_bench_on_cuda_quick(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     assert out.is_file() and "embed one new model" in res.stdout
+
+
+def test_bfloat16_precision_on_cuda_is_close_to_float32():
+    problem = specialist_problem()
+    _, _, _, enc, test_ids = problem
+    trained = fit(problem, {**TINY, "device": "cuda"}, seed=0)
+    exact = trained.predict_logits(enc.take(test_ids))
+    trained.params["precision"] = "bfloat16"
+    low = trained.predict_logits(enc.take(test_ids))
+    assert low.dtype == np.float32 and not np.array_equal(low, exact)
+    assert np.abs(low - exact).max() < 0.1
+    res = subprocess.run([sys.executable, "-m", "locus", "bench", "--device", "cuda", "--quick", "--precision",
+                          "bfloat16"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "bfloat16 square-matmul peak" in res.stdout
