@@ -114,11 +114,12 @@ def run_bounded(cmd: list[str], *, timeout: float, env: dict, cwd: str | os.Path
 
 def interrupt_when(cmd: list[str], pattern: str, *, timeout: float, env: dict,
                    cwd: str | os.PathLike | None = None, grace: float = 30,
-                   ready=None) -> tuple[Bounded, float]:
+                   ready=None, group: bool = True) -> tuple[Bounded, float]:
     """Run ``cmd`` until a line matches ``pattern`` (or ``timeout`` s pass), then SIGINT it.
 
     ``ready(match)``, if given, is polled after the match until it returns true (within the same
-    ``timeout``) before the signal is sent: e.g. "the submitted job is running".
+    ``timeout``) before the signal is sent: e.g. "the submitted job is running". ``group``: SIGINT the
+    whole process group (a terminal's Ctrl-C) or only ``cmd``'s own process (``kill -INT PID``).
     Returns the result and how many seconds it took to exit after SIGINT (SIGKILL after ``grace`` s).
     """
     proc = subprocess.Popen(
@@ -148,7 +149,10 @@ def interrupt_when(cmd: list[str], pattern: str, *, timeout: float, env: dict,
     interrupted = time.monotonic()
     killed = False
     if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
+        if group:
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            os.kill(proc.pid, signal.SIGINT)
         try:
             rest, _ = proc.communicate(timeout=grace)
         except subprocess.TimeoutExpired:
