@@ -122,9 +122,10 @@ def interrupt_when(cmd: list[str], pattern: str, *, timeout: float, env: dict,
     whole process group (a terminal's Ctrl-C) or only ``cmd``'s own process (``kill -INT PID``).
     Returns the result and how many seconds it took to exit after SIGINT (SIGKILL after ``grace`` s).
     """
+    # PYTHONFAULTHANDLER: a SIGABRT makes Python print every thread's stack (see _why_stuck)
     proc = subprocess.Popen(
-        cmd, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True, bufsize=1,
+        cmd, cwd=cwd, env={**env, "PYTHONFAULTHANDLER": "1"}, text=True, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, start_new_session=True, bufsize=1,
     )
     lines: list[str] = []
     deadline = time.monotonic() + timeout
@@ -157,12 +158,29 @@ def interrupt_when(cmd: list[str], pattern: str, *, timeout: float, env: dict,
             rest, _ = proc.communicate(timeout=grace)
         except subprocess.TimeoutExpired:
             killed = True
-            os.killpg(proc.pid, signal.SIGKILL)
-            rest, _ = proc.communicate()
+            rest = _why_stuck(proc)
     else:
         rest, _ = proc.communicate()
     took = time.monotonic() - interrupted
     return Bounded(list(cmd), proc.returncode, "".join(lines) + (rest or ""), timed_out, killed), took
+
+
+def _why_stuck(proc: subprocess.Popen) -> str:
+    """For a failure message: the process tree of ``proc``'s session and, from SIGABRT with
+    PYTHONFAULTHANDLER set, the Python stack of each of its threads; then SIGKILL the whole group."""
+    tree = subprocess.run(["ps", "-o", "pid,ppid,stat,wchan:24,etime,args", "--forest", "-s", str(proc.pid)],
+                          capture_output=True, text=True, timeout=30).stdout
+    os.kill(proc.pid, signal.SIGABRT)
+    try:
+        rest, _ = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        rest = ""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # the group is gone already
+        pass
+    more, _ = proc.communicate()
+    return f"{rest or ''}{more or ''}\n--- processes when SIGKILLed ---\n{tree}"
 
 
 @dataclass
