@@ -165,11 +165,26 @@ def interrupt_when(cmd: list[str], pattern: str, *, timeout: float, env: dict,
     return Bounded(list(cmd), proc.returncode, "".join(lines) + (rest or ""), timed_out, killed), took
 
 
+def _signal_state(pid: int) -> str:
+    """Each thread's blocked / ignored / caught / pending signal masks (hex, bit N-1 = signal N)."""
+    lines = []
+    for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
+        try:
+            status = (task / "status").read_text().splitlines()
+            name = (task / "comm").read_text().strip()
+        except OSError:
+            continue
+        keep = [row.replace("\t", " ") for row in status if row.startswith(("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"))]
+        lines.append(f"thread {task.name} ({name}): " + "; ".join(keep))
+    return "\n".join(lines) + "\n"
+
+
 def _why_stuck(proc: subprocess.Popen) -> str:
     """For a failure message: the process tree of ``proc``'s session and, from SIGABRT with
     PYTHONFAULTHANDLER set, the Python stack of each of its threads; then SIGKILL the whole group."""
     tree = subprocess.run(["ps", "-o", "pid,ppid,stat,wchan:24,etime,args", "--forest", "-s", str(proc.pid)],
                           capture_output=True, text=True, timeout=30).stdout
+    tree += _signal_state(proc.pid)
     os.kill(proc.pid, signal.SIGABRT)
     try:
         rest, _ = proc.communicate(timeout=20)
