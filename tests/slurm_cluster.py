@@ -12,7 +12,8 @@ implementation; this module adds what tests need around them:
   ``LOCUS_SLURM_*`` variables read by ``profiles/slurm``), ``sacct`` as dicts, ``cancel_all``.
 * ``run_bounded()``: run a command with a hard time limit. On timeout it sends SIGINT first
   (Snakemake then cancels its SLURM jobs; SIGTERM can leave it waiting), SIGKILL 30 s later.
-  ``interrupt_when()`` does the same as soon as a line of output matches a pattern.
+  ``interrupt_when()`` does the same as soon as a line of output matches a pattern. Both start the
+  command with SIGINT at its default action, whatever the test process inherited.
 
 Every wait has a time limit, so a broken cluster fails a test instead of hanging it.
 """
@@ -75,6 +76,18 @@ def ensure_installed() -> str | None:
     return None
 
 
+def _default_sigint() -> None:
+    """Popen's preexec_fn: SIGINT back to its default action and unblocked in the child.
+
+    A process started in the background of a non-interactive shell (``cmd &`` in a script, as a CI runner
+    may start the test suite) inherits SIGINT *ignored* (POSIX), and so would every process it starts;
+    Python then keeps it ignored instead of installing its KeyboardInterrupt handler. Snakemake would
+    silently ignore the SIGINT these helpers stop it with (seen: a CI run where the interrupt test's
+    Snakemake never reacted until SIGKILL). The child therefore starts as from an interactive terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 @dataclass
 class Bounded:
     """Result of ``run_bounded``: like CompletedProcess, plus whether the time limit hit and
@@ -96,6 +109,7 @@ def run_bounded(cmd: list[str], *, timeout: float, env: dict, cwd: str | os.Path
     proc = subprocess.Popen(
         cmd, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group: the signals reach its children too
+        preexec_fn=_default_sigint,
     )
     timed_out = killed = False
     try:
@@ -125,7 +139,7 @@ def interrupt_when(cmd: list[str], pattern: str, *, timeout: float, env: dict,
     # PYTHONFAULTHANDLER: a SIGABRT makes Python print every thread's stack (see _why_stuck)
     proc = subprocess.Popen(
         cmd, cwd=cwd, env={**env, "PYTHONFAULTHANDLER": "1"}, text=True, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True, bufsize=1,
+        stderr=subprocess.STDOUT, start_new_session=True, bufsize=1, preexec_fn=_default_sigint,
     )
     lines: list[str] = []
     deadline = time.monotonic() + timeout
