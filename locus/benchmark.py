@@ -305,7 +305,7 @@ def time_to_accuracy(out_dir, data_dir, encodings_path, train_size: int, seed: i
         progress(f"training LOCUS with recipe {recipe} (n = {train_size}, seed {seed})")
         run_dirs.append(out_dir / recipe)
         execute("locus", {**params, "recipe": recipe}, data_dir, encodings_path, train_size, seed, run_dirs[-1])
-    summary = tta.write(run_dirs, out_dir / "time_to_accuracy.pdf")
+    summary = tta.write(run_dirs, out_dir / "time_to_accuracy.pdf", data=data_dir)
     for line in tta.report_lines(summary):
         progress(line)
     return summary

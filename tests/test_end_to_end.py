@@ -185,6 +185,7 @@ def test_time_to_accuracy_rule(tiny_run):
     summary = json.loads((tiny_run / "results/figures/time_to_accuracy.json").read_text())
     assert set(summary["recipes"]) == {"paper", "fast"} and summary["train_size"] == 64
     assert all(s["peak_rss_mb"] > 0 for s in summary["recipes"].values())
+    assert 0 < summary["constant_router_val_routing"] <= 1  # the rule passes the data set (--data)
     for recipe, s in summary["recipes"].items():  # the test hit@1 of the selected checkpoint, for context
         run = json.loads((tiny_run / f"results/time_to_accuracy/synthetic/all-MiniLM-L6-v2/n64/s0/{recipe}/metrics.json")
                          .read_text())

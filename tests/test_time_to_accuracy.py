@@ -46,6 +46,20 @@ def test_summary_of_hand_made_curves(two_runs):
     assert curve["best_so_far"].tolist() == [0.5, 0.7, 0.8, 0.8]
 
 
+def test_constant_router_level_in_validation_queries(two_runs):
+    """With the best single model's validation level (0.78 over 1,000 queries): the target 0.792 lies 12 queries
+    above it, paper's best 0.80 20 and fast's 0.795 15; the CSV gets the level as a row."""
+    runs = [tta.read_recipe_run(d) for d in two_runs]
+    frame, s = tta.compare(runs, "paper", 0.99, constant=(0.78, 1000))
+    assert (s["constant_router_val_routing"], s["n_val_queries"], s["target_queries_above_constant"]) == (0.78, 1000, 12)
+    assert s["recipes"]["paper"]["best_queries_above_constant"] == 20
+    assert s["recipes"]["fast"]["best_queries_above_constant"] == 15
+    assert frame.loc[frame["kind"] == "constant_router_val_routing", "value"].tolist() == [0.78]
+    assert "12 of 1000 validation queries above it" in "\n".join(tta.report_lines(s))
+    _, plain = tta.compare(runs, "paper", 0.99)
+    assert "constant_router_val_routing" not in plain and "best_queries_above_constant" not in plain["recipes"]["fast"]
+
+
 def test_a_recipe_that_never_reaches_the_target(tmp_path):
     paper = fake_run(tmp_path, "paper", [1, 2], [1.0, 2.0], [0.6, 0.9])
     fast = fake_run(tmp_path, "fast", [5], [0.5], [0.7])
@@ -91,14 +105,14 @@ def test_refusals(tmp_path):
         tta.peak_rss_mb(bad)
 
 
-def tiny_data(tmp_path):
+def tiny_data(tmp_path, prompt="q"):
     """A 60-query, 4-model canonical data set and its (random) encodings."""
     from locus.data.canonical import write_dataset
     from locus.data.encodings import data_fingerprint, write_encodings
 
     rng = np.random.default_rng(0)
     n_q = 60
-    queries = pd.DataFrame({"prompt_id": np.arange(n_q), "prompt": [f"q {i}" for i in range(n_q)], "benchmark": "b",
+    queries = pd.DataFrame({"prompt_id": np.arange(n_q), "prompt": [f"{prompt} {i}" for i in range(n_q)], "benchmark": "b",
                             "category": "b", "split": ["train"] * 30 + ["val"] * 15 + ["test"] * 15})
     models = pd.DataFrame({"model_id": np.arange(4), "name": [f"org/m{i}" for i in range(4)]})
     pid, mid = np.meshgrid(np.arange(n_q), np.arange(4), indexing="ij")
@@ -124,8 +138,18 @@ def test_real_runs_of_both_recipes(tmp_path):
         extra = {} if recipe == "paper" else {"eval_every": 3}
         dirs.append(tmp_path / recipe)
         execute("locus", {**SMALL, **extra, "recipe": recipe}, data, enc, 20, 0, dirs[-1])
-    s = tta.write(dirs, tmp_path / "tta.pdf")
+    s = tta.write(dirs, tmp_path / "tta.pdf", data=data)
     assert s["recipes"]["paper"]["steps"] == 6 and s["recipes"]["fast"]["steps"] == 6
+    # the constant router's level: the best validation mean of the 4 models, from the data set's own scores
+    from locus.data.canonical import read_dataset
+
+    d = read_dataset(data)
+    val = d.scores[d.scores["prompt_id"].isin(d.split_queries("val")["prompt_id"])]
+    assert s["constant_router_val_routing"] == pytest.approx(val.groupby("model_id")["score"].mean().max())
+    assert s["n_val_queries"] == 15
+    other, _ = tiny_data(tmp_path / "other", prompt="another")
+    with pytest.raises(DataError, match="trained on another data set"):
+        tta.write(dirs, tmp_path / "tta2.pdf", data=other)
     log = pd.read_csv(tmp_path / "paper" / "log.csv")
     assert log["step"].tolist() == [1, 2, 3, 4, 5, 6]  # validation after every step
     assert pd.read_csv(tmp_path / "fast" / "log.csv")["step"].tolist() == [3, 6]
@@ -143,6 +167,7 @@ def test_bench_time_to_accuracy_mode(tmp_path, capsys):
     assert main(argv) == 0
     summary = json.loads((out / "time_to_accuracy.json").read_text())
     assert set(summary["recipes"]) == {"paper", "fast"} and summary["train_size"] == 20
+    assert 0 < summary["constant_router_val_routing"] <= 1 and summary["n_val_queries"] == 15
     assert (out / "paper" / "metrics.json").is_file() and (out / "time_to_accuracy.png").stat().st_size > 0
     assert "time to accuracy at n = 20" in capsys.readouterr().out
     assert main(["bench", "--time-to-accuracy", str(tmp_path / "x"), "--encodings", str(enc)]) == 2

@@ -22,8 +22,9 @@ def add_arguments(p):
                    help="time-to-accuracy: LOCUS run directories, one per recipe (same data, n and seed); "
                         "sample-efficiency: the run directories to plot (instead of --metrics)")
     p.add_argument("--data", type=existing_dir("data set directory"), default=None,
-                   help="sample-efficiency: canonical data set the runs were trained on (test labels of the "
-                        "paired bootstrap over test queries; without it the factors get no interval and no arrow)")
+                   help="the canonical data set the runs were trained on. sample-efficiency: test labels of the "
+                        "paired bootstrap over test queries (without it the factors get no interval and no arrow); "
+                        "time-to-accuracy: validation labels of the best single model's level (a constant router)")
     p.add_argument("--n-boot", "--bootstrap-resamples", dest="n_boot", type=int_at_least(1), default=1000,
                    help="sample-efficiency: bootstrap resamples of the test queries (default 1000)")
     p.add_argument("--boot-seed", "--bootstrap-seed", dest="boot_seed", type=int_at_least(0), default=0,
@@ -58,7 +59,7 @@ def run(args) -> int:
         if not 0 < args.target_fraction <= 1:
             raise ConfigError(f"--target-fraction must be in (0, 1], got {args.target_fraction}")
         summary = tta.write(args.runs, args.out, benchmarks=args.benchmarks, reference=args.reference_recipe,
-                            target_fraction=args.target_fraction, data_label=args.data_label)
+                            target_fraction=args.target_fraction, data_label=args.data_label, data=args.data)
         print("\n".join(tta.report_lines(summary)))
         return 0
     if not args.metrics and not args.runs:

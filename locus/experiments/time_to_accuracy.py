@@ -11,16 +11,23 @@ validation hit@1. Per recipe the summary gives its best validation hit@1, the st
 first reached its best, the seconds at which it first reached the target, and the speed-up = reference
 seconds to its best / recipe seconds to the target. Validation data only: test numbers are copied from
 ``metrics.json`` for context, never used to choose anything.
+
+With the canonical data set the runs were trained on (``data``), the summary also gives the level every
+router starts from: the validation hit@1 of the best single model on validation (a constant router, over the
+runs' models), and how many validation queries the target and each recipe's best lie above it. When the
+target is only a few queries above that level, a speed-up measures when a curve first crosses a few-query
+margin, and one seed says little about it.
 """
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from locus.errors import DataError
 from locus import run_artifacts
+from locus.errors import DataError
 
 CSV_COLUMNS = ["kind", "recipe", "step", "seconds", "val_routing", "best_so_far", "value"]
 
@@ -37,7 +44,8 @@ def read_recipe_run(run_dir) -> dict:
     if missing:
         raise DataError(f"{run_dir / 'log.csv'}: columns {missing} missing (a run without a validation split "
                         "cannot be timed to accuracy); re-run the training rule.")
-    return {"recipe": params.get("recipe", "fast"), "train_size": int(metrics["train_size"]),
+    return {"path": str(run_dir), "fingerprint": metrics.get("data_fingerprint"),
+            "recipe": params.get("recipe", "fast"), "train_size": int(metrics["train_size"]),
             "seed": int(metrics["seed"]), "dataset": metrics.get("dataset"), "encoder": metrics.get("encoder"),
             "log": log[["step", "seconds", "val_routing"]].astype(float),
             "test_routing": float((metrics["test"].get("overall") or {}).get("routing_acc", math.nan))}
@@ -51,6 +59,30 @@ def peak_rss_mb(benchmark_tsv) -> float:
         return float(frame["max_rss"].max())
     except Exception as exc:
         raise DataError(f"{path}: not a Snakemake benchmark file with a max_rss column ({exc}).") from exc
+
+
+def constant_router(dataset_dir, run: dict) -> tuple[float, int]:
+    """(validation hit@1 of the best single model on validation among the run's models, validation queries)
+    from the canonical data set the run was trained on (checked by its fingerprint and validation queries)."""
+    from locus import evaluation
+    from locus.data.canonical import read_dataset
+    from locus.data.encodings import data_fingerprint
+
+    data = read_dataset(dataset_dir)
+    fingerprint = data_fingerprint(data.queries["prompt_id"], data.queries["prompt"])
+    if run["fingerprint"] is not None and run["fingerprint"] != fingerprint:
+        raise DataError(f"{run['path']}: this run was trained on another data set than {dataset_dir} (data "
+                        f"fingerprint {str(run['fingerprint'])[:12]}... vs {fingerprint[:12]}...); pass the data set "
+                        f"the runs were trained on with --data (recorded in the run: {run['dataset']})")
+    prompt_ids, model_ids, _ = run_artifacts.read_scores(run["path"], "val")
+    val_ids = data.split_queries("val")["prompt_id"].to_numpy(np.int64)
+    if not np.array_equal(prompt_ids, np.sort(val_ids)) or not np.isin(model_ids, data.model_ids).all():
+        raise DataError(f"{run['path']}: its validation scores do not cover the validation queries and models of "
+                        f"{dataset_dir}; pass the runs' own data set with --data, or re-run training")
+    labels = data.label_matrix(prompt_ids, model_ids)
+    onehot = np.full(labels.shape, -1.0)
+    onehot[:, evaluation.best_single_model(labels)] = 1.0
+    return float(evaluation.validation_metrics(onehot, labels)["val_routing"]), int(len(prompt_ids))
 
 
 def curve_summary(log: pd.DataFrame, target: float | None = None) -> dict:
@@ -67,8 +99,10 @@ def curve_summary(log: pd.DataFrame, target: float | None = None) -> dict:
     return out
 
 
-def compare(runs: list[dict], reference: str = "paper", target_fraction: float = 0.99) -> tuple[pd.DataFrame, dict]:
-    """(frame of the plotted curves, summary) for runs of one data set, training size and seed."""
+def compare(runs: list[dict], reference: str = "paper", target_fraction: float = 0.99,
+            constant: tuple[float, int] | None = None) -> tuple[pd.DataFrame, dict]:
+    """(frame of the plotted curves, summary) for runs of one data set, training size and seed.
+    `constant`: (validation hit@1 of the best single model, validation queries), from :func:`constant_router`."""
     recipes = [r["recipe"] for r in runs]
     if len(set(recipes)) != len(recipes):
         raise DataError(f"time to accuracy: one run per recipe expected, got recipes {recipes}.")
@@ -89,6 +123,8 @@ def compare(runs: list[dict], reference: str = "paper", target_fraction: float =
                                   if s["seconds_to_target"] > 0 else math.nan)
         s["test_routing"] = run["test_routing"]
         s["peak_rss_mb"] = run.get("peak_rss_mb", math.nan)
+        if constant is not None:  # validation queries above the constant router (rounded: hit@1 counts queries)
+            s["best_queries_above_constant"] = round((s["best_val_routing"] - constant[0]) * constant[1])
         per_recipe[run["recipe"]] = s
         best = log["val_routing"].cummax()
         rows.append(pd.DataFrame({"kind": "curve", "recipe": run["recipe"], "step": log["step"],
@@ -100,6 +136,12 @@ def compare(runs: list[dict], reference: str = "paper", target_fraction: float =
     summary = {"reference": reference, "target_fraction": target_fraction, "target_val_routing": target,
                "train_size": ref["train_size"], "seed": ref["seed"], "dataset": ref["dataset"],
                "encoder": ref["encoder"], "recipes": per_recipe}
+    if constant is not None:
+        value, n_val = constant
+        summary.update({"constant_router_val_routing": value, "n_val_queries": n_val,
+                        "target_queries_above_constant": math.ceil(round((target - value) * n_val, 9))})
+        frame = pd.concat([frame, pd.DataFrame([{"kind": "constant_router_val_routing", "value": value}])],
+                          ignore_index=True).reindex(columns=CSV_COLUMNS)
     return frame, summary
 
 
@@ -107,17 +149,24 @@ def report_lines(summary: dict) -> list[str]:
     lines = [f"time to accuracy at n = {summary['train_size']}, seed {summary['seed']}: target = "
              f"{summary['target_fraction']:.0%} of {summary['reference']}'s best validation hit@1 "
              f"= {100 * summary['target_val_routing']:.2f}%"]
+    if "constant_router_val_routing" in summary:
+        lines.append(f"  best single model on validation (a constant router): "
+                     f"{100 * summary['constant_router_val_routing']:.2f}%; the target is "
+                     f"{summary['target_queries_above_constant']} of {summary['n_val_queries']} validation queries above it")
     for recipe, s in summary["recipes"].items():
         lines.append(f"  {recipe}: best {100 * s['best_val_routing']:.2f}% at step {s['step_to_best']} "
                      f"({s['seconds_to_best']:.0f} s); target at {s['seconds_to_target']:.0f} s; "
                      f"speed-up {s['speedup_to_target']:.1f}x; {s['steps']} steps, {s['seconds']:.0f} s; "
-                     f"peak memory {s['peak_rss_mb']:.0f} MB")
+                     f"peak memory {s['peak_rss_mb']:.0f} MB"
+                     + (f"; best {s['best_queries_above_constant']} queries above the constant router"
+                        if "best_queries_above_constant" in s else ""))
     return lines
 
 
 def write(run_dirs, out, benchmarks=None, reference: str = "paper", target_fraction: float = 0.99,
-          data_label: str | None = None) -> dict:
-    """Read the runs (and their benchmark files, in the same order), write ``<stem>.pdf/.png/.csv/.json``."""
+          data_label: str | None = None, data=None) -> dict:
+    """Read the runs (and their benchmark files, in the same order), write ``<stem>.pdf/.png/.csv/.json``.
+    `data`: the canonical data set the runs were trained on, for the constant-router level (optional)."""
     from locus.atomic import write_json
     from locus.experiments.figures import json_safe
     from locus.outputs import check_outputs
@@ -132,7 +181,9 @@ def write(run_dirs, out, benchmarks=None, reference: str = "paper", target_fract
     runs = [read_recipe_run(d) for d in run_dirs]
     for run, bench in zip(runs, benchmarks or []):
         run["peak_rss_mb"] = peak_rss_mb(bench)
-    frame, summary = compare(runs, reference, target_fraction)
+    ref = next((r for r in runs if r["recipe"] == reference), runs[0])
+    constant = constant_router(data, ref) if data is not None else None
+    frame, summary = compare(runs, reference, target_fraction, constant)
     label = data_label or Path(str(summary["dataset"])).name
     title = (f"{label} ({summary['encoder']}): LOCUS recipes, n = {summary['train_size']}, "
              f"seed {summary['seed']}")

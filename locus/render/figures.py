@@ -141,15 +141,21 @@ def time_to_accuracy_figure(frame: pd.DataFrame, summary: dict, title: str):
         axes[0].plot(part["seconds"].clip(lower=1e-3), 100 * part["best_so_far"], color=color, lw=2, label=label)
         axes[1].plot(part["step"], 100 * part["best_so_far"], color=color, lw=2, label=recipe)
     target = 100 * summary["target_val_routing"]
+    constant = summary.get("constant_router_val_routing")
     for ax in axes:
         ax.axhline(target, color="0.3", ls="--", lw=1)
+        if constant is not None:
+            ax.axhline(100 * constant, color="0.5", ls=":", lw=1)
         ax.grid(alpha=0.3)
     axes[0].set_xscale("log")
     axes[0].set_xlabel("wall-clock seconds (training + validation)")
     axes[1].set_xlabel("optimiser steps")
     axes[0].set_ylabel("validation routing accuracy (%)")
-    axes[0].legend(fontsize=8, loc="lower right",
-                   title=f"dashed: {summary['target_fraction']:.0%} of {summary['reference']}'s best", title_fontsize=8)
+    key = f"dashed: {summary['target_fraction']:.0%} of {summary['reference']}'s best"
+    if constant is not None:
+        key += (f"\ndotted: best single model ({summary['target_queries_above_constant']} of "
+                f"{summary['n_val_queries']} queries below the target)")
+    axes[0].legend(fontsize=8, loc="lower right", title=key, title_fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig

@@ -52,6 +52,7 @@ rule time_to_accuracy_run:
 
 rule time_to_accuracy_figure:
     input:
+        data=data_files(DATASET),
         metrics=tta_runs(),
         logs=tta_runs("log.csv"),
         benchmarks=tta_benchmarks(),
@@ -73,4 +74,4 @@ rule time_to_accuracy_figure:
     shell:
         "{LOCUS} figure time-to-accuracy --runs {params.runs} --benchmarks {input.benchmarks} "
         "--reference-recipe {params.reference} --target-fraction {params.fraction} --out {output.pdf} "
-        "--data-label {params.label:q} > {log} 2>&1"
+        "--data results/data/{DATASET} --data-label {params.label:q} > {log} 2>&1"
