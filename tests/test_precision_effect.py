@@ -40,7 +40,7 @@ def test_compare_hand_made():
 
 def test_precision_is_validated():
     assert LocusMethod().params["precision"] == "float32"
-    with pytest.raises(ConfigError, match="precision must be float32 or bfloat16"):
+    with pytest.raises(ConfigError, match=r"precision must be one of \[.float32., .bfloat16.\]"):
         LocusMethod({"precision": "float16"})
 
 

@@ -19,12 +19,13 @@ def size_list(text: str) -> list[int]:
 
 size_list.__name__ = "list of sizes"
 TIME_COMPLEXITY_SIZES = ("pool_sizes", "eval_sizes", "query_sizes")
-PRECISIONS = ("float32", "bfloat16")  # = LocusMethod's `precision` values
 
 
 def precision_list(text: str) -> list[str]:
     """An argparse type: comma-separated precisions (float32, bfloat16), in the order given, no repeats."""
     items = comma_list(text)
+    from locus.methods.locus_method import PRECISIONS  # here, not at import: the CLI starts without numpy
+
     bad = [p for p in items if p not in PRECISIONS]
     if not items or bad or len(set(items)) != len(items):
         raise argparse.ArgumentTypeError(f"expected float32, bfloat16 or float32,bfloat16 (each once), got {text!r}")

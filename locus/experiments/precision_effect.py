@@ -20,8 +20,8 @@ import pandas as pd
 
 from locus import evaluation
 from locus.errors import DataError
+from locus.methods.locus_method import PRECISIONS  # the method's `precision` values
 
-PRECISIONS = ("float32", "bfloat16")
 CSV_COLUMNS = ["run", "method", "train_size", "seed", "n_models", "n_test_queries",
                "routing_acc_float32", "routing_acc_bfloat16", "routing_diff",
                "correctness_acc_float32", "correctness_acc_bfloat16", "correctness_diff",

@@ -27,6 +27,7 @@ import math
 import pandas as pd
 
 from locus.errors import ConfigError, DataError
+from locus.methods.locus_method import PRECISIONS  # the method's `precision` values
 
 DEFAULT_POOL_SIZES = (16, 56, 112)
 DEFAULT_EVAL_SIZES = (64, 256, 1024, 4096)
@@ -37,7 +38,6 @@ REFERENCE_MODELS, REFERENCE_N = 112, 4096
 TARGETS = {"embed": 2.5, "predict": 0.05}
 WHAT = ("embed", "predict")
 
-PRECISIONS = ("float32", "bfloat16")
 CSV_COLUMNS = ["source", "what", "precision", "n_models", "n", "median_s", "min_s", "max_s", "cold_s", "repeats", "gflop",
                "gflop_s", "device", "device_name", "cpu_model", "threads", "torch", "label"]
 

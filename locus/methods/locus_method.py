@@ -50,6 +50,7 @@ from locus.methods.base import EmbeddingMethod, FitData, better
 log = logging.getLogger(__name__)
 
 EMBEDDINGS_KEY = "model_embeddings"
+PRECISIONS = ("float32", "bfloat16")  # values of the `precision` parameter (embedding and prediction)
 
 
 def _torch():
@@ -203,8 +204,8 @@ class LocusMethod(EmbeddingMethod):
             raise ConfigError(f"method 'locus': dim ({p['dim']}) must be divisible by heads ({p['heads']})")
         if p["encoder_kind"] not in ("isab", "sab"):
             raise ConfigError(f"method 'locus': encoder_kind must be isab or sab, got {p['encoder_kind']!r}")
-        if p["precision"] not in ("float32", "bfloat16"):
-            raise ConfigError(f"method 'locus': precision must be float32 or bfloat16, got {p['precision']!r}")
+        if p["precision"] not in PRECISIONS:
+            raise ConfigError(f"method 'locus': precision must be one of {list(PRECISIONS)}, got {p['precision']!r}")
         if p["device"] not in ("auto", "cpu", "cuda"):
             raise ConfigError(f"method 'locus': device must be auto, cpu or cuda, got {p['device']!r}")
         self.net = None
