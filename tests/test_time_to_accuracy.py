@@ -60,6 +60,41 @@ def test_constant_router_level_in_validation_queries(two_runs):
     assert "constant_router_val_routing" not in plain and "best_queries_above_constant" not in plain["recipes"]["fast"]
 
 
+def test_several_seeds_each_against_its_own_target(tmp_path):
+    """Seed 0: fast 15x (as two_runs); seed 1: paper's best 0.8 at 40 s, fast at its target after 8 s: 5x;
+    seed 2: fast never reaches its target: counted as 0. Median 5x, range 0-15x, target in 2 of 3 seeds."""
+    dirs = []
+    for seed, paper, fast in [
+            (0, ([1, 2, 3, 4], [10.0, 20.0, 30.0, 40.0], [0.5, 0.7, 0.8, 0.8]), ([10, 20, 30], [1.0, 2.0, 3.0], [0.6, 0.792, 0.795])),
+            (1, ([1, 2], [20.0, 40.0], [0.7, 0.8]), ([10, 20], [4.0, 8.0], [0.6, 0.80])),
+            (2, ([1, 2], [5.0, 10.0], [0.7, 0.9]), ([10], [1.0], [0.6]))]:
+        dirs.append(fake_run(tmp_path / f"s{seed}", "paper", *paper, seed=seed))
+        dirs.append(fake_run(tmp_path / f"s{seed}", "fast", *fast, seed=seed, test=0.6 + 0.1 * seed))
+    runs = [tta.read_recipe_run(d) for d in dirs]
+    frame, s = tta.compare_seeds(runs, "paper", 0.99, constant=(0.5, 100))
+    assert s["seeds"] == [0, 1, 2] and set(s["per_seed"]) == {"0", "1", "2"}
+    f = s["recipes"]["fast"]
+    assert f["speedups_to_target"] == pytest.approx([15.0, 5.0, 0.0])
+    assert (f["speedup_to_target"], f["speedup_min"], f["speedup_max"], f["seeds_reaching_target"]) == \
+        pytest.approx((5.0, 0.0, 15.0, 2))
+    assert f["test_routing_mean"] == pytest.approx(0.7)
+    assert s["per_seed"]["2"]["target_val_routing"] == pytest.approx(0.891)  # each seed's own reference
+    assert set(frame.loc[frame["kind"] == "curve", "seed"]) == {0, 1, 2}
+    assert frame.loc[(frame["kind"] == "speedup_to_target") & frame["seed"].isna(), "value"].tolist() == [1.0, 5.0]
+    assert "speed-up median 5.0x (min 0.0x, max 15.0x; target reached in 2 of 3 seeds)" in "\n".join(tta.report_lines(s))
+    out = tmp_path / "fig" / "tta.pdf"
+    out.parent.mkdir()
+    written = tta.write(dirs, out)
+    assert written["recipes"]["fast"]["speedup_to_target"] == pytest.approx(5.0)
+    assert (tmp_path / "fig" / "tta.png").stat().st_size > 0
+    _, one = tta.compare_seeds(runs[:2], "paper", 0.99)  # one seed: that seed's summary, as compare gives it
+    assert one["seeds"] == [0] and one["recipes"]["fast"]["speedup_to_target"] == pytest.approx(15.0)
+    with pytest.raises(DataError, match=r"every seed needs a run of each recipe; got \{0: \['fast', 'paper'\], 1: \['paper'\]\}"):
+        tta.compare_seeds(runs[:3], "paper", 0.99)  # seed 1 has no fast run
+    with pytest.raises(DataError, match="no run of the reference recipe 'paper'"):
+        tta.compare_seeds([runs[1], runs[3]], "paper", 0.99)
+
+
 def test_a_recipe_that_never_reaches_the_target(tmp_path):
     paper = fake_run(tmp_path, "paper", [1, 2], [1.0, 2.0], [0.6, 0.9])
     fast = fake_run(tmp_path, "fast", [5], [0.5], [0.7])

@@ -79,6 +79,7 @@ CONFIG_ERRORS = [
     ("precision-effect-size-not-trained", "precision_effect: {train_sizes: [2048]}\n",
      r"precision_effect.train_sizes \[2048\] must be among train_sizes"),
     ("unknown-precision", "time_complexity: {precisions: [float16]}\n", r"precisions"),
+    ("tta-seed-not-seeds", "time_to_accuracy: {seed: 1}\n", r"'seed' was unexpected"),
 ]
 
 
@@ -99,6 +100,18 @@ def test_list_values_on_the_command_line(tmp_path):
     assert res.returncode == 0, res.stderr + res.stdout
     for seed in (0, 1, 2):
         assert f"results/runs/synthetic/all-MiniLM-L6-v2/locus/n256/d128/s{seed}/metrics.json" in res.stdout
+
+
+def test_time_to_accuracy_over_several_seeds(tmp_path):
+    """`time_to_accuracy.seeds` trains every recipe once per seed; the figure reads all of them."""
+    extra = tmp_path / "seeds.yaml"
+    extra.write_text("time_to_accuracy: {seeds: [0, 3]}\n")
+    res = snakemake("-n", "results/figures/time_to_accuracy.pdf", "--directory", str(tmp_path), "--configfile",
+                    str(REPO / "config" / "config.yaml"), str(extra))
+    assert res.returncode == 0, res.stderr + res.stdout
+    for seed in (0, 3):
+        for recipe in ("paper", "fast"):
+            assert f"results/time_to_accuracy/synthetic/all-MiniLM-L6-v2/n256/s{seed}/{recipe}/metrics.json" in res.stdout
 
 
 def test_every_run_file_is_a_declared_output(tmp_path):

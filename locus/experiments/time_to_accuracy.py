@@ -1,6 +1,6 @@
 """Time to accuracy: LOCUS training recipes side by side (``locus figure time-to-accuracy``).
 
-Input: run directories of the same data, training size and seed trained with different recipes (the
+Input: run directories of the same data, training size and seed(s) trained with different recipes (the
 ``recipe`` parameter of :class:`locus.methods.locus_method.LocusMethod`), read through
 :mod:`locus.run_artifacts` (``log.csv``: validation hit@1 against steps and wall-clock seconds, measured
 by the training loop and including its validation passes; ``metrics.json``: the recipe among the params), and
@@ -9,7 +9,9 @@ optionally each run's Snakemake benchmark file (peak resident memory, ``max_rss`
 The reference recipe (default ``paper``) sets the target: ``target_fraction`` (default 0.99) of its best
 validation hit@1. Per recipe the summary gives its best validation hit@1, the step and seconds at which it
 first reached its best, the seconds at which it first reached the target, and the speed-up = reference
-seconds to its best / recipe seconds to the target. Validation data only: test numbers are copied from
+seconds to its best / recipe seconds to the target. With runs of several seeds each seed is compared on
+its own and the summary gives each recipe's speed-ups over the seeds (median, minimum, maximum): one seed
+of a noisy curve is one draw. Validation data only: test numbers are copied from
 ``metrics.json`` for context, never used to choose anything.
 
 With the canonical data set the runs were trained on (``data``), the summary also gives the level every
@@ -29,7 +31,7 @@ import pandas as pd
 from locus import run_artifacts
 from locus.errors import DataError
 
-CSV_COLUMNS = ["kind", "recipe", "step", "seconds", "val_routing", "best_so_far", "value"]
+CSV_COLUMNS = ["kind", "recipe", "seed", "step", "seconds", "val_routing", "best_so_far", "value"]
 
 
 def read_recipe_run(run_dir) -> dict:
@@ -145,7 +147,67 @@ def compare(runs: list[dict], reference: str = "paper", target_fraction: float =
     return frame, summary
 
 
+def compare_seeds(runs: list[dict], reference: str = "paper", target_fraction: float = 0.99,
+                  constant: tuple[float, int] | None = None) -> tuple[pd.DataFrame, dict]:
+    """:func:`compare` per seed, for runs of one data set and training size with one run per recipe and
+    seed. One seed: that seed's summary (with ``seeds``). Several: ``per_seed`` holds each seed's summary
+    and ``recipes`` the summary over seeds: per recipe the speed-ups of the seeds (a seed that never reached
+    its target counts as 0, no speed-up), their median, minimum and maximum, and in how many seeds the
+    target was reached. Each seed sets its own target from its own reference run."""
+    keys = {(r["train_size"], r["dataset"], r["encoder"]) for r in runs}
+    if len(keys) != 1:
+        raise DataError("time to accuracy: the runs differ in training size, data set or encoder "
+                        f"({sorted(map(str, keys))}); compare recipes on the same runs' settings.")
+    seeds = sorted({r["seed"] for r in runs})
+    recipes_of = {seed: sorted(r["recipe"] for r in runs if r["seed"] == seed) for seed in seeds}
+    if len({tuple(v) for v in recipes_of.values()}) > 1:
+        raise DataError(f"time to accuracy: every seed needs a run of each recipe; got {recipes_of} "
+                        "(seed: recipes). Train the missing runs or leave that seed out.")
+    frames, per_seed = [], {}
+    for seed in seeds:
+        frame, summary = compare([r for r in runs if r["seed"] == seed], reference, target_fraction, constant)
+        frames.append(frame.assign(seed=seed))
+        per_seed[seed] = summary
+    frame = pd.concat(frames, ignore_index=True).reindex(columns=CSV_COLUMNS)
+    if len(seeds) == 1:
+        return frame, {**per_seed[seeds[0]], "seeds": seeds}
+    first = per_seed[seeds[0]]
+    recipes = {}
+    for recipe in first["recipes"]:
+        rows = [per_seed[seed]["recipes"][recipe] for seed in seeds]
+        speedups = [0.0 if math.isnan(r["speedup_to_target"]) else r["speedup_to_target"] for r in rows]
+        recipes[recipe] = {
+            "speedups_to_target": speedups, "speedup_to_target": float(np.median(speedups)),
+            "speedup_min": min(speedups), "speedup_max": max(speedups),
+            "seeds_reaching_target": sum(not math.isnan(r["seconds_to_target"]) for r in rows),
+            "best_val_routing_mean": float(np.mean([r["best_val_routing"] for r in rows])),
+            "seconds_to_best_median": float(np.median([r["seconds_to_best"] for r in rows])),
+            "seconds_median": float(np.median([r["seconds"] for r in rows])),
+            "test_routing_mean": float(np.mean([r["test_routing"] for r in rows])),
+            "peak_rss_mb_max": max(r["peak_rss_mb"] for r in rows)}
+        extra = [{"kind": key, "recipe": recipe, "value": recipes[recipe][key]}
+                 for key in ("speedup_to_target", "speedup_min", "speedup_max", "seeds_reaching_target")]
+        frame = pd.concat([frame, pd.DataFrame(extra)], ignore_index=True).reindex(columns=CSV_COLUMNS)
+    summary = {key: first[key] for key in ("reference", "target_fraction", "train_size", "dataset", "encoder")}
+    summary.update({"seeds": seeds, "recipes": recipes, "per_seed": {str(seed): per_seed[seed] for seed in seeds}})
+    for key in ("constant_router_val_routing", "n_val_queries"):
+        if key in first:
+            summary[key] = first[key]
+    return frame, summary
+
+
 def report_lines(summary: dict) -> list[str]:
+    if "per_seed" in summary:  # several seeds: each seed's lines, then the summary over seeds
+        lines = []
+        for seed, one in summary["per_seed"].items():
+            lines += report_lines(one)
+        for recipe, s in summary["recipes"].items():
+            lines.append(f"over seeds {', '.join(map(str, summary['seeds']))}: {recipe}: speed-up median "
+                         f"{s['speedup_to_target']:.1f}x (min {s['speedup_min']:.1f}x, max {s['speedup_max']:.1f}x; "
+                         f"target reached in {s['seeds_reaching_target']} of {len(summary['seeds'])} seeds); "
+                         f"mean best val hit@1 {100 * s['best_val_routing_mean']:.2f}%, mean test hit@1 "
+                         f"{100 * s['test_routing_mean']:.2f}%")
+        return lines
     lines = [f"time to accuracy at n = {summary['train_size']}, seed {summary['seed']}: target = "
              f"{summary['target_fraction']:.0%} of {summary['reference']}'s best validation hit@1 "
              f"= {100 * summary['target_val_routing']:.2f}%"]
@@ -182,11 +244,12 @@ def write(run_dirs, out, benchmarks=None, reference: str = "paper", target_fract
     for run, bench in zip(runs, benchmarks or []):
         run["peak_rss_mb"] = peak_rss_mb(bench)
     ref = next((r for r in runs if r["recipe"] == reference), runs[0])
-    constant = constant_router(data, ref) if data is not None else None
-    frame, summary = compare(runs, reference, target_fraction, constant)
+    constant = constant_router(data, ref) if data is not None else None  # the same validation split for every seed
+    frame, summary = compare_seeds(runs, reference, target_fraction, constant)
     label = data_label or Path(str(summary["dataset"])).name
+    seeds = summary["seeds"]
     title = (f"{label} ({summary['encoder']}): LOCUS recipes, n = {summary['train_size']}, "
-             f"seed {summary['seed']}")
+             f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}")
     save_figure(time_to_accuracy_figure(frame, summary, title), paths["pdf"])
     write_csv(frame, paths["csv"])
     write_json(paths["json"], json_safe(summary))

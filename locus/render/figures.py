@@ -128,34 +128,51 @@ def sample_efficiency_figure(curve: pd.DataFrame, summary: dict, metric_label: s
 
 
 def time_to_accuracy_figure(frame: pd.DataFrame, summary: dict, title: str):
-    """Validation hit@1 against wall-clock seconds (log scale) and against steps, one line per recipe,
-    with the target (a fraction of the reference recipe's best) as a dashed line."""
+    """Validation hit@1 against wall-clock seconds (log scale) and against steps, one line per recipe (and
+    seed: one line style per seed), with the target (a fraction of the reference recipe's best, per seed)
+    and the best single model's validation level."""
     curves = frame[frame["kind"] == "curve"]
     palette = {"paper": "#1f77b4", "fast": "#d62728"}
+    seeds = list(summary.get("seeds") or [summary.get("seed")])
+    multi = "per_seed" in summary
+    styles = ["-", "--", "-.", (0, (1, 1))]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    for recipe, part in curves.groupby("recipe", sort=False):
-        color = palette.get(recipe)
-        s = summary["recipes"][recipe]
-        label = f"{recipe}: best {100 * s['best_val_routing']:.1f}% at {s['seconds_to_best']:.0f} s"
-        axes[0].plot(part["seconds"].clip(lower=1e-3), 100 * part["val_routing"], color=color, lw=1, alpha=0.45)
-        axes[0].plot(part["seconds"].clip(lower=1e-3), 100 * part["best_so_far"], color=color, lw=2, label=label)
-        axes[1].plot(part["step"], 100 * part["best_so_far"], color=color, lw=2, label=recipe)
-    target = 100 * summary["target_val_routing"]
+    for (recipe, seed), part in curves.groupby(["recipe", "seed"], sort=False, dropna=False):
+        color, s = palette.get(recipe), summary["recipes"][recipe]
+        style = styles[seeds.index(seed) % len(styles)] if multi else "-"
+        if multi:
+            label = (f"{recipe}: speed-up median {s['speedup_to_target']:.1f}x "
+                     f"({s['speedup_min']:.1f}-{s['speedup_max']:.1f}x)") if seed == seeds[0] else None
+        else:
+            label = f"{recipe}: best {100 * s['best_val_routing']:.1f}% at {s['seconds_to_best']:.0f} s"
+            axes[0].plot(part["seconds"].clip(lower=1e-3), 100 * part["val_routing"], color=color, lw=1, alpha=0.45)
+        axes[0].plot(part["seconds"].clip(lower=1e-3), 100 * part["best_so_far"], color=color, lw=2, ls=style,
+                     label=label)
+        axes[1].plot(part["step"], 100 * part["best_so_far"], color=color, lw=2, ls=style,
+                     label=f"{recipe}, seed {int(seed)}" if multi else recipe)
     constant = summary.get("constant_router_val_routing")
+    targets = ([(summary["per_seed"][str(seed)]["target_val_routing"], styles[i % len(styles)])
+                for i, seed in enumerate(seeds)] if multi else [(summary["target_val_routing"], "--")])
     for ax in axes:
-        ax.axhline(target, color="0.3", ls="--", lw=1)
+        for target, style in targets:
+            ax.axhline(100 * target, color="0.3", ls=style, lw=1)
         if constant is not None:
-            ax.axhline(100 * constant, color="0.5", ls=":", lw=1)
+            ax.axhline(100 * constant, color="0.6", ls="-", lw=3, alpha=0.4)
         ax.grid(alpha=0.3)
     axes[0].set_xscale("log")
     axes[0].set_xlabel("wall-clock seconds (training + validation)")
     axes[1].set_xlabel("optimiser steps")
     axes[0].set_ylabel("validation routing accuracy (%)")
-    key = f"dashed: {summary['target_fraction']:.0%} of {summary['reference']}'s best"
+    key = (f"thin grey: {summary['target_fraction']:.0%} of {summary['reference']}'s best"
+           + (" (line style = seed)" if multi else ""))
     if constant is not None:
-        key += (f"\ndotted: best single model ({summary['target_queries_above_constant']} of "
+        below = ([summary["per_seed"][str(seed)]["target_queries_above_constant"] for seed in seeds] if multi
+                 else [summary["target_queries_above_constant"]])
+        key += (f"\nthick grey: best single model ({'/'.join(map(str, below))} of "
                 f"{summary['n_val_queries']} queries below the target)")
     axes[0].legend(fontsize=8, loc="lower right", title=key, title_fontsize=8)
+    if multi:
+        axes[1].legend(fontsize=7, loc="lower right", ncol=2)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig

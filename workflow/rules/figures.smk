@@ -7,12 +7,14 @@ TTA = config.get("time_to_accuracy", {})
 if TTA.get("reference", "paper") not in TTA.get("recipes", ["paper", "fast"]):
     _config_error(f"time_to_accuracy.reference {TTA.get('reference', 'paper')!r} is not among "
                   f"time_to_accuracy.recipes {TTA.get('recipes', ['paper', 'fast'])}; add it to the recipes")
+TTA_SEEDS = TTA.get("seeds", [0])
 TTA_DIR = "results/time_to_accuracy/{dataset}/{encoder}/n{n}/s{seed}/{recipe}"
 
 
 def tta_runs(name="metrics.json"):
-    return [TTA_DIR.format(dataset=DATASET, encoder=ENCODER, n=TTA.get("train_size", 256), seed=TTA.get("seed", 0),
-                           recipe=r) + f"/{name}" for r in TTA.get("recipes", ["paper", "fast"])]
+    """Every (seed, recipe) run of the time-to-accuracy figure, seeds outer (the benchmarks follow this order)."""
+    return [TTA_DIR.format(dataset=DATASET, encoder=ENCODER, n=TTA.get("train_size", 256), seed=seed,
+                           recipe=r) + f"/{name}" for seed in TTA_SEEDS for r in TTA.get("recipes", ["paper", "fast"])]
 
 
 def tta_benchmarks():
