@@ -168,8 +168,8 @@ def time_to_accuracy_figure(frame: pd.DataFrame, summary: dict, title: str):
     if constant is not None:
         below = ([summary["per_seed"][str(seed)]["target_queries_above_constant"] for seed in seeds] if multi
                  else [summary["target_queries_above_constant"]])
-        key += (f"\nthick grey: best single model ({'/'.join(map(str, below))} of "
-                f"{summary['n_val_queries']} queries below the target)")
+        key += (f"\nthick grey: best single model (target minus it: {'/'.join(f'{b:+d}' for b in below)} of "
+                f"{summary['n_val_queries']} queries)")
     axes[0].legend(fontsize=8, loc="lower right", title=key, title_fontsize=8)
     if multi:
         axes[1].legend(fontsize=7, loc="lower right", ncol=2)
