@@ -42,6 +42,14 @@ def scores_file(split: str) -> str:
     return f"scores_{split}.parquet"
 
 
+def check_same_data(run, recorded, fingerprint: str, data_dir, fix: str) -> None:
+    """Refuse a run whose recorded data-set fingerprint (``metrics.json`` / ``config.json``; None for runs
+    that record none) is not `fingerprint`, the one of the data set `data_dir` it is being read against."""
+    if recorded is not None and recorded != fingerprint:
+        raise DataError(f"{run}: trained on another data set than {data_dir} (data fingerprint {str(recorded)[:12]}... "
+                        f"vs {fingerprint[:12]}...); {fix}")
+
+
 def run_files(method: str) -> tuple[str, ...]:
     """Every file of a run directory of `method` (what the training rule declares as outputs)."""
     from locus import methods

@@ -318,11 +318,9 @@ def query_values(runs: list[Run], dataset_dir, split: str = "test", truth: pd.Da
     true_p = truth_matrix(truth, ids, data.model_ids) if truth is not None else None
     sums, counts, expected_rows = {}, {}, []
     for r in runs:
-        recorded = r.metrics.get("data_fingerprint")
-        if recorded is not None and recorded != fingerprint:
-            raise DataError(f"{r.path}: this run was trained on another data set than {dataset_dir} (data "
-                            f"fingerprint {str(recorded)[:12]}... vs {fingerprint[:12]}...); pass the data set the "
-                            f"runs were trained on with --data (recorded in the run: {r.metrics['dataset']})")
+        run_artifacts.check_same_data(r.path, r.metrics.get("data_fingerprint"), fingerprint, dataset_dir,
+                                      f"pass the data set the runs were trained on with --data (recorded in the "
+                                      f"run: {r.metrics['dataset']})")
         run_dir = Path(r.path).parent
         prompt_ids, model_ids, logits = run_artifacts.read_scores(run_dir, split)
         scores = run_dir / run_artifacts.scores_file(split)

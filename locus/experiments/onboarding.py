@@ -139,8 +139,8 @@ def write_onboarding(runs, data_dir, encodings_path, out, sizes, repeats: int = 
         ckpt = run_artifacts.load_checkpoint(run)
         if getattr(ckpt.method, "name", None) != "locus":
             raise DataError(f"{run}: a {ckpt.method.name!r} run; onboarding embeds with a LOCUS run.")
-        if ckpt.config.get("data_fingerprint") not in (None, fingerprint):
-            raise DataError(f"{run}: trained on another data set than {data_dir}; re-run its training rule.")
+        run_artifacts.check_same_data(run, ckpt.config.get("data_fingerprint"), fingerprint, data_dir,
+                                      "re-run its training rule.")
         trained = np.asarray(ckpt.model_ids, dtype=np.int64)
         seen = np.intersect1d(trained, held)
         if len(seen) and len(seen) < len(held):

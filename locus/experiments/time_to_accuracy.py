@@ -72,10 +72,9 @@ def constant_router(dataset_dir, run: dict) -> tuple[float, int]:
 
     data = read_dataset(dataset_dir)
     fingerprint = data_fingerprint(data.queries["prompt_id"], data.queries["prompt"])
-    if run["fingerprint"] is not None and run["fingerprint"] != fingerprint:
-        raise DataError(f"{run['path']}: this run was trained on another data set than {dataset_dir} (data "
-                        f"fingerprint {str(run['fingerprint'])[:12]}... vs {fingerprint[:12]}...); pass the data set "
-                        f"the runs were trained on with --data (recorded in the run: {run['dataset']})")
+    run_artifacts.check_same_data(run["path"], run["fingerprint"], fingerprint, dataset_dir,
+                                  f"pass the data set the runs were trained on with --data (recorded in the run: "
+                                  f"{run['dataset']})")
     prompt_ids, model_ids, _ = run_artifacts.read_scores(run["path"], "val")
     val_ids = data.split_queries("val")["prompt_id"].to_numpy(np.int64)
     if not np.array_equal(prompt_ids, np.sort(val_ids)) or not np.isin(model_ids, data.model_ids).all():

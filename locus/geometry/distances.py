@@ -207,10 +207,8 @@ def load(run_dirs, data_dir) -> Inputs:
         if not has_embeddings(method):
             raise ConfigError(f"{run_dir}: {method} has no model embeddings; give runs of embedding methods "
                               "(e.g. locus, embedllm, irt_net)")
-        recorded = metrics.get("data_fingerprint")
-        if recorded is not None and recorded != fingerprint:
-            raise DataError(f"{run_dir}: this run was trained on another data set than {data_dir} (recorded: "
-                            f"{metrics.get('dataset')}); pass the data set the runs were trained on with --data")
+        ra.check_same_data(run_dir, metrics.get("data_fingerprint"), fingerprint, data_dir,
+                           f"pass the data set the runs were trained on with --data (recorded: {metrics.get('dataset')})")
         ids, z = ra.read_embeddings(run_dir)
         unknown = ~np.isin(ids, data.model_ids)
         if unknown.any():

@@ -299,10 +299,8 @@ def load_inputs(run_dir, data_dir=None, split: str = "test") -> PortfolioInputs:
 
     data = read_dataset(data_dir)
     fingerprint = data_fingerprint(data.queries["prompt_id"], data.queries["prompt"])
-    stamp = ra.read_metrics(run_dir).get("data_fingerprint")
-    if stamp is not None and stamp != fingerprint:
-        raise DataError(f"{run_dir}: trained on another data set than {data_dir} (data fingerprint "
-                        f"{str(stamp)[:12]}... vs {fingerprint[:12]}...); pass the run's own data set with --data")
+    ra.check_same_data(run_dir, ra.read_metrics(run_dir).get("data_fingerprint"), fingerprint, data_dir,
+                       "pass the run's own data set with --data")
     prompt_ids, score_ids, logits = ra.read_scores(run_dir, split)
     split_ids = data.split_queries(split)["prompt_id"].to_numpy(np.int64)
     if not np.array_equal(prompt_ids, split_ids):

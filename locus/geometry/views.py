@@ -245,9 +245,8 @@ def load_reference(run, data, encodings, data_label: str | None = None, methods=
     dataset = read_dataset(data)
     enc = read_encodings(encodings)
     fingerprint = check_matches(enc, dataset.queries, str(data))
-    if ckpt.config.get("data_fingerprint") not in (None, fingerprint):
-        raise DataError(f"{run}: trained on another data set than {data} (fingerprints differ); give the data set "
-                        f"the run was trained on, or re-run the training rule.")
+    run_artifacts.check_same_data(run, ckpt.config.get("data_fingerprint"), fingerprint, data,
+                                  "give the data set the run was trained on, or re-run the training rule.")
     if enc.encoder != ckpt.encoder:
         raise DataError(f"{encodings}: encodings of {enc.encoder!r} but the run {run} was trained on "
                         f"{ckpt.encoder!r} encodings; give results/encodings/<dataset>/{ckpt.encoder}.parquet.")
