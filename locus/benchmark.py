@@ -1,8 +1,8 @@
 """Speed of LOCUS on this machine (``locus bench``): random inputs of the paper's shape (d_phi = 768,
 112 models), timed honestly.
 
-- Everything runs on one device (``cpu`` or ``cuda``): the network and the query encodings are created
-  there; the per-model index tensors stay on the CPU and are moved per step, exactly as in training.
+- Everything runs on one device (``cpu`` or ``cuda``): the network, the query encodings, the per-model
+  index tensors and the step's random generator live there, exactly as in training.
   On CUDA every timing is bracketed by ``torch.cuda.synchronize()``.
 - Each measurement is a cold first call, reported apart (allocation, kernel selection, caches), then
   ``repeat`` warm calls: the **median** is the headline, with min and max.
@@ -143,7 +143,8 @@ class _Locus:
         if all_tokens:  # the authors' step: every token of every model, every target
             self.method.params = {**saved, "max_tokens": 0, "max_targets": 0}
         try:
-            return self.method._train_step(self.net, self.opt, phi, sets, models, 0.1, self.gen)
+            with self.method._arithmetic(self.device, autocast=False):  # as in fit: TF32 on CUDA when `tf32`
+                return self.method._train_step(self.net, self.opt, phi, sets, models, 0.1, self.gen)
         finally:
             self.method.params = saved
 
@@ -178,10 +179,10 @@ def random_inputs(torch, n_eval: int, n_models: int, device, rng):
 
 
 def run_benchmark(device: str = "cpu", threads: int = 0, quick: bool = False, repeat: int = 3,
-                  progress=None, precision: str = "float32") -> dict:
+                  progress=None, precision: str = "float32", params: dict | None = None) -> dict:
     """Time training steps, embedding all models, predicting a query x model grid and embedding one new
     model on `device`; embedding and prediction in `precision` (LOCUS's parameter; training steps are
-    always float32), the peak in that dtype. Returns ``{"rows": [...], "peak_gflop_s": ..., ...}`` (see
+    always float32), the peak in that dtype; `params`: other LOCUS parameters (e.g. ``tf32``). Returns ``{"rows": [...], "peak_gflop_s": ..., ...}`` (see
     :func:`format_table`)."""
     import torch
 
@@ -193,7 +194,7 @@ def run_benchmark(device: str = "cpu", threads: int = 0, quick: bool = False, re
     rng = np.random.default_rng(0)
     say = progress or (lambda text: None)
     dtype = precision
-    lm = _Locus(device, {"precision": precision})  # refuses an unknown precision before anything is timed
+    lm = _Locus(device, {**(params or {}), "precision": precision})  # refuses bad values before any timing
     peak = matmul_peak(device, shapes.peak_size, repeat, dtype)
     say(f"device {device}, {torch.get_num_threads()} CPU thread(s), {dtype} square-matmul peak {peak:.1f} GFLOP/s")
     p, m = lm.p, shapes.n_models
@@ -222,7 +223,7 @@ def run_benchmark(device: str = "cpu", threads: int = 0, quick: bool = False, re
             embed_flops(m, n, n, p) + predict_grid_flops(shapes.val_queries, m, p))
         if shapes.authors_epoch:
             full = torch.arange(m, device=device)
-            t = measure(lambda: lm.train_step(phi, sets, full, all_tokens=True), 1, device)
+            t = measure(lambda: lm.train_step(phi, sets, full, all_tokens=True), repeat, device)
             add(f"train step, n={n}: all {m} models x {n} tokens (authors' epoch)", t,
                 note=f"authors' code: {AUTHORS['epoch'][n]} s" if paper and n in AUTHORS["epoch"] else "")
 

@@ -89,3 +89,24 @@ def test_validation_metrics_name_the_select_by_values():
     assert v["val_bce"] == pytest.approx(evaluation.correctness_metrics(logits, labels)["bce"])
     empty = evaluation.validation_metrics(logits, np.full_like(labels, np.nan))
     assert all(np.isnan(x) for x in empty.values())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_validation_metrics_equal_the_full_metrics(seed):
+    """The fast selection values are exactly those of correctness_metrics / routing_metrics: missing labels,
+    rows without any label, tied logits (ties to the lower model position), soft labels, NaN logits."""
+    rng = np.random.default_rng(seed)
+    logits = np.round(rng.normal(size=(60, 9)), 1)  # rounding makes ties
+    labels = (rng.random((60, 9)) < 0.5).astype(float)
+    if seed % 2:
+        labels = rng.random((60, 9)).round(2)  # soft labels
+    labels[rng.random((60, 9)) < 0.3] = NAN
+    labels[:3] = NAN  # queries nobody was evaluated on
+    if seed == 5:
+        logits[rng.random((60, 9)) < 0.05] = NAN
+    v = evaluation.validation_metrics(logits, labels)
+    c = evaluation.correctness_metrics(logits, labels)
+    assert v["val_routing"] == evaluation.routing_metrics(logits, labels, ks=(1,))["routing_acc"]
+    if seed != 5:  # NaN logits make correctness NaN-ish in both; routing above is what selection reads
+        assert v["val_acc"] == c["correctness_acc"]
+        assert v["val_bce"] == c["bce"]

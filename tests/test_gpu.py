@@ -121,3 +121,33 @@ def test_bfloat16_precision_on_cuda_is_close_to_float32():
                           "bfloat16"], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "bfloat16 square-matmul peak" in res.stdout
+
+
+def test_tf32_steps_stay_close_and_validation_stays_float32():
+    """`tf32`: training steps on TF32 tensor cores stay close to float32; the validation pass (checkpoint
+    selection) is float32 whatever `tf32` says, bit for bit."""
+    results = {}
+    for tf32 in (False, True):
+        method, net, opt, phi, sets, models = _step_inputs("cuda")
+        method.params = {**method.params, "tf32": tf32, "max_tokens": 0, "max_targets": 0, "decoder_dropout": 0.0}
+        net.eval()
+        gen = torch.Generator(device=method.device).manual_seed(1)
+        with method._arithmetic(method.device, autocast=False):
+            results[tf32] = float(method._train_step(net, opt, phi, sets, models, 0.0, gen))
+    assert results[True] == pytest.approx(results[False], rel=1e-2)
+    method, net, opt, phi, sets, models = _step_inputs("cuda")
+    exact = method._grid_logits(method._embed_sets(phi, sets, exact=True), phi, exact=True).cpu()
+    method.params = {**method.params, "tf32": True}
+    with method._arithmetic(method.device, autocast=False):
+        inside = method._grid_logits(method._embed_sets(phi, sets, exact=True), phi, exact=True).cpu()
+    torch.testing.assert_close(inside, exact, rtol=0, atol=0)
+    assert torch.get_float32_matmul_precision() == "highest"  # restored
+
+
+def test_one_big_chunk_on_cuda_equals_small_chunks():
+    """`eval_chunk_tokens` 0 (by device: one chunk of every model on CUDA) embeds and scores like small chunks."""
+    method, net, opt, phi, sets, models = _step_inputs("cuda")
+    z_big = method._embed_sets(phi, sets, exact=True)
+    method.params = {**method.params, "eval_chunk_tokens": 16}
+    z_small = method._embed_sets(phi, sets, exact=True)
+    torch.testing.assert_close(z_big, z_small, rtol=1e-4, atol=1e-5)

@@ -130,7 +130,7 @@ def test_unknown_parameter_is_refused():
 
 
 @pytest.mark.parametrize("params", [{"select_by": "accuracy_on_test"}, {"select": "val_bce"}, {"heads": 3},
-                                    {"encoder_kind": "lstm"}, {"max_steps": 0}])
+                                    {"encoder_kind": "lstm"}, {"max_steps": 0}, {"eval_chunk_tokens": -1}])
 def test_bad_parameters_fail_at_construction(params):
     with pytest.raises(ConfigError):
         create("locus", {**TINY, **params}, seed=0)
@@ -193,6 +193,20 @@ def test_device_parameter(problem):
             create("locus", {**TINY, "device": "cuda"}).fit(data)
     model = create("locus", {**TINY, "device": "cpu", "max_steps": 20}).fit(data)
     assert model.summary["device"] == "cpu"
+
+
+def test_chunk_size_by_device_and_tf32_change_nothing_on_a_cpu(problem):
+    """`eval_chunk_tokens` 0 is 8,192 tokens on a CPU, and `tf32` (CUDA only) leaves CPU arithmetic alone:
+    the same run, bit for bit."""
+    train, val, _, enc, _ = problem
+    data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
+    params = {**TINY, "device": "cpu", "max_steps": 30, "eval_every": 10}
+    runs = [create("locus", {**params, **extra}, seed=1).fit(data)
+            for extra in ({}, {"eval_chunk_tokens": 8192}, {"tf32": True})]
+    for other in runs[1:]:
+        np.testing.assert_array_equal(other.z, runs[0].z)
+        assert other.history["val_routing"].tolist() == runs[0].history["val_routing"].tolist()
+    assert torch.get_float32_matmul_precision() == "highest"  # the process-wide setting is restored
 
 
 def test_training_step_returns_a_device_scalar(problem):

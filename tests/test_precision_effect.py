@@ -94,3 +94,34 @@ def test_cli_refuses_bad_combinations(argv, message, tmp_path, monkeypatch, caps
     monkeypatch.chdir(tmp_path)
     assert main(["bench", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def _gpu_checks():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_checks.py"
+    spec = importlib.util.spec_from_file_location("gpu_checks", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_checks_val_precision_recomputes_the_selected_validation_value(tiny, tmp_path):
+    """scripts/gpu_checks.py val-precision: its float32 row is the validation hit@1 the run selected its
+    checkpoint by (the same pass, re-run from the saved weights)."""
+    import json
+    out = tmp_path / "val.txt"
+    assert _gpu_checks().main(["val-precision", str(tiny / "run"), "--data", str(tiny / "data"),
+                               "--encodings", str(tiny / "enc.parquet"), "--out", str(out)]) == 0
+    text = out.read_text()
+    best = json.loads((tiny / "run" / "config.json").read_text())["summary"]["best_val_routing"]
+    assert f"float32 {100 * best:.2f} (+0.00)" in text and "tf32" in text and "bfloat16" in text
+
+
+def test_gpu_checks_profile_runs_on_a_cpu(tmp_path):
+    out = tmp_path / "profile.txt"
+    assert _gpu_checks().main(["profile", "--device", "cpu", "--train-size", "16", "--models", "3",
+                               "--val-queries", "8", "--steps", "1", "--repeat", "1", "--rows", "3",
+                               "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "training step (paper recipe)" in text and "validation pass" in text and "aten::" in text

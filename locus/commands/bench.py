@@ -58,7 +58,8 @@ def add_arguments(parser) -> None:
     tta.add_argument("--train-size", type=positive_int, default=256, help="training queries per model (default 256)")
     tta.add_argument("--seed", type=int, default=0)
     tta.add_argument("--params", default="{}", help="LOCUS parameters (JSON): applied to every recipe (e.g. device) "
-                     "with --time-to-accuracy; the timed network's (e.g. dim) with --time-complexity")
+                     "with --time-to-accuracy; the timed network's (e.g. dim) with --time-complexity and in the "
+                     "main table (e.g. '{\"tf32\": true}' on CUDA)")
     tc = parser.add_argument_group(
         "time complexity", "with --time-complexity OUT.pdf: the paper's appendix-G figure, OUT.{pdf,png,csv}: "
         "embedding time vs evaluations per model for each pool size, and correctness-prediction time vs "
@@ -131,8 +132,14 @@ def run(args) -> int:
         print(f"wrote {args.time_to_accuracy}/time_to_accuracy.pdf (.png, .csv, .json)")
         return 0 if summary else 1
 
+    from locus.params import method_params
+
+    params = method_params("locus", args.params)
+    if "precision" in params:
+        raise ConfigError("--params: set the precision with --precision")
     result = run_benchmark(device=args.device or default_device(), threads=args.threads, quick=args.quick,
-                           repeat=1 if args.quick else args.repeat, progress=print, precision=precisions[0])
+                           repeat=1 if args.quick else args.repeat, progress=print, precision=precisions[0],
+                           params=params)
     print(format_table(result))
     if args.json:
         write_json(args.json, result)

@@ -33,6 +33,7 @@ The options that were measured against these defaults, and why none is the defau
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import math
@@ -51,6 +52,9 @@ log = logging.getLogger(__name__)
 
 EMBEDDINGS_KEY = "model_embeddings"
 PRECISIONS = ("float32", "bfloat16")  # values of the `precision` parameter (embedding and prediction)
+# passes without autograd, in chunks: tokens when embedding every model (`eval_chunk_tokens` 0), and
+# (query, model) pairs when scoring a grid on CUDA; small on a CPU (caches), large on a GPU (launches)
+CPU_CHUNK_TOKENS, CUDA_CHUNK_TOKENS, CUDA_CHUNK_PAIRS = 8192, 1 << 20, 1 << 22
 
 
 def _torch():
@@ -141,9 +145,9 @@ class LocusMethod(EmbeddingMethod):
         # schedule: CPU-oriented (authors: all models per step, <= 2,500 steps, patience 500, validate every step)
         "max_steps": 800, "min_steps": 600, "patience": 400, "eval_every": 25, "model_batch": 16, "max_tokens": 256,
         "max_targets": 1024, "encoder_fraction": 1.0, "token_draw": "per_model", "min_tokens": 1024,
-        "eval_chunk_tokens": 8192, "max_seconds": 0.0, "recipe": "fast", "precision": "float32",
+        "eval_chunk_tokens": 0, "max_seconds": 0.0, "recipe": "fast", "precision": "float32",
         "select_by": "val_routing", "label_smoothing": 0.0, "query_weight_decay": -1.0,
-        "threads": 0, "device": "auto", "deterministic": False,
+        "threads": 0, "device": "auto", "deterministic": False, "tf32": False,
     }
 
     param_docs = {
@@ -170,8 +174,10 @@ class LocusMethod(EmbeddingMethod):
                   "for CPUs) or paper (the authors' schedule exactly)",
         "max_targets": "max decoder targets per model and step (random subset; 0 = all, the authors)",
         "encoder_fraction": "< 1: split each set per step into encoder tokens (this fraction) and decoder targets",
-        "eval_chunk_tokens": "tokens per chunk when embedding all models without autograd (8,192: the chunk's "
-                             "activations stay in the CPU caches; 65,536 was 1.6x slower on 2 cores)",
+        "eval_chunk_tokens": "tokens per chunk when embedding all models without autograd (0 = by device: 8,192 "
+                             "on a CPU, where the chunk's activations stay in the caches and 65,536 was 1.6x "
+                             "slower on 2 cores; 1,048,576 on CUDA, where small chunks leave the GPU waiting for "
+                             "kernel launches)",
         "precision": "float32 (default) or bfloat16: arithmetic of embedding and prediction outside training "
                      "(torch.autocast; 1.5-4x faster on CPUs with AVX512-BF16/AMX, accuracy effect in "
                      "results/tables/precision_effect.csv); training and its validation always run in float32",
@@ -179,6 +185,8 @@ class LocusMethod(EmbeddingMethod):
         "threads": "torch threads (0 = leave torch's default)",
         "device": "auto (CUDA when available, else CPU), cpu or cuda: where training and prediction run",
         "deterministic": "torch.use_deterministic_algorithms while training (bit-reproducible CUDA runs, slower)",
+        "tf32": "CUDA only: float32 matrix products of training steps, embedding and prediction on TF32 tensor "
+                "cores (10-bit mantissa, faster); validation, which selects the checkpoint, stays float32",
         "select_by": "validation metric for checkpoint selection and early stopping: val_routing (hit@1), "
                      "val_bce or val_acc (correctness accuracy)",
         "label_smoothing": "training targets y -> y (1 - s) + s / 2 (0 = off)",
@@ -206,6 +214,9 @@ class LocusMethod(EmbeddingMethod):
             raise ConfigError(f"method 'locus': encoder_kind must be isab or sab, got {p['encoder_kind']!r}")
         if p["precision"] not in PRECISIONS:
             raise ConfigError(f"method 'locus': precision must be one of {list(PRECISIONS)}, got {p['precision']!r}")
+        if int(p["eval_chunk_tokens"]) < 0:
+            raise ConfigError("method 'locus': eval_chunk_tokens must be >= 0 (0 = by device), "
+                              f"got {p['eval_chunk_tokens']}")
         if p["device"] not in ("auto", "cpu", "cuda"):
             raise ConfigError(f"method 'locus': device must be auto, cpu or cuda, got {p['device']!r}")
         self.net = None
@@ -249,12 +260,22 @@ class LocusMethod(EmbeddingMethod):
     # ------------------------------------------------------------------------------------------
     # forward passes without autograd
     # ------------------------------------------------------------------------------------------
-    def _autocast(self, device, exact: bool = False):
-        """The `precision` context of a forward pass without autograd on `device`: bfloat16 autocast, or
-        nothing (float32) when `exact` (training and its validation) or precision is float32."""
+    @contextlib.contextmanager
+    def _arithmetic(self, device, exact: bool = False, autocast: bool = True):
+        """The arithmetic of a pass on `device`: bfloat16 autocast when `precision` is bfloat16 (`autocast`),
+        TF32 matrix products on CUDA when `tf32`; plain float32 when `exact` (validation). Restores torch's
+        float32 matmul setting afterwards (it is process-wide)."""
         torch = _torch()
-        low = self.params["precision"] == "bfloat16" and not exact
-        return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16, enabled=low)
+        device = torch.device(device)
+        low = autocast and self.params["precision"] == "bfloat16" and not exact
+        tf32 = bool(self.params["tf32"]) and device.type == "cuda" and not exact
+        saved = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("high" if tf32 else "highest")
+        try:
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=low):
+                yield
+        finally:
+            torch.set_float32_matmul_precision(saved)
 
     def _embed_sets(self, phi, sets: ModelSets, exact: bool = False):
         """Embeddings [M, d] (float32) of every model from all its evaluations (eval mode, chunks of models
@@ -264,9 +285,11 @@ class LocusMethod(EmbeddingMethod):
         was_training = net.training
         net.eval()
         n_max = sets.idx.shape[1]
-        chunk = max(1, int(self.params["eval_chunk_tokens"]) // max(n_max, 1))
+        tokens = int(self.params["eval_chunk_tokens"]) or (CUDA_CHUNK_TOKENS if phi.device.type == "cuda" else
+                                                           CPU_CHUNK_TOKENS)
+        chunk = max(1, tokens // max(n_max, 1))
         out = []
-        with torch.no_grad(), self._autocast(phi.device, exact):
+        with torch.no_grad(), self._arithmetic(phi.device, exact):
             proj = net.encoder.tokenizer.project(phi)
             for s in range(0, sets.idx.shape[0], chunk):
                 idx, y, mask = (t[s:s + chunk].to(phi.device) for t in (sets.idx, sets.y, sets.mask))
@@ -274,14 +297,16 @@ class LocusMethod(EmbeddingMethod):
         net.train(was_training)
         return torch.cat(out)
 
-    def _grid_logits(self, z, phi, query_chunk: int = 1024, exact: bool = False):
-        """Logits [Q, M] (float32) of queries phi against embeddings z (`exact`: float32 whatever the precision)."""
+    def _grid_logits(self, z, phi, exact: bool = False):
+        """Logits [Q, M] (float32) of queries phi against embeddings z (`exact`: float32 whatever the precision),
+        in chunks of queries: 1,024 on a CPU, about CUDA_CHUNK_PAIRS (query, model) pairs on CUDA."""
         torch = _torch()
         net = self.net
         was_training = net.training
         net.eval()
+        query_chunk = max(1, CUDA_CHUNK_PAIRS // max(z.shape[0], 1)) if phi.device.type == "cuda" else 1024
         out = []
-        with torch.no_grad(), self._autocast(phi.device, exact):
+        with torch.no_grad(), self._arithmetic(phi.device, exact):
             for s in range(0, phi.shape[0], query_chunk):
                 out.append(net.logits(z, phi[s:s + query_chunk]).float())
         net.train(was_training)
@@ -330,42 +355,47 @@ class LocusMethod(EmbeddingMethod):
         order, pos, step, loss_n, last_report = None, n_models, 0, 0, 0.0
         loss_sum = torch.zeros((), device=device)  # summed on the device: no host sync per step
         net.train()
-        try:
-            while step < int(p["max_steps"]):
-                if batch == n_models:  # every model in every step (the authors' epoch)
-                    models = torch.arange(n_models, device=device)
-                else:
-                    if pos + batch > n_models:  # a new pass over the models, in a fresh random order
-                        order, pos = torch.randperm(n_models, generator=gen, device=device), 0
-                    models = order[pos:pos + batch].sort().values
-                    pos += batch
-                std = noise_std(step, p["noise_start"], p["noise_end"], p["noise_anneal_steps"])
-                loss_sum += self._train_step(net, opt, phi, sets, models, std, gen, host_gen)
-                step += 1
-                loss_n += 1
-                last = step == int(p["max_steps"]) or (p["max_seconds"] and time.perf_counter() - t0 > p["max_seconds"])
-                if step % int(p["eval_every"]) == 0 or last:
-                    row = {"step": step, "train_loss": float(loss_sum) / loss_n, "noise_std": std}
-                    row.update(self._validate(phi, sets, val_phi, val_labels))
-                    row["seconds"] = time.perf_counter() - t0
-                    history.append(row)
-                    loss_sum.zero_()
-                    loss_n = 0
-                    value = row.get(select_by, math.nan)
-                    if better(select_by, value, best["value"]):  # NaN (no validation split): keep the latest
-                        best = {"value": value, "step": step, "state": copy.deepcopy(net.state_dict()), "row": row}
-                    progress = row["seconds"] - last_report >= 60  # a line a minute at INFO: long runs show progress
-                    last_report = row["seconds"] if progress else last_report
-                    log.log(logging.INFO if progress else logging.DEBUG,
-                            "locus: step %d loss %.4f val hit@1 %.4f bce %.4f (best %.4f at step %d; %.1f s)",
-                            step, row["train_loss"], row.get("val_routing", math.nan), row.get("val_bce", math.nan),
-                            best["value"] if best["value"] is not None else math.nan, best["step"], row["seconds"])
-                    if step >= int(p["min_steps"]) and step - best["step"] >= int(p["patience"]):
+        # TF32 matrix products in the steps on CUDA when `tf32` (validation inside stays float32)
+        with self._arithmetic(device, autocast=False):
+            try:
+                while step < int(p["max_steps"]):
+                    if batch == n_models:  # every model in every step (the authors' epoch)
+                        models = torch.arange(n_models, device=device)
+                    else:
+                        if pos + batch > n_models:  # a new pass over the models, in a fresh random order
+                            order, pos = torch.randperm(n_models, generator=gen, device=device), 0
+                        models = order[pos:pos + batch].sort().values
+                        pos += batch
+                    std = noise_std(step, p["noise_start"], p["noise_end"], p["noise_anneal_steps"])
+                    loss_sum += self._train_step(net, opt, phi, sets, models, std, gen, host_gen)
+                    step += 1
+                    loss_n += 1
+                    last = step == int(p["max_steps"]) or (p["max_seconds"]
+                                                           and time.perf_counter() - t0 > p["max_seconds"])
+                    if step % int(p["eval_every"]) == 0 or last:
+                        row = {"step": step, "train_loss": float(loss_sum) / loss_n, "noise_std": std}
+                        row.update(self._validate(phi, sets, val_phi, val_labels))
+                        row["seconds"] = time.perf_counter() - t0
+                        history.append(row)
+                        loss_sum.zero_()
+                        loss_n = 0
+                        value = row.get(select_by, math.nan)
+                        if better(select_by, value, best["value"]):  # NaN (no validation split): keep the latest
+                            best = {"value": value, "step": step, "state": copy.deepcopy(net.state_dict()),
+                                    "row": row}
+                        progress = row["seconds"] - last_report >= 60  # a line a minute at INFO: long runs
+                        last_report = row["seconds"] if progress else last_report
+                        log.log(logging.INFO if progress else logging.DEBUG,
+                                "locus: step %d loss %.4f val hit@1 %.4f bce %.4f (best %.4f at step %d; %.1f s)",
+                                step, row["train_loss"], row.get("val_routing", math.nan),
+                                row.get("val_bce", math.nan), best["value"] if best["value"] is not None else math.nan,
+                                best["step"], row["seconds"])
+                        if step >= int(p["min_steps"]) and step - best["step"] >= int(p["patience"]):
+                            break
+                    if last:
                         break
-                if last:
-                    break
-        finally:
-            torch.use_deterministic_algorithms(deterministic)
+            finally:
+                torch.use_deterministic_algorithms(deterministic)
         net.load_state_dict(best["state"])
         net.eval()
         self.z = self._embed_sets(phi, sets).cpu().numpy().astype(np.float32)
@@ -491,7 +521,7 @@ class LocusMethod(EmbeddingMethod):
         """z of a new model from its scored queries: one forward pass, no gradient step, nothing stored."""
         torch = _torch()
         self.net.eval()
-        with torch.no_grad(), self._autocast(self.device):
+        with torch.no_grad(), self._arithmetic(self.device):
             z = self.net.embed(torch.from_numpy(query_vectors).to(self.device)[None],
                                torch.from_numpy(scores).to(self.device)[None])
         return z[0].float().cpu().numpy()
