@@ -95,30 +95,43 @@ def test_several_seeds_each_against_its_own_target(tmp_path):
         tta.compare_seeds([runs[1], runs[3]], "paper", 0.99)
 
 
-def test_reference_read_at_the_other_recipes_validation_steps(tmp_path):
-    """Paper validated every step peaks at 0.90 on step 3 (a lucky look) but reads 0.80 at steps 2 and 4, where
-    fast validated: matched best 0.80 at 20 s, matched target 0.792, reached by fast at step 4 (4 s): 5x, while
-    the plain target 0.891 is never reached. Seed 1 shares no step with paper: NaN, counted as 0 over seeds."""
-    paper = fake_run(tmp_path / "s0", "paper", [1, 2, 3, 4], [10.0, 20.0, 30.0, 40.0], [0.5, 0.8, 0.9, 0.8])
+def test_reference_validated_as_rarely_as_the_other_recipe(tmp_path):
+    """Paper validated at steps 1-6 peaks at 0.90 on step 3 (a lucky look); fast validates every 2 steps (2, 4;
+    interval 2). Paper read at its even steps and its last (2, 4, 6: 0.80, 0.78, 0.79): best 0.80 at 20 s;
+    averaged over the two offsets (odd steps: best 0.90; even: 0.80): 0.85. Matched target 0.792, reached by
+    fast at step 4 (4 s): 5x, while the plain target 0.891 is never reached."""
+    paper = fake_run(tmp_path / "s0", "paper", [1, 2, 3, 4, 5, 6], [10.0, 20.0, 30.0, 40.0, 50.0, 60.0],
+                     [0.5, 0.8, 0.9, 0.78, 0.6, 0.79])
     fast = fake_run(tmp_path / "s0", "fast", [2, 4], [2.0, 4.0], [0.7, 0.795])
     _, s = tta.compare([tta.read_recipe_run(paper), tta.read_recipe_run(fast)], "paper", 0.99)
     f = s["recipes"]["fast"]
     assert math.isnan(f["speedup_to_target"])
-    assert (f["reference_best_at_these_steps"], f["reference_seconds_to_best_at_these_steps"]) == (0.8, 20.0)
+    assert (f["validation_interval"], f["reference_best_at_interval"], f["reference_seconds_to_best_at_interval"]) \
+        == (2, 0.8, 20.0)
+    assert f["reference_best_mean_over_offsets"] == pytest.approx(0.85)
     assert (f["seconds_to_matched_target"], f["speedup_to_matched_target"]) == (4.0, pytest.approx(5.0))
-    assert "reference_best_at_these_steps" not in s["recipes"]["paper"]
-    assert "paper read at this recipe's validation steps: best 80.00% (20 s), its target reached at 4 s, speed-up 5.0x" \
-        in "\n".join(tta.report_lines(s))
-    paper1 = fake_run(tmp_path / "s1", "paper", [1, 3], [1.0, 3.0], [0.5, 0.6], seed=1)
-    fast1 = fake_run(tmp_path / "s1", "fast", [2], [1.0], [0.7], seed=1)
+    assert "reference_best_at_interval" not in s["recipes"]["paper"]
+    assert ("paper validated every 2 steps like it: best 80.00% (20 s; 85.00% averaged over the look offsets), "
+            "its target reached at 4 s, speed-up 5.0x") in "\n".join(tta.report_lines(s))
+    # seed 1: the reference's last step counts as a look (3: 0.6, not 1: 0.5); fast never reaches 0.594
+    paper1 = fake_run(tmp_path / "s1", "paper", [1, 2, 3], [1.0, 2.0, 3.0], [0.5, 0.9, 0.6], seed=1)
+    fast1 = fake_run(tmp_path / "s1", "fast", [3, 6], [1.0, 2.0], [0.5, 0.55], seed=1)
     runs = [tta.read_recipe_run(d) for d in (paper, fast, paper1, fast1)]
     frame, over = tta.compare_seeds(runs, "paper", 0.99)
-    assert math.isnan(over["per_seed"]["1"]["recipes"]["fast"]["reference_best_at_these_steps"])
+    one = over["per_seed"]["1"]["recipes"]["fast"]
+    assert (one["validation_interval"], one["reference_best_at_interval"]) == (3, 0.6)
+    assert math.isnan(one["speedup_to_matched_target"])
     m = over["recipes"]["fast"]
     assert m["speedups_to_matched_target"] == pytest.approx([5.0, 0.0]) and m["seeds_reaching_matched_target"] == 1
     assert frame.loc[(frame["kind"] == "speedup_to_matched_target") & frame["seed"].isna(), "value"].tolist() \
         == [pytest.approx(2.5)]
-    assert "at the reference's steps: speed-up median 2.5x, target reached in 1 of 2 seeds" in "\n".join(tta.report_lines(over))
+    assert "validated as rarely: speed-up median 2.5x, target reached in 1 of 2 seeds" in "\n".join(tta.report_lines(over))
+
+
+def test_validation_interval_is_the_most_common_gap():
+    assert tta.validation_interval(pd.DataFrame({"step": [25, 50, 75, 80]})) == 25
+    assert tta.validation_interval(pd.DataFrame({"step": [1, 2, 3]})) == 1
+    assert tta.validation_interval(pd.DataFrame({"step": [7]})) == 7
 
 
 def test_a_recipe_that_never_reaches_the_target(tmp_path):
