@@ -128,6 +128,25 @@ def test_reference_validated_as_rarely_as_the_other_recipe(tmp_path):
     assert "validated as rarely: speed-up median 2.5x, target reached in 1 of 2 seeds" in "\n".join(tta.report_lines(over))
 
 
+def test_figure_draws_raw_curves_for_one_seed_only(two_runs, tmp_path):
+    """One seed: each recipe's raw validation curve (thin) and its best so far; several seeds: the best so far
+    alone (one line style per seed), and the legend names the matched-looks speed-up."""
+    from locus.render.figures import time_to_accuracy_figure
+
+    def thin_lines(frame, summary):
+        fig = time_to_accuracy_figure(frame, summary, "t")
+        return sum(line.get_alpha() == 0.45 for line in fig.axes[0].lines), fig.axes[0].get_legend()
+
+    runs = [tta.read_recipe_run(d) for d in two_runs]
+    thin, _ = thin_lines(*tta.compare_seeds(runs, "paper", 0.99))
+    assert thin == 2
+    other = [tta.read_recipe_run(fake_run(tmp_path / "s1", r, [1, 2], [1.0, 2.0], [0.6, 0.7], seed=1))
+             for r in ("paper", "fast")]
+    thin, legend = thin_lines(*tta.compare_seeds(runs + other, "paper", 0.99))
+    assert thin == 0
+    assert any("paper validated as rarely" in t.get_text() for t in legend.get_texts())
+
+
 def test_validation_interval_is_the_most_common_gap():
     assert tta.validation_interval(pd.DataFrame({"step": [25, 50, 75, 80]})) == 25
     assert tta.validation_interval(pd.DataFrame({"step": [1, 2, 3]})) == 1
