@@ -13,8 +13,9 @@ seconds to its best / recipe seconds to the target. With runs of several seeds e
 its own and the summary gives each recipe's speed-ups over the seeds (median, minimum, maximum): one seed
 of a noisy curve is one draw. Beside it, the same comparison at matched validation looks: the reference read
 only every k steps, k = the other recipe's validation interval (the `paper` recipe validates every step,
-`fast` every 25th, and a maximum over 25 times as many noisy looks is higher by selection alone). Validation data only: test numbers are copied from
-``metrics.json`` for context, never used to choose anything.
+`fast` every 25th, and a maximum over 25 times as many noisy looks is higher by selection alone).
+Validation data only: test numbers are copied from ``metrics.json`` for context, never used to choose
+anything.
 
 With the canonical data set the runs were trained on (``data``), the summary also gives the level every
 router starts from: the validation hit@1 of the best single model on validation (a constant router, over the
@@ -129,8 +130,7 @@ def matched_looks(ref_log: pd.DataFrame, log: pd.DataFrame, target_fraction: flo
     pos = np.flatnonzero(at)[int(values[at].argmax())]
     best, ref_seconds = float(values[pos]), float(ref_log["seconds"].iloc[pos])
     offsets = [values[steps % k == o].max() for o in range(k) if (steps % k == o).any()]
-    hit = log["val_routing"].to_numpy() >= target_fraction * best - 1e-12
-    seconds = float(log["seconds"].to_numpy()[hit.argmax()]) if hit.any() else math.nan
+    seconds = curve_summary(log, target_fraction * best)["seconds_to_target"]
     return {"validation_interval": k, "reference_best_at_interval": best,
             "reference_seconds_to_best_at_interval": ref_seconds,
             "reference_best_mean_over_offsets": float(np.mean(offsets)),
@@ -214,7 +214,7 @@ def compare_seeds(runs: list[dict], reference: str = "paper", target_fraction: f
     recipes = {}
     for recipe in first["recipes"]:
         rows = [per_seed[seed]["recipes"][recipe] for seed in seeds]
-        speedups = [0.0 if math.isnan(r["speedup_to_target"]) else r["speedup_to_target"] for r in rows]
+        speedups = speedups_over_seeds(rows, "speedup_to_target")
         recipes[recipe] = {
             "speedups_to_target": speedups, "speedup_to_target": float(np.median(speedups)),
             "speedup_min": min(speedups), "speedup_max": max(speedups),
@@ -237,11 +237,16 @@ def compare_seeds(runs: list[dict], reference: str = "paper", target_fraction: f
     return frame, summary
 
 
+def speedups_over_seeds(rows: list[dict], key: str) -> list[float]:
+    """Each seed's speed-up `key`; a seed that never reached its target counts as 0 (no speed-up)."""
+    return [0.0 if math.isnan(r[key]) else r[key] for r in rows]
+
+
 def matched_over_seeds(rows: list[dict]) -> dict:
     """Speed-ups to the matched-looks target over seeds (0 = never reached), for a non-reference recipe."""
     if "speedup_to_matched_target" not in rows[0]:
         return {}
-    speedups = [0.0 if math.isnan(r["speedup_to_matched_target"]) else r["speedup_to_matched_target"] for r in rows]
+    speedups = speedups_over_seeds(rows, "speedup_to_matched_target")
     return {"speedups_to_matched_target": speedups, "speedup_to_matched_target": float(np.median(speedups)),
             "seeds_reaching_matched_target": sum(not math.isnan(r["seconds_to_matched_target"]) for r in rows)}
 
