@@ -58,6 +58,18 @@ def test_constant_router_level_in_validation_queries(two_runs):
     assert "12 of 1000 validation queries above it" in "\n".join(tta.report_lines(s))
     _, plain = tta.compare(runs, "paper", 0.99)
     assert "constant_router_val_routing" not in plain and "best_queries_above_constant" not in plain["recipes"]["fast"]
+    assert s["target_met_by_constant_router"] is False and "WARNING" not in "\n".join(tta.report_lines(s))
+
+
+def test_a_target_the_constant_router_already_meets_is_flagged(two_runs):
+    """paper's best 0.80 makes the target 0.792; a best single model at 0.7925 on 1,000 queries already routes
+    it, 0 queries short: the summary flags it and the report warns that the speed-up times no learning."""
+    runs = [tta.read_recipe_run(d) for d in two_runs]
+    _, s = tta.compare(runs, "paper", 0.99, constant=(0.7925, 1000))
+    assert s["target_queries_above_constant"] == 0 and s["target_met_by_constant_router"] is True
+    assert "WARNING: the constant router already meets the target" in "\n".join(tta.report_lines(s))
+    _, s = tta.compare(runs, "paper", 0.99, constant=(0.7915, 1000))  # one query below the target
+    assert s["target_queries_above_constant"] == 1 and s["target_met_by_constant_router"] is False
 
 
 def test_several_seeds_each_against_its_own_target(tmp_path):
