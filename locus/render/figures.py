@@ -172,9 +172,9 @@ def time_to_accuracy_figure(frame: pd.DataFrame, summary: dict, title: str):
                  else [summary["target_queries_above_constant"]])
         key += (f"\nthick grey: best single model (target minus it: {'/'.join(f'{b:+d}' for b in below)} of "
                 f"{summary['n_val_queries']} queries)")
-    axes[0].legend(fontsize=8, loc="lower right", title=key, title_fontsize=8)
+    axes[0].legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.24), title=key, title_fontsize=8)
     if multi:
-        axes[1].legend(fontsize=7, loc="lower right", ncol=2)
+        axes[1].legend(fontsize=7, loc="best", ncol=2)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
