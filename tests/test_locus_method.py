@@ -130,7 +130,8 @@ def test_unknown_parameter_is_refused():
 
 
 @pytest.mark.parametrize("params", [{"select_by": "accuracy_on_test"}, {"select": "val_bce"}, {"heads": 3},
-                                    {"encoder_kind": "lstm"}, {"max_steps": 0}, {"eval_chunk_tokens": -1}])
+                                    {"encoder_kind": "lstm"}, {"max_steps": 0}, {"eval_chunk_tokens": -1},
+                                    {"ema_decay": 1.0}, {"ema_decay": -0.1}])
 def test_bad_parameters_fail_at_construction(params):
     with pytest.raises(ConfigError):
         create("locus", {**TINY, **params}, seed=0)
@@ -171,6 +172,32 @@ def test_max_targets_caps_decoder_targets_per_step(problem):
     labels = pairs_to_matrix(problem[2], test_ids, np.arange(6))
     r = evaluation.routing_metrics(logits, labels)
     assert r["routing_acc"] > r["random"] + 0.2, r
+
+
+def test_ema_decay_keeps_the_moving_average_of_the_weights(problem):
+    train, val, _, enc, _ = problem
+    data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
+    decay = 0.6
+    model = create("locus", {**TINY, "max_steps": 3, "eval_every": 3, "ema_decay": decay}, seed=0)
+    raw = []
+    step = type(model)._train_step
+
+    def recording(self, net, *args, **kwargs):
+        loss = step(self, net, *args, **kwargs)
+        raw.append({k: v.detach().clone() for k, v in net.state_dict().items()})
+        return loss
+
+    model._train_step = recording.__get__(model)
+    model.fit(data)
+    assert len(raw) == 3 and model.summary["best_step"] == 3
+    kept = model.net.state_dict()
+    for key, value in kept.items():
+        expected = raw[0][key].float()  # the first update copies the weights, then w <- d w + (1 - d) w_t
+        for later in raw[1:]:
+            expected = decay * expected + (1 - decay) * later[key].float()
+        assert torch.allclose(value.float(), expected, atol=1e-6), key
+    # the kept weights are not the last raw ones (the average is what was validated and restored)
+    assert any(not torch.equal(kept[k], raw[-1][k]) for k in kept)
 
 
 def test_min_steps_delays_early_stopping(problem):
@@ -237,6 +264,7 @@ def test_fast_recipe_is_the_class_default_and_paper_is_the_authors_schedule():
             paper["max_targets"], paper["max_tokens"], paper["token_draw"], paper["min_tokens"]) == \
         (0, 2500, 500, 0, 1, 0, 0, "shared", 1024)
     assert (paper["enc_lr"], paper["dec_lr"], paper["weight_decay"], paper["grad_clip"]) == (2e-4, 8e-4, 0.05, 1.0)
+    assert paper["ema_decay"] == 0.0  # the authors keep the raw weights
     assert (paper["noise_start"], paper["noise_end"], paper["noise_anneal_steps"], paper["noise_per_pair"]) == \
         (0.10, 0.05, 500, True)
 

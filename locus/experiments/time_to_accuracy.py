@@ -255,6 +255,11 @@ def matched_over_seeds(rows: list[dict]) -> dict:
             "seeds_reaching_matched_target": sum(not math.isnan(r["seconds_to_matched_target"]) for r in rows)}
 
 
+def speedup_text(value: float) -> str:
+    """A speed-up over seeds for people: 0 (the convention for a target never reached) reads "never"."""
+    return "never" if value == 0 else f"{value:.1f}x"
+
+
 def report_lines(summary: dict) -> list[str]:
     if "per_seed" in summary:  # several seeds: each seed's lines, then the summary over seeds
         lines = []
@@ -262,11 +267,13 @@ def report_lines(summary: dict) -> list[str]:
             lines += report_lines(one)
         for recipe, s in summary["recipes"].items():
             lines.append(f"over seeds {', '.join(map(str, summary['seeds']))}: {recipe}: speed-up median "
-                         f"{s['speedup_to_target']:.1f}x (min {s['speedup_min']:.1f}x, max {s['speedup_max']:.1f}x; "
+                         f"{speedup_text(s['speedup_to_target'])} (min {speedup_text(s['speedup_min'])}, "
+                         f"max {speedup_text(s['speedup_max'])}; "
                          f"target reached in {s['seeds_reaching_target']} of {len(summary['seeds'])} seeds); "
                          f"mean best val hit@1 {100 * s['best_val_routing_mean']:.2f}%, mean test hit@1 "
                          f"{100 * s['test_routing_mean']:.2f}%"
-                         + (f"; with the reference validated as rarely: speed-up median {s['speedup_to_matched_target']:.1f}x, "
+                         + (f"; with the reference validated as rarely: speed-up median "
+                            f"{speedup_text(s['speedup_to_matched_target'])}, "
                             f"target reached in {s['seeds_reaching_matched_target']} of {len(summary['seeds'])} seeds"
                             if "speedup_to_matched_target" in s else ""))
         return lines

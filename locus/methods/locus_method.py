@@ -117,7 +117,7 @@ _SHARED_SCHEDULE = {
     "encoder_fraction": 1.0, "min_tokens": 1024,
     "noise_start": 0.10, "noise_end": 0.05, "noise_anneal_steps": 500, "noise_per_pair": True,
     "enc_lr": 2e-4, "dec_lr": 8e-4, "weight_decay": 0.05, "grad_clip": 1.0, "select_by": "val_routing",
-    "label_smoothing": 0.0, "query_weight_decay": -1.0, "query_dropout": 0.0,
+    "label_smoothing": 0.0, "query_weight_decay": -1.0, "query_dropout": 0.0, "ema_decay": 0.0,
 }
 PAPER_RECIPE = {**_SHARED_SCHEDULE, "model_batch": 0, "max_steps": 2500, "min_steps": 0, "patience": 500,
                 "eval_every": 1, "max_tokens": 0, "token_draw": "shared", "max_targets": 0}
@@ -146,7 +146,7 @@ class LocusMethod(EmbeddingMethod):
         "max_steps": 800, "min_steps": 600, "patience": 400, "eval_every": 25, "model_batch": 16, "max_tokens": 256,
         "max_targets": 1024, "encoder_fraction": 1.0, "token_draw": "per_model", "min_tokens": 1024,
         "eval_chunk_tokens": 0, "max_seconds": 0.0, "recipe": "fast", "precision": "float32",
-        "select_by": "val_routing", "label_smoothing": 0.0, "query_weight_decay": -1.0,
+        "select_by": "val_routing", "label_smoothing": 0.0, "query_weight_decay": -1.0, "ema_decay": 0.0,
         "threads": 0, "device": "auto", "deterministic": False, "tf32": False,
     }
 
@@ -191,6 +191,8 @@ class LocusMethod(EmbeddingMethod):
                      "val_bce or val_acc (correctness accuracy)",
         "label_smoothing": "training targets y -> y (1 - s) + s / 2 (0 = off)",
         "query_weight_decay": "AdamW weight decay of the decoder's query projection U (< 0 = weight_decay)",
+        "ema_decay": "> 0: validate, select and keep an exponential moving average of the weights "
+                     "(torch.optim.swa_utils, this decay per step) instead of the raw weights (0 = off)",
     }
 
     def __init__(self, params: dict | None = None, seed: int = 0):
@@ -217,6 +219,8 @@ class LocusMethod(EmbeddingMethod):
         if int(p["eval_chunk_tokens"]) < 0:
             raise ConfigError("method 'locus': eval_chunk_tokens must be >= 0 (0 = by device), "
                               f"got {p['eval_chunk_tokens']}")
+        if not 0.0 <= float(p["ema_decay"]) < 1.0:
+            raise ConfigError(f"method 'locus': ema_decay must be in [0, 1), got {p['ema_decay']}")
         if p["device"] not in ("auto", "cpu", "cuda"):
             raise ConfigError(f"method 'locus': device must be auto, cpu or cuda, got {p['device']!r}")
         self.net = None
@@ -351,6 +355,11 @@ class LocusMethod(EmbeddingMethod):
         if p["deterministic"]:
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # needed by deterministic cuBLAS
             torch.use_deterministic_algorithms(True)
+        ema = None
+        if float(p["ema_decay"]) > 0:  # the averaged copy is validated, selected and kept
+            from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+            ema = AveragedModel(net, multi_avg_fn=get_ema_multi_avg_fn(float(p["ema_decay"])), use_buffers=True)
+        scored = ema.module if ema is not None else net  # the weights validation sees
         t0 = time.perf_counter()
         order, pos, step, loss_n, last_report = None, n_models, 0, 0, 0.0
         loss_sum = torch.zeros((), device=device)  # summed on the device: no host sync per step
@@ -368,20 +377,26 @@ class LocusMethod(EmbeddingMethod):
                         pos += batch
                     std = noise_std(step, p["noise_start"], p["noise_end"], p["noise_anneal_steps"])
                     loss_sum += self._train_step(net, opt, phi, sets, models, std, gen, host_gen)
+                    if ema is not None:
+                        ema.update_parameters(net)
                     step += 1
                     loss_n += 1
                     last = step == int(p["max_steps"]) or (p["max_seconds"]
                                                            and time.perf_counter() - t0 > p["max_seconds"])
                     if step % int(p["eval_every"]) == 0 or last:
                         row = {"step": step, "train_loss": float(loss_sum) / loss_n, "noise_std": std}
-                        row.update(self._validate(phi, sets, val_phi, val_labels))
+                        self.net = scored
+                        try:
+                            row.update(self._validate(phi, sets, val_phi, val_labels))
+                        finally:
+                            self.net = net
                         row["seconds"] = time.perf_counter() - t0
                         history.append(row)
                         loss_sum.zero_()
                         loss_n = 0
                         value = row.get(select_by, math.nan)
                         if better(select_by, value, best["value"]):  # NaN (no validation split): keep the latest
-                            best = {"value": value, "step": step, "state": copy.deepcopy(net.state_dict()),
+                            best = {"value": value, "step": step, "state": copy.deepcopy(scored.state_dict()),
                                     "row": row}
                         progress = row["seconds"] - last_report >= 60  # a line a minute at INFO: long runs
                         last_report = row["seconds"] if progress else last_report

@@ -18,6 +18,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from locus.atomic import atomic_path  # noqa: E402
+from locus.experiments.time_to_accuracy import speedup_text  # noqa: E402
 from locus.render import write_csv  # noqa: E402,F401  (re-exported)
 from locus.render.labels import color as method_color  # noqa: E402
 from locus.render.labels import plain_label  # noqa: E402
@@ -141,13 +142,13 @@ def time_to_accuracy_figure(frame: pd.DataFrame, summary: dict, title: str):
         color, s = palette.get(recipe), summary["recipes"][recipe]
         style = styles[seeds.index(seed) % len(styles)] if multi else "-"
         if multi:
-            label = (f"{recipe}: speed-up median {s['speedup_to_target']:.1f}x "
-                     f"({s['speedup_min']:.1f}-{s['speedup_max']:.1f}x)") if seed == seeds[0] else None
+            label = (f"{recipe}: speed-up median {speedup_text(s['speedup_to_target'])} "
+                     f"({speedup_text(s['speedup_min'])} to {speedup_text(s['speedup_max'])})") if seed == seeds[0] else None
         else:
             label = f"{recipe}: best {100 * s['best_val_routing']:.1f}% at {s['seconds_to_best']:.0f} s"
             axes[0].plot(part["seconds"].clip(lower=1e-3), 100 * part["val_routing"], color=color, lw=1, alpha=0.45)
         if label and "speedup_to_matched_target" in s:  # the reference validated as rarely as this recipe
-            label += f"\n  {summary['reference']} validated as rarely: {s['speedup_to_matched_target']:.1f}x"
+            label += f"\n  {summary['reference']} validated as rarely: {speedup_text(s['speedup_to_matched_target'])}"
         axes[0].plot(part["seconds"].clip(lower=1e-3), 100 * part["best_so_far"], color=color, lw=2, ls=style,
                      label=label)
         axes[1].plot(part["step"], 100 * part["best_so_far"], color=color, lw=2, ls=style,
