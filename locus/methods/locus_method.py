@@ -281,11 +281,12 @@ class LocusMethod(EmbeddingMethod):
         finally:
             torch.set_float32_matmul_precision(saved)
 
-    def _embed_sets(self, phi, sets: ModelSets, exact: bool = False):
+    def _embed_sets(self, phi, sets: ModelSets, exact: bool = False, net=None):
         """Embeddings [M, d] (float32) of every model from all its evaluations (eval mode, chunks of models
-        of about `eval_chunk_tokens` tokens; `exact`: float32 whatever the precision)."""
+        of about `eval_chunk_tokens` tokens; `exact`: float32 whatever the precision) by `net` (default: the
+        fitted network)."""
         torch = _torch()
-        net = self.net
+        net = net if net is not None else self.net
         was_training = net.training
         net.eval()
         n_max = sets.idx.shape[1]
@@ -301,11 +302,12 @@ class LocusMethod(EmbeddingMethod):
         net.train(was_training)
         return torch.cat(out)
 
-    def _grid_logits(self, z, phi, exact: bool = False):
-        """Logits [Q, M] (float32) of queries phi against embeddings z (`exact`: float32 whatever the precision),
-        in chunks of queries: 1,024 on a CPU, about CUDA_CHUNK_PAIRS (query, model) pairs on CUDA."""
+    def _grid_logits(self, z, phi, exact: bool = False, net=None):
+        """Logits [Q, M] (float32) of queries phi against embeddings z (`exact`: float32 whatever the precision)
+        by `net` (default: the fitted network), in chunks of queries: 1,024 on a CPU, about CUDA_CHUNK_PAIRS
+        (query, model) pairs on CUDA."""
         torch = _torch()
-        net = self.net
+        net = net if net is not None else self.net
         was_training = net.training
         net.eval()
         query_chunk = max(1, CUDA_CHUNK_PAIRS // max(z.shape[0], 1)) if phi.device.type == "cuda" else 1024
@@ -385,11 +387,7 @@ class LocusMethod(EmbeddingMethod):
                                                            and time.perf_counter() - t0 > p["max_seconds"])
                     if step % int(p["eval_every"]) == 0 or last:
                         row = {"step": step, "train_loss": float(loss_sum) / loss_n, "noise_std": std}
-                        self.net = scored
-                        try:
-                            row.update(self._validate(phi, sets, val_phi, val_labels))
-                        finally:
-                            self.net = net
+                        row.update(self._validate(scored, phi, sets, val_phi, val_labels))
                         row["seconds"] = time.perf_counter() - t0
                         history.append(row)
                         loss_sum.zero_()
@@ -501,11 +499,13 @@ class LocusMethod(EmbeddingMethod):
         opt.step()
         return loss.detach()
 
-    def _validate(self, phi, sets, val_phi, val_labels) -> dict:
+    def _validate(self, net, phi, sets, val_phi, val_labels) -> dict:
+        """Validation metrics of `net` (the raw weights, or their moving average with `ema_decay`), in float32."""
         if val_phi.shape[0] == 0:
             return {}
-        z = self._embed_sets(phi, sets, exact=True)
-        return evaluation.validation_metrics(self._grid_logits(z, val_phi, exact=True).cpu().numpy(), val_labels)
+        z = self._embed_sets(phi, sets, exact=True, net=net)
+        return evaluation.validation_metrics(self._grid_logits(z, val_phi, exact=True, net=net).cpu().numpy(),
+                                             val_labels)
 
     # ------------------------------------------------------------------------------------------
     # prediction and onboarding

@@ -142,8 +142,8 @@ def time_to_accuracy_figure(frame: pd.DataFrame, summary: dict, title: str):
         color, s = palette.get(recipe), summary["recipes"][recipe]
         style = styles[seeds.index(seed) % len(styles)] if multi else "-"
         if multi:
-            label = (f"{recipe}: speed-up median {speedup_text(s['speedup_to_target'])} "
-                     f"({speedup_text(s['speedup_min'])} to {speedup_text(s['speedup_max'])})") if seed == seeds[0] else None
+            label = (f"{recipe}: speed-up median {speedup_text(s['speedup_to_target'])} ({speedup_text(s['speedup_min'])}"
+                     f" to {speedup_text(s['speedup_max'])})") if seed == seeds[0] else None
         else:
             label = f"{recipe}: best {100 * s['best_val_routing']:.1f}% at {s['seconds_to_best']:.0f} s"
             axes[0].plot(part["seconds"].clip(lower=1e-3), 100 * part["val_routing"], color=color, lw=1, alpha=0.45)
