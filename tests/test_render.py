@@ -315,6 +315,26 @@ def test_bad_inputs(tmp_path, runs, capsys):
                                     "n_seeds": [1]}), "locus")
 
 
+def test_a_run_that_predates_a_parameter_compares_at_its_default(tmp_path):
+    """A LOCUS run written before `ema_decay` existed (its params lack the key) and a new run with the same
+    settings are one cell; a new run that sets the parameter to something else is refused."""
+    from locus.methods import method_class
+
+    defaults = dict(method_class("locus").defaults)
+    old_params = {k: v for k, v in defaults.items() if k != "ema_decay"}
+    runs = []
+    for seed, params in ((0, old_params), (1, defaults)):
+        m = metrics_dict("locus", 256, seed, 0.6, 0.7)
+        m["params"] = params
+        runs.append(write(tmp_path, m))
+    assert len(comparison.collect(runs).runs) == 2
+    m = metrics_dict("locus", 256, 2, 0.6, 0.7)
+    m["params"] = {**defaults, "ema_decay": 0.9}
+    with pytest.raises(DataError, match="different params"):
+        comparison.collect(runs + [write(tmp_path, m)])
+    assert comparison.with_predated_defaults("not_registered", {"a": 1}) == {"a": 1}
+
+
 def test_factor_labels_read_in_the_right_direction():
     from locus.render.figures import factor_label
     assert factor_label(2.7) == "2.7× fewer"

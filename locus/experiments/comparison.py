@@ -100,6 +100,22 @@ def check_metrics(metrics, path: str, split: str = "test") -> dict:
     return metrics
 
 
+def with_predated_defaults(method: str, params: dict) -> dict:
+    """A run's recorded parameters, with every parameter of the method that the run does not record set to
+    the method's default. A run written before a parameter existed does not record it, and ran as its
+    default does: a parameter is only ever added with a default that keeps the old behaviour
+    (docs/architecture.md, "Methods"). So a run of last month and a run of today with the same settings
+    compare as equal, while a run that set the new parameter to anything else still differs."""
+    from locus.errors import ConfigError
+    from locus.methods import method_class
+
+    try:
+        defaults = method_class(method).defaults
+    except ConfigError:  # not a registered method: its recorded parameters are all there is
+        return dict(params)
+    return {**{k: v for k, v in defaults.items() if k not in params}, **params}
+
+
 def check_comparable(runs: list[Run], vary=()) -> None:
     """One table or figure compares runs on one data set, encoder and sampling scheme, with each
     (method, train_size, seed) once and one parameter setting per (method, train_size). `vary` names
@@ -127,7 +143,8 @@ def check_comparable(runs: list[Run], vary=()) -> None:
         seen[key] = r.path
         p = json.dumps(r.metrics.get("params", {}), sort_keys=True)
         first = params.setdefault((r.method, r.train_size), (p, r.path))
-        if first[0] != p:
+        if first[0] != p and (json.dumps(with_predated_defaults(r.method, json.loads(first[0])), sort_keys=True)
+                              != json.dumps(with_predated_defaults(r.method, json.loads(p)), sort_keys=True)):
             raise DataError(f"{r.path} and {first[1]}: {r.method} at train_size={r.train_size} was run with "
                             f"different params ({p} vs {first[0]}); seeds of one cell must share parameters: "
                             "pass the runs of one setting only")
