@@ -256,8 +256,18 @@ def matched_over_seeds(rows: list[dict]) -> dict:
 
 
 def speedup_text(value: float) -> str:
-    """A speed-up over seeds for people: 0 (the convention for a target never reached) reads "never"."""
-    return "never" if value == 0 else f"{value:.1f}x"
+    """A speed-up for people: 0 over seeds or NaN in one seed (a target never reached) reads "never"."""
+    return "never" if value == 0 or math.isnan(value) else f"{value:.1f}x"
+
+
+def seconds_text(value: float) -> str:
+    """Seconds to a target for people: NaN (never reached) reads "never reached"."""
+    return "never reached" if math.isnan(value) else f"at {value:.0f} s"
+
+
+def memory_text(value: float) -> str:
+    """Peak memory for people: NaN (no benchmark file was given for the run) reads "not recorded"."""
+    return "not recorded" if math.isnan(value) else f"{value:.0f} MB"
 
 
 def report_lines(summary: dict) -> list[str]:
@@ -289,16 +299,16 @@ def report_lines(summary: dict) -> list[str]:
                          "recipe's first validation pass; compare the recipes' best values instead")
     for recipe, s in summary["recipes"].items():
         lines.append(f"  {recipe}: best {100 * s['best_val_routing']:.2f}% at step {s['step_to_best']} "
-                     f"({s['seconds_to_best']:.0f} s); target at {s['seconds_to_target']:.0f} s; "
-                     f"speed-up {s['speedup_to_target']:.1f}x; {s['steps']} steps, {s['seconds']:.0f} s; "
-                     f"peak memory {s['peak_rss_mb']:.0f} MB"
+                     f"({s['seconds_to_best']:.0f} s); target {seconds_text(s['seconds_to_target'])}; "
+                     f"speed-up {speedup_text(s['speedup_to_target'])}; {s['steps']} steps, {s['seconds']:.0f} s; "
+                     f"peak memory {memory_text(s['peak_rss_mb'])}"
                      + (f"; best {s['best_queries_above_constant']} queries above the constant router"
                         if "best_queries_above_constant" in s else "")
                      + (f"; {summary['reference']} validated every {s['validation_interval']} steps like it: best "
                         f"{100 * s['reference_best_at_interval']:.2f}% ({s['reference_seconds_to_best_at_interval']:.0f} s; "
                         f"{100 * s['reference_best_mean_over_offsets']:.2f}% averaged over the look offsets), "
-                        f"its target reached at {s['seconds_to_matched_target']:.0f} s, speed-up "
-                        f"{s['speedup_to_matched_target']:.1f}x" if "reference_best_at_interval" in s else ""))
+                        f"its target {seconds_text(s['seconds_to_matched_target'])}, speed-up "
+                        f"{speedup_text(s['speedup_to_matched_target'])}" if "reference_best_at_interval" in s else ""))
     return lines
 
 
