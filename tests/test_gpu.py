@@ -13,7 +13,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_locus_method import TINY, specialist_problem  # noqa: E402  (tests/ is on sys.path)
+from test_locus_method import (  # noqa: E402  (tests/ is on sys.path)
+    TINY,
+    check_ema_keeps_the_moving_average,
+    specialist_problem,
+)
 
 from locus.methods import create  # noqa: E402
 from locus.methods.base import FitData  # noqa: E402
@@ -151,3 +155,8 @@ def test_one_big_chunk_on_cuda_equals_small_chunks():
     method.params = {**method.params, "eval_chunk_tokens": 16}
     z_small = method._embed_sets(phi, sets, exact=True)
     torch.testing.assert_close(z_big, z_small, rtol=1e-4, atol=1e-5)
+
+
+def test_moving_average_of_the_weights_on_cuda():
+    """`ema_decay` on CUDA: the kept weights are the moving average of the raw ones (same check as on the CPU)."""
+    check_ema_keeps_the_moving_average(specialist_problem(), "cuda")

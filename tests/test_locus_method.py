@@ -174,23 +174,27 @@ def test_max_targets_caps_decoder_targets_per_step(problem):
     assert r["routing_acc"] > r["random"] + 0.2, r
 
 
-def test_ema_decay_keeps_the_moving_average_of_the_weights(problem):
+def check_ema_keeps_the_moving_average(problem, device: str) -> None:
+    """Train 3 steps with `ema_decay` on `device`, recording the raw weights after each step: the kept
+    weights are their exponential moving average (the first update copies), not the last raw weights."""
     train, val, _, enc, _ = problem
     data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
     decay = 0.6
-    model = create("locus", {**TINY, "max_steps": 3, "eval_every": 3, "ema_decay": decay}, seed=0)
+    model = create("locus", {**TINY, "max_steps": 3, "eval_every": 3, "ema_decay": decay, "device": device},
+                   seed=0)
     raw = []
     step = type(model)._train_step
 
     def recording(self, net, *args, **kwargs):
         loss = step(self, net, *args, **kwargs)
-        raw.append({k: v.detach().clone() for k, v in net.state_dict().items()})
+        raw.append({k: v.detach().cpu().clone() for k, v in net.state_dict().items()})
         return loss
 
     model._train_step = recording.__get__(model)
     model.fit(data)
+    assert model.summary["device"].startswith(device)
     assert len(raw) == 3 and model.summary["best_step"] == 3
-    kept = model.net.state_dict()
+    kept = {k: v.detach().cpu() for k, v in model.net.state_dict().items()}
     for key, value in kept.items():
         expected = raw[0][key].float()  # the first update copies the weights, then w <- d w + (1 - d) w_t
         for later in raw[1:]:
@@ -198,6 +202,10 @@ def test_ema_decay_keeps_the_moving_average_of_the_weights(problem):
         assert torch.allclose(value.float(), expected, atol=1e-6), key
     # the kept weights are not the last raw ones (the average is what was validated and restored)
     assert any(not torch.equal(kept[k], raw[-1][k]) for k in kept)
+
+
+def test_ema_decay_keeps_the_moving_average_of_the_weights(problem):
+    check_ema_keeps_the_moving_average(problem, "cpu")
 
 
 def test_min_steps_delays_early_stopping(problem):
