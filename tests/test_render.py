@@ -310,6 +310,10 @@ def test_bad_inputs(tmp_path, runs, capsys):
         comparison.collect(runs, methods=["locus", "nope"])
     with pytest.raises(DataError, match="not found"):
         comparison.load_metrics([str(tmp_path / "missing.json")])
+    bad_params = metrics_dict("locus", 256, 7, 0.6, 0.7)
+    bad_params["params"] = [16]
+    with pytest.raises(DataError, match="'params' must be a JSON object"):
+        comparison.load_metrics([write(tmp_path, bad_params)])
     with pytest.raises(DataError, match="one training size only"):
         se.efficiency(pd.DataFrame({"method": ["locus"], "train_size": [64], "mean": [0.5], "std": [0.0],
                                     "n_seeds": [1]}), "locus")

@@ -97,6 +97,10 @@ def check_metrics(metrics, path: str, split: str = "test") -> dict:
     except (TypeError, ValueError):
         raise DataError(f"{path}: train_size and seed must be integers, got {metrics['train_size']!r} and "
                         f"{metrics['seed']!r}") from None
+    if not isinstance(metrics.get("params", {}), dict):
+        raise DataError(f"{path}: 'params' must be a JSON object of the method's parameters, got "
+                        f"{type(metrics['params']).__name__}; this is not a metrics.json written by `locus train` "
+                        "(re-run it)")
     return metrics
 
 
@@ -104,7 +108,7 @@ def with_predated_defaults(method: str, params: dict) -> dict:
     """A run's recorded parameters, with every parameter of the method that the run does not record set to
     the method's default. A run written before a parameter existed does not record it, and ran as its
     default does: a parameter is only ever added with a default that keeps the old behaviour
-    (docs/architecture.md, "Methods"). So a run of last month and a run of today with the same settings
+    (docs/architecture.md, "Method interface"). So a run of last month and a run of today with the same settings
     compare as equal, while a run that set the new parameter to anything else still differs."""
     from locus.errors import ConfigError
     from locus.methods import method_class
@@ -141,12 +145,13 @@ def check_comparable(runs: list[Run], vary=()) -> None:
             raise DataError(f"{r.path} and {seen[key]} are both {r.method} with train_size={r.train_size}, "
                             f"seed={r.seed}; pass each run once")
         seen[key] = r.path
-        p = json.dumps(r.metrics.get("params", {}), sort_keys=True)
-        first = params.setdefault((r.method, r.train_size), (p, r.path))
-        if first[0] != p and (json.dumps(with_predated_defaults(r.method, json.loads(first[0])), sort_keys=True)
-                              != json.dumps(with_predated_defaults(r.method, json.loads(p)), sort_keys=True)):
-            raise DataError(f"{r.path} and {first[1]}: {r.method} at train_size={r.train_size} was run with "
-                            f"different params ({p} vs {first[0]}); seeds of one cell must share parameters: "
+        recorded = r.metrics.get("params", {})
+        first, first_path = params.setdefault((r.method, r.train_size), (recorded, r.path))
+        if recorded != first and (with_predated_defaults(r.method, recorded)
+                                  != with_predated_defaults(r.method, first)):
+            raise DataError(f"{r.path} and {first_path}: {r.method} at train_size={r.train_size} was run with "
+                            f"different params ({json.dumps(recorded, sort_keys=True)} vs "
+                            f"{json.dumps(first, sort_keys=True)}); seeds of one cell must share parameters: "
                             "pass the runs of one setting only")
 
 

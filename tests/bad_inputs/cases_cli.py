@@ -183,5 +183,8 @@ CASES = [
        lambda ws: figure(ws)[:-2] + [str(ws.write("o/metrics.json", json.dumps(
            metrics_dict("irt_net", 64, dataset="results/data/other")))), "--out", "f.pdf"],
        r"mix several values of 'dataset'"),
+    _c("table-metrics-params-not-object", "silent",
+       lambda ws: ["table", "routing", "--metrics", *metrics(ws, params=[16]), "--out", "t.tex"],
+       r"'params' must be a JSON object"),
     _c("table-out-not-tex", "ok", lambda ws: table(ws, out="t.txt"), r"expected a path ending in \.tex|\.tex path"),
 ]
