@@ -117,7 +117,7 @@ def with_predated_defaults(method: str, params: dict) -> dict:
         defaults = method_class(method).defaults
     except ConfigError:  # not a registered method: its recorded parameters are all there is
         return dict(params)
-    return {**{k: v for k, v in defaults.items() if k not in params}, **params}
+    return {**defaults, **params}
 
 
 def check_comparable(runs: list[Run], vary=()) -> None:

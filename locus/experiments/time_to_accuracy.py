@@ -34,6 +34,7 @@ import pandas as pd
 
 from locus import run_artifacts
 from locus.errors import DataError
+from locus.render import speedup_text
 
 CSV_COLUMNS = ["kind", "recipe", "seed", "step", "seconds", "val_routing", "best_so_far", "value"]
 
@@ -253,11 +254,6 @@ def matched_over_seeds(rows: list[dict]) -> dict:
     speedups = speedups_over_seeds(rows, "speedup_to_matched_target")
     return {"speedups_to_matched_target": speedups, "speedup_to_matched_target": float(np.median(speedups)),
             "seeds_reaching_matched_target": sum(not math.isnan(r["seconds_to_matched_target"]) for r in rows)}
-
-
-def speedup_text(value: float) -> str:
-    """A speed-up for people: 0 over seeds or NaN in one seed (a target never reached) reads "never"."""
-    return "never" if value == 0 or math.isnan(value) else f"{value:.1f}x"
 
 
 def seconds_text(value: float) -> str:

@@ -18,8 +18,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from locus.atomic import atomic_path  # noqa: E402
-from locus.experiments.time_to_accuracy import speedup_text  # noqa: E402
-from locus.render import write_csv  # noqa: E402,F401  (re-exported)
+from locus.render import speedup_text, write_csv  # noqa: E402,F401  (write_csv re-exported)
 from locus.render.labels import color as method_color  # noqa: E402
 from locus.render.labels import plain_label  # noqa: E402
 
