@@ -140,6 +140,20 @@ def test_reference_validated_as_rarely_as_the_other_recipe(tmp_path):
     assert "validated as rarely: speed-up median 2.5x, target reached in 1 of 2 seeds" in "\n".join(tta.report_lines(over))
 
 
+def test_a_recipe_validated_every_step_has_no_rarer_reading_to_report(tmp_path):
+    """fast validated at every step, like paper: the matched numbers equal the plain ones, and the report
+    says so instead of repeating them as a comparison "every 1 steps"."""
+    paper = fake_run(tmp_path, "paper", [1, 2, 3], [10.0, 20.0, 30.0], [0.5, 0.8, 0.7])
+    fast = fake_run(tmp_path, "fast", [1, 2, 3], [1.0, 2.0, 3.0], [0.6, 0.795, 0.7])
+    _, s = tta.compare([tta.read_recipe_run(paper), tta.read_recipe_run(fast)], "paper", 0.99)
+    f = s["recipes"]["fast"]
+    assert (f["validation_interval"], f["speedup_to_target"], f["speedup_to_matched_target"]) \
+        == (1, pytest.approx(10.0), pytest.approx(10.0))
+    text = "\n".join(tta.report_lines(s))
+    assert "validated every step, as often as paper: no rarer reading to compare" in text
+    assert "every 1 steps" not in text
+
+
 def test_figure_draws_raw_curves_for_one_seed_only(two_runs, tmp_path):
     """One seed: each recipe's raw validation curve (thin) and its best so far; several seeds: the best so far
     alone (one line style per seed), and the legend names the matched-looks speed-up."""
