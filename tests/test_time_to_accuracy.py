@@ -68,6 +68,18 @@ def test_a_target_the_constant_router_already_meets_is_flagged(two_runs):
     _, s = tta.compare(runs, "paper", 0.99, constant=(0.7925, 1000))
     assert s["target_queries_above_constant"] == 0 and s["target_met_by_constant_router"] is True
     assert "WARNING: the constant router already meets the target" in "\n".join(tta.report_lines(s))
+
+
+def test_values_below_the_constant_router_read_as_below(two_runs):
+    """A best single model at 0.81 on 1,000 queries: the target 0.792 lies 18 queries below it, paper's best
+    0.80 10 and fast's 0.795 15; the report says "below", never "-18 ... above"."""
+    runs = [tta.read_recipe_run(d) for d in two_runs]
+    _, s = tta.compare(runs, "paper", 0.99, constant=(0.81, 1000))
+    assert s["target_queries_above_constant"] == -18 and s["recipes"]["fast"]["best_queries_above_constant"] == -15
+    text = "\n".join(tta.report_lines(s))
+    assert "the target is 18 of 1000 validation queries below it" in text
+    assert "best 10 queries below the constant router" in text and "best 15 queries below the constant router" in text
+    assert "-1" not in text
     _, s = tta.compare(runs, "paper", 0.99, constant=(0.7915, 1000))  # one query below the target
     assert s["target_queries_above_constant"] == 1 and s["target_met_by_constant_router"] is False
 

@@ -261,6 +261,13 @@ def seconds_text(value: float) -> str:
     return "never reached" if math.isnan(value) else f"at {value:.0f} s"
 
 
+def relative_queries_text(queries: int, level: str, of: int | None = None) -> str:
+    """How many validation queries a value lies above (or below) `level`, for people: "3 of 801 validation
+    queries above it", "2 queries below the constant router"."""
+    count = f"{abs(queries)} of {of} validation queries" if of is not None else f"{abs(queries)} queries"
+    return f"{count} {'below' if queries < 0 else 'above'} {level}"
+
+
 def memory_text(value: float) -> str:
     """Peak memory for people: NaN (no benchmark file was given for the run) reads "not recorded"."""
     return "not recorded" if math.isnan(value) else f"{value:.0f} MB"
@@ -289,7 +296,7 @@ def report_lines(summary: dict) -> list[str]:
     if "constant_router_val_routing" in summary:
         lines.append(f"  best single model on validation (a constant router): "
                      f"{100 * summary['constant_router_val_routing']:.2f}%; the target is "
-                     f"{summary['target_queries_above_constant']} of {summary['n_val_queries']} validation queries above it")
+                     f"{relative_queries_text(summary['target_queries_above_constant'], 'it', summary['n_val_queries'])}")
         if summary["target_met_by_constant_router"]:
             lines.append("  WARNING: the constant router already meets the target, so each speed-up only times a "
                          "recipe's first validation pass; compare the recipes' best values instead")
@@ -298,7 +305,7 @@ def report_lines(summary: dict) -> list[str]:
                      f"({s['seconds_to_best']:.0f} s); target {seconds_text(s['seconds_to_target'])}; "
                      f"speed-up {speedup_text(s['speedup_to_target'])}; {s['steps']} steps, {s['seconds']:.0f} s; "
                      f"peak memory {memory_text(s['peak_rss_mb'])}"
-                     + (f"; best {s['best_queries_above_constant']} queries above the constant router"
+                     + (f"; best {relative_queries_text(s['best_queries_above_constant'], 'the constant router')}"
                         if "best_queries_above_constant" in s else "")
                      + matched_text(summary["reference"], s))
     return lines
