@@ -183,7 +183,7 @@ def compare(runs: list[dict], reference: str = "paper", target_fraction: float =
         value, n_val = constant
         above = math.ceil(round((target - value) * n_val, 9))
         # a target at or below the starting level is met by routing everything to one model: the speed-up
-        # then times a recipe's first validation pass, not any learning
+        # then times how soon a recipe routes like the best single model (often its first validation pass), not learning
         summary.update({"constant_router_val_routing": value, "n_val_queries": n_val,
                         "target_queries_above_constant": above, "target_met_by_constant_router": above <= 0})
         frame = pd.concat([frame, pd.DataFrame([{"kind": "constant_router_val_routing", "value": value}])],
@@ -298,8 +298,9 @@ def report_lines(summary: dict) -> list[str]:
                      f"{100 * summary['constant_router_val_routing']:.2f}%; the target is "
                      f"{relative_queries_text(summary['target_queries_above_constant'], 'it', summary['n_val_queries'])}")
         if summary["target_met_by_constant_router"]:
-            lines.append("  WARNING: the constant router already meets the target, so each speed-up only times a "
-                         "recipe's first validation pass; compare the recipes' best values instead")
+            lines.append("  WARNING: the constant router already meets the target, so a speed-up only times how soon "
+                         "a recipe routes like the best single model, not learning; compare the recipes' best values "
+                         "instead")
     for recipe, s in summary["recipes"].items():
         lines.append(f"  {recipe}: best {100 * s['best_val_routing']:.2f}% at step {s['step_to_best']} "
                      f"({s['seconds_to_best']:.0f} s); target {seconds_text(s['seconds_to_target'])}; "
