@@ -183,7 +183,8 @@ def compare(runs: list[dict], reference: str = "paper", target_fraction: float =
         value, n_val = constant
         above = math.ceil(round((target - value) * n_val, 9))
         # a target at or below the starting level is met by routing everything to one model: the speed-up
-        # then times how soon a recipe routes like the best single model (often its first validation pass), not learning
+        # then times how soon a recipe routes like the best single model (often its first validation pass),
+        # not learning
         summary.update({"constant_router_val_routing": value, "n_val_queries": n_val,
                         "target_queries_above_constant": above, "target_met_by_constant_router": above <= 0})
         frame = pd.concat([frame, pd.DataFrame([{"kind": "constant_router_val_routing", "value": value}])],
