@@ -131,7 +131,8 @@ def test_unknown_parameter_is_refused():
 
 @pytest.mark.parametrize("params", [{"select_by": "accuracy_on_test"}, {"select": "val_bce"}, {"heads": 3},
                                     {"encoder_kind": "lstm"}, {"max_steps": 0}, {"eval_chunk_tokens": -1},
-                                    {"ema_decay": 1.0}, {"ema_decay": -0.1}])
+                                    {"ema_decay": 1.0}, {"ema_decay": -0.1}, {"lr_warmup_steps": -1},
+                                    {"lr_warmup_steps": 10, "lr_decay_steps": 10}])
 def test_bad_parameters_fail_at_construction(params):
     with pytest.raises(ConfigError):
         create("locus", {**TINY, **params}, seed=0)
@@ -208,6 +209,37 @@ def test_ema_decay_keeps_the_moving_average_of_the_weights(problem):
     check_ema_keeps_the_moving_average(problem, "cpu")
 
 
+def test_lr_factor_warms_up_linearly_then_decays_by_a_cosine_to_zero():
+    from locus.methods.locus_method import lr_factor
+    assert [lr_factor(s, 0, 0) for s in (0, 5, 10_000)] == [1.0, 1.0, 1.0]  # the authors: constant
+    assert [lr_factor(s, 4, 0) for s in range(6)] == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
+    assert [round(lr_factor(s, 2, 6), 6) for s in range(8)] == [0.5, 1.0, 1.0, 0.853553, 0.5, 0.146447, 0.0, 0.0]
+    assert [round(lr_factor(s, 0, 4), 6) for s in range(5)] == [1.0, 0.853553, 0.5, 0.146447, 0.0]
+
+
+def test_lr_schedule_sets_the_learning_rates_of_every_step(problem):
+    """With a warm-up and a decay, each step runs at lr x lr_factor(step), in every parameter group; the
+    defaults keep the authors' constant rates."""
+    train, val, _, enc, _ = problem
+    data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
+    for schedule, expected in (({}, [1.0] * 5), ({"lr_warmup_steps": 2, "lr_decay_steps": 4},
+                                                 [0.5, 1.0, 1.0, 0.5, 0.0])):
+        model = create("locus", {**TINY, "max_steps": 5, "eval_every": 5, **schedule}, seed=0)
+        seen = []
+        step = type(model)._train_step
+
+        def recording(self, net, opt, *args, **kwargs):
+            seen.append([g["lr"] for g in opt.param_groups])
+            return step(self, net, opt, *args, **kwargs)
+
+        model._train_step = recording.__get__(model)
+        model.fit(data)
+        base = [model.params["enc_lr"], model.params["dec_lr"], model.params["dec_lr"]]
+        assert len(seen) == 5
+        for lrs, factor in zip(seen, expected):
+            assert lrs == pytest.approx([b * factor for b in base], abs=1e-12), (schedule, seen)
+
+
 def test_min_steps_delays_early_stopping(problem):
     train, val, _, enc, _ = problem
     data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
@@ -273,6 +305,7 @@ def test_fast_recipe_is_the_class_default_and_paper_is_the_authors_schedule():
         (0, 2500, 500, 0, 1, 0, 0, "shared", 1024)
     assert (paper["enc_lr"], paper["dec_lr"], paper["weight_decay"], paper["grad_clip"]) == (2e-4, 8e-4, 0.05, 1.0)
     assert paper["ema_decay"] == 0.0  # the authors keep the raw weights
+    assert (paper["lr_warmup_steps"], paper["lr_decay_steps"]) == (0, 0)  # and constant learning rates
     assert (paper["noise_start"], paper["noise_end"], paper["noise_anneal_steps"], paper["noise_per_pair"]) == \
         (0.10, 0.05, 500, True)
 

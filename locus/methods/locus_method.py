@@ -5,7 +5,8 @@ parameter (defaults in :attr:`LocusMethod.defaults`):
 
 - AdamW with separate encoder / decoder learning rates, weight decay on every parameter, gradient
   clipping, BCE with logits (soft labels allowed), Gaussian noise on query encodings annealed from
-  ``noise_start`` to ``noise_end`` (cosine over ``noise_anneal_steps``);
+  ``noise_start`` to ``noise_end`` (cosine over ``noise_anneal_steps``); constant learning rates as the
+  authors, or a linear warm-up (``lr_warmup_steps``) and a cosine decay to 0 (``lr_decay_steps``);
 - decoder targets of a model = its own training queries (as the authors), at most ``max_targets`` of
   them per step (a fresh random subset; default 1,024, so the authors' behaviour up to n = 1,024 and a
   step cost that stops growing with n above it). With ``encoder_fraction`` < 1
@@ -70,6 +71,19 @@ def noise_std(step: int, start: float, end: float, anneal_steps: int) -> float:
     return float(end + (start - end) * w)
 
 
+def lr_factor(step: int, warmup_steps: int, decay_steps: int) -> float:
+    """Multiplier of the learning rates for the step after `step` completed ones: a linear warm-up over
+    `warmup_steps` (1/warmup, 2/warmup, ... 1), then, when `decay_steps` > 0, a cosine decay from 1 at
+    the end of the warm-up to 0 at step `decay_steps` (0 after it); 1 throughout with both 0 (the authors)."""
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    if decay_steps <= 0:
+        return 1.0
+    if step >= decay_steps:
+        return 0.0
+    return 0.5 * (1.0 + math.cos(math.pi * (step - warmup_steps) / (decay_steps - warmup_steps)))
+
+
 class ModelSets:
     """Each model's evaluations as padded index/score tensors into one query table.
 
@@ -118,6 +132,7 @@ _SHARED_SCHEDULE = {
     "noise_start": 0.10, "noise_end": 0.05, "noise_anneal_steps": 500, "noise_per_pair": True,
     "enc_lr": 2e-4, "dec_lr": 8e-4, "weight_decay": 0.05, "grad_clip": 1.0, "select_by": "val_routing",
     "label_smoothing": 0.0, "query_weight_decay": -1.0, "query_dropout": 0.0, "ema_decay": 0.0,
+    "lr_warmup_steps": 0, "lr_decay_steps": 0,
 }
 PAPER_RECIPE = {**_SHARED_SCHEDULE, "model_batch": 0, "max_steps": 2500, "min_steps": 0, "patience": 500,
                 "eval_every": 1, "max_tokens": 0, "token_draw": "shared", "max_targets": 0}
@@ -147,6 +162,7 @@ class LocusMethod(EmbeddingMethod):
         "max_targets": 1024, "encoder_fraction": 1.0, "token_draw": "per_model", "min_tokens": 1024,
         "eval_chunk_tokens": 0, "max_seconds": 0.0, "recipe": "fast", "precision": "float32",
         "select_by": "val_routing", "label_smoothing": 0.0, "query_weight_decay": -1.0, "ema_decay": 0.0,
+        "lr_warmup_steps": 0, "lr_decay_steps": 0,
         "threads": 0, "device": "auto", "deterministic": False, "tf32": False,
     }
 
@@ -193,6 +209,9 @@ class LocusMethod(EmbeddingMethod):
         "query_weight_decay": "AdamW weight decay of the decoder's query projection U (< 0 = weight_decay)",
         "ema_decay": "> 0: validate, select and keep an exponential moving average of the weights "
                      "(torch.optim.swa_utils, this decay per step) instead of the raw weights (0 = off)",
+        "lr_warmup_steps": "linear learning-rate warm-up over this many steps (0 = off, the authors)",
+        "lr_decay_steps": "> 0: cosine decay of the learning rates from the end of the warm-up to 0 at this "
+                          "step (0 = constant, the authors)",
     }
 
     def __init__(self, params: dict | None = None, seed: int = 0):
@@ -204,7 +223,8 @@ class LocusMethod(EmbeddingMethod):
         p = self.params
         if p["token_draw"] not in ("per_model", "shared"):
             raise ConfigError(f"method 'locus': token_draw must be per_model or shared, got {p['token_draw']!r}")
-        for key in ("max_tokens", "min_tokens", "max_targets", "model_batch", "min_steps", "patience"):
+        for key in ("max_tokens", "min_tokens", "max_targets", "model_batch", "min_steps", "patience",
+                    "lr_warmup_steps", "lr_decay_steps"):
             if int(p[key]) < 0:
                 raise ConfigError(f"method 'locus': {key} must be >= 0, got {p[key]}")
         for key in ("dim", "heads", "layers", "latents", "decoder_hidden", "max_steps", "eval_every"):
@@ -221,6 +241,9 @@ class LocusMethod(EmbeddingMethod):
                               f"got {p['eval_chunk_tokens']}")
         if not 0.0 <= float(p["ema_decay"]) < 1.0:
             raise ConfigError(f"method 'locus': ema_decay must be in [0, 1), got {p['ema_decay']}")
+        if 0 < int(p["lr_decay_steps"]) <= int(p["lr_warmup_steps"]):
+            raise ConfigError(f"method 'locus': lr_decay_steps ({p['lr_decay_steps']}) must be 0 (no decay) or "
+                              f"larger than lr_warmup_steps ({p['lr_warmup_steps']})")
         if p["device"] not in ("auto", "cpu", "cuda"):
             raise ConfigError(f"method 'locus': device must be auto, cpu or cuda, got {p['device']!r}")
         self.net = None
@@ -349,6 +372,9 @@ class LocusMethod(EmbeddingMethod):
         opt = torch.optim.AdamW([{"params": enc_params, "lr": p["enc_lr"]}, {"params": dec_params, "lr": p["dec_lr"]},
                                  {"params": query_params, "lr": p["dec_lr"], "weight_decay": query_wd}],
                                 fused=True, weight_decay=p["weight_decay"])
+        warmup, decay = int(p["lr_warmup_steps"]), int(p["lr_decay_steps"])
+        scheduler = (torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, warmup, decay))
+                     if warmup or decay else None)
         n_models = len(self.model_ids)
         batch = max(1, min(int(p["model_batch"]) or n_models, n_models))
         select_by = p["select_by"]
@@ -379,6 +405,8 @@ class LocusMethod(EmbeddingMethod):
                         pos += batch
                     std = noise_std(step, p["noise_start"], p["noise_end"], p["noise_anneal_steps"])
                     loss_sum += self._train_step(net, opt, phi, sets, models, std, gen, host_gen)
+                    if scheduler is not None:
+                        scheduler.step()
                     if ema is not None:
                         ema.update_parameters(net)
                     step += 1
