@@ -280,9 +280,14 @@ class LocusMethod(EmbeddingMethod):
                               f"(torch {torch.__version__}); use device auto or cpu, or install a CUDA build of torch")
         return self.device
 
-    def _set_threads(self):
+    def _set_cpu_arithmetic(self):
+        """The thread count (0 = torch's default) and subnormal floats flushed to zero, as every torch
+        method trains (:func:`locus.methods.torch_utils.flush_denormals`)."""
+        from locus.methods.torch_utils import flush_denormals
+
         if int(self.params["threads"]) > 0:
             _torch().set_num_threads(int(self.params["threads"]))
+        flush_denormals()
 
     # ------------------------------------------------------------------------------------------
     # forward passes without autograd
@@ -349,7 +354,7 @@ class LocusMethod(EmbeddingMethod):
         device, seeded from the run's seed, so a run is reproducible on the same device type."""
         torch = _torch()
         p = self.params
-        self._set_threads()
+        self._set_cpu_arithmetic()
         device = self._training_device()
         torch.manual_seed(self.seed)  # weight initialisation (on the CPU, then moved) and dropout
         gen = torch.Generator(device=device).manual_seed(self.seed + 1)  # model order, subsets, noise
