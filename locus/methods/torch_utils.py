@@ -40,8 +40,8 @@ def flush_denormals() -> bool:
     compute on subnormals many times slower: IRT-Net at n = 4,096 went from 23 s to 104 s per epoch
     after epoch 10, and one forward and backward pass of its saved network on 2,048 queries takes
     21.7 s with subnormals and 1.95 s without (docs/results.md, "Subnormal floats"). Flushed, such a
-    value counts as 0 instead of 1e-39: runs with no subnormals are bit-identical (checked for LOCUS
-    and EmbedLLM at n = 256), others change in the last bits, which training can carry further. The mode is per thread:
+    value counts as 0 instead of 1e-39, a change in the last bits at most: every run and table of the
+    default workflow came out byte-identical, that IRT-Net run included. The mode is per thread:
     torch's worker threads take it from the thread that starts them, so it is set before a fit's first
     tensor operation (a process that ran multi-threaded torch work before keeps those workers as they
     were). CUDA is not affected."""
