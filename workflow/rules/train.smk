@@ -35,6 +35,9 @@ for _rule_name, _group in _train_groups().items():
             duplicates=config.get("duplicates", "last"),
             out=lambda w: RUN_DIR.format(**dict(w.items())),
         threads: config.get("threads", 1)
+        # the longest runs first (n = 4,096: priority 4, n = 1,024: 1), so no long run is left to the
+        # end alone on one core while the jobs that need both cores wait (docs/results.md)
+        priority: lambda w: int(w.n) // 1024
         resources:
             mem_mb=8000,
             runtime=120,
