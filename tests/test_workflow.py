@@ -30,6 +30,13 @@ def test_dry_run_default_config(tmp_path):
     assert "results/runs/synthetic/all-MiniLM-L6-v2/locus/n1024/d128/s0/metrics.json" in out
     # the sample-efficiency figure covers the paper's grid up to 4,096
     assert "results/runs/synthetic/all-MiniLM-L6-v2/locus/n4096/d128/s0/metrics.json" in out
+    # the longest training runs start first (priority n // 1024), the short ones keep the default 0
+    train_jobs = [block for block in out.split("\n\n") if "rule train_run:" in block]
+    big = [block for block in train_jobs if "n=4096" in block]
+    small = [block for block in train_jobs if "n=256," in block]
+    assert big and small
+    assert all("priority: 4" in block for block in big)
+    assert not any("priority:" in block for block in small)
 
 
 def test_seed_bands_config_adds_seeds_to_the_figure_only(tmp_path):
