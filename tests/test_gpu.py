@@ -16,12 +16,13 @@ torch = pytest.importorskip("torch")
 from test_locus_method import (  # noqa: E402  (tests/ is on sys.path)
     TINY,
     check_ema_keeps_the_moving_average,
+    check_lr_schedule_sets_the_rates_of_every_step,
     specialist_problem,
 )
 
 from locus.methods import create  # noqa: E402
 from locus.methods.base import FitData  # noqa: E402
-from locus.methods.locus_method import ModelSets  # noqa: E402
+from locus.methods.locus_method import ModelSets, lr_factor  # noqa: E402
 
 pytestmark = [
     pytest.mark.gpu,
@@ -160,3 +161,22 @@ def test_one_big_chunk_on_cuda_equals_small_chunks():
 def test_moving_average_of_the_weights_on_cuda():
     """`ema_decay` on CUDA: the kept weights are the moving average of the raw ones (same check as on the CPU)."""
     check_ema_keeps_the_moving_average(specialist_problem(), "cuda")
+
+
+def test_learning_rate_schedule_on_cuda():
+    """`lr_warmup_steps` and `lr_decay_steps` on CUDA: each step runs at the scheduled rates (same check as
+    on the CPU), and a step under the scheduler still never waits for the device."""
+    check_lr_schedule_sets_the_rates_of_every_step(specialist_problem(), "cuda")
+    method, net, opt, phi, sets, models = _step_inputs("cuda")
+    scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, 2, 4))  # as fit builds it
+    gen = torch.Generator(device=method.device).manual_seed(1)
+    method._train_step(net, opt, phi, sets, models, 0.1, gen)  # warm-up (lazy CUDA initialisation)
+    scheduler.step()
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(3):
+            method._train_step(net, opt, phi, sets, models, 0.1, gen)
+            scheduler.step()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")

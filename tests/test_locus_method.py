@@ -218,14 +218,14 @@ def test_lr_factor_warms_up_linearly_then_decays_by_a_cosine_to_zero():
     assert [round(lr_factor(s, 0, 4), 6) for s in range(5)] == [1.0, 0.853553, 0.5, 0.146447, 0.0]
 
 
-def test_lr_schedule_sets_the_learning_rates_of_every_step(problem):
-    """With a warm-up and a decay, each step runs at lr x lr_factor(step), in every parameter group; the
-    defaults keep the authors' constant rates."""
+def check_lr_schedule_sets_the_rates_of_every_step(problem, device: str) -> None:
+    """With a warm-up and a decay, each step on `device` runs at lr x lr_factor(step), in every parameter
+    group; the defaults keep the authors' constant rates."""
     train, val, _, enc, _ = problem
     data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
     for schedule, expected in (({}, [1.0] * 5), ({"lr_warmup_steps": 2, "lr_decay_steps": 4},
                                                  [0.5, 1.0, 1.0, 0.5, 0.0])):
-        model = create("locus", {**TINY, "max_steps": 5, "eval_every": 5, **schedule}, seed=0)
+        model = create("locus", {**TINY, "max_steps": 5, "eval_every": 5, "device": device, **schedule}, seed=0)
         seen = []
         step = type(model)._train_step
 
@@ -239,6 +239,12 @@ def test_lr_schedule_sets_the_learning_rates_of_every_step(problem):
         assert len(seen) == 5
         for lrs, factor in zip(seen, expected):
             assert lrs == pytest.approx([b * factor for b in base], abs=1e-12), (schedule, seen)
+        assert model.summary["device"].startswith(device)
+        assert np.isfinite(model.z).all()
+
+
+def test_lr_schedule_sets_the_learning_rates_of_every_step(problem):
+    check_lr_schedule_sets_the_rates_of_every_step(problem, "cpu")
 
 
 def test_min_steps_delays_early_stopping(problem):
