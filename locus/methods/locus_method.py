@@ -280,15 +280,6 @@ class LocusMethod(EmbeddingMethod):
                               f"(torch {torch.__version__}); use device auto or cpu, or install a CUDA build of torch")
         return self.device
 
-    def _set_cpu_arithmetic(self):
-        """The thread count (0 = torch's default) and subnormal floats flushed to zero, as every torch
-        method trains (:func:`locus.methods.torch_utils.flush_denormals`)."""
-        from locus.methods.torch_utils import flush_denormals
-
-        if int(self.params["threads"]) > 0:
-            _torch().set_num_threads(int(self.params["threads"]))
-        flush_denormals()
-
     # ------------------------------------------------------------------------------------------
     # forward passes without autograd
     # ------------------------------------------------------------------------------------------
@@ -352,11 +343,14 @@ class LocusMethod(EmbeddingMethod):
     def fit(self, data: FitData) -> "LocusMethod":
         """Train on the run's pairs; every random draw of a step comes from one generator on the training
         device, seeded from the run's seed, so a run is reproducible on the same device type."""
+        from locus.methods.torch_utils import setup_torch
+
         torch = _torch()
         p = self.params
-        self._set_cpu_arithmetic()
+        # threads, subnormals flushed, and the global seed: weight initialisation (on the CPU, then
+        # moved) and dropout
+        setup_torch(self.seed, int(p["threads"]))
         device = self._training_device()
-        torch.manual_seed(self.seed)  # weight initialisation (on the CPU, then moved) and dropout
         gen = torch.Generator(device=device).manual_seed(self.seed + 1)  # model order, subsets, noise
         host_gen = torch.Generator().manual_seed(self.seed + 2)  # sizes the host needs (shared token count)
         self.model_ids = np.asarray(data.model_ids, dtype=np.int64)
