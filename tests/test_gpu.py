@@ -68,18 +68,27 @@ def test_one_training_step_on_cuda_equals_the_cpu_step():
         torch.testing.assert_close(results["cuda"][1][name], cpu_value, rtol=1e-3, atol=1e-4, msg=name)
 
 
-def test_training_step_does_not_wait_for_the_device():
-    """The hot loop has no host synchronisation: CUDA's sync debug mode turns any into an error."""
+def check_steps_never_wait_for_the_device(scheduler=None):
+    """Three CUDA training steps (each followed by `scheduler(opt).step()` when given) under CUDA's sync
+    debug mode, which turns any host synchronisation into an error."""
     method, net, opt, phi, sets, models = _step_inputs("cuda")
+    after = scheduler(opt).step if scheduler is not None else (lambda: None)
     gen = torch.Generator(device=method.device).manual_seed(1)
     method._train_step(net, opt, phi, sets, models, 0.1, gen)  # warm-up (lazy CUDA initialisation)
+    after()
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
         for _ in range(3):
             method._train_step(net, opt, phi, sets, models, 0.1, gen)
+            after()
     finally:
         torch.cuda.set_sync_debug_mode("default")
+
+
+def test_training_step_does_not_wait_for_the_device():
+    """The hot loop has no host synchronisation."""
+    check_steps_never_wait_for_the_device()
 
 
 def test_a_short_cuda_run_is_reproducible():
@@ -167,16 +176,5 @@ def test_learning_rate_schedule_on_cuda():
     """`lr_warmup_steps` and `lr_decay_steps` on CUDA: each step runs at the scheduled rates (same check as
     on the CPU), and a step under the scheduler still never waits for the device."""
     check_lr_schedule_sets_the_rates_of_every_step(specialist_problem(), "cuda")
-    method, net, opt, phi, sets, models = _step_inputs("cuda")
-    scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, 2, 4))  # as fit builds it
-    gen = torch.Generator(device=method.device).manual_seed(1)
-    method._train_step(net, opt, phi, sets, models, 0.1, gen)  # warm-up (lazy CUDA initialisation)
-    scheduler.step()
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("error")
-    try:
-        for _ in range(3):
-            method._train_step(net, opt, phi, sets, models, 0.1, gen)
-            scheduler.step()
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
+    check_steps_never_wait_for_the_device(  # the scheduler as fit builds it
+        lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, 2, 4)))
