@@ -254,14 +254,8 @@ class LocusMethod(EmbeddingMethod):
         self.encoder_name = data.encodings.encoder
         log.info("locus: training on %s with %d thread(s)", device, torch.get_num_threads())
 
-        # the data, on the device once: each model's training evaluations and the queries' encodings
-        sets = ModelSets(data.train, self.model_ids).to(device)
-        phi = torch.from_numpy(np.ascontiguousarray(data.encodings.take(sets.prompt_ids))).to(device)
+        sets, phi, val_phi, val_labels = self._training_data(data, device)
         net = self._build(phi.shape[1])
-        val_ids = np.sort(data.val["prompt_id"].unique()) if len(data.val) else np.zeros(0, np.int64)
-        val_labels = pairs_to_matrix(data.val, val_ids, self.model_ids)
-        val_phi = torch.from_numpy(np.ascontiguousarray(data.encodings.take(val_ids))).to(device)
-
         opt, scheduler = self._optimiser(net)
         ema = self._moving_average(net)
         scored = ema.module if ema is not None else net  # the weights validation sees and training keeps
@@ -304,15 +298,28 @@ class LocusMethod(EmbeddingMethod):
         net.eval()
         self.z = self._embed_sets(phi, sets).cpu().numpy().astype(np.float32)
         self.history = pd.DataFrame(history)
-        seconds = time.perf_counter() - t0
-        best = stopper.row
-        self.summary = {"best_step": int(stopper.step), "select_by": p["select_by"], "steps": int(step),
-                        **{f"best_{k}": float(best.get(k, math.nan)) for k in evaluation.VALIDATION_METRICS},
-                        "seconds": round(seconds, 3), "seconds_to_best": round(float(best.get("seconds", seconds)), 3),
-                        "device": str(device), "threads": int(torch.get_num_threads())}
-        log.info("locus: %d steps in %.1f s; best val hit@1 %.4f at step %d", step, seconds,
+        self.summary = self._summary(step, stopper, time.perf_counter() - t0, device)
+        log.info("locus: %d steps in %.1f s; best val hit@1 %.4f at step %d", step, self.summary["seconds"],
                  self.summary["best_val_routing"], stopper.step)
         return self
+
+    def _training_data(self, data: FitData, device):
+        """What training reads, on the device once: each model's training evaluations (ModelSets), their
+        queries' encodings, and the validation queries' encodings with their label matrix."""
+        torch = _torch()
+        sets = ModelSets(data.train, self.model_ids).to(device)
+        phi = torch.from_numpy(np.ascontiguousarray(data.encodings.take(sets.prompt_ids))).to(device)
+        val_ids = np.sort(data.val["prompt_id"].unique()) if len(data.val) else np.zeros(0, np.int64)
+        val_phi = torch.from_numpy(np.ascontiguousarray(data.encodings.take(val_ids))).to(device)
+        return sets, phi, val_phi, pairs_to_matrix(data.val, val_ids, self.model_ids)
+
+    def _summary(self, steps: int, stopper, seconds: float, device) -> dict:
+        """The run's summary (saved with the checkpoint): steps, the best step and its validation values."""
+        best = stopper.row
+        return {"best_step": int(stopper.step), "select_by": self.params["select_by"], "steps": int(steps),
+                **{f"best_{k}": float(best.get(k, math.nan)) for k in evaluation.VALIDATION_METRICS},
+                "seconds": round(seconds, 3), "seconds_to_best": round(float(best.get("seconds", seconds)), 3),
+                "device": str(device), "threads": int(_torch().get_num_threads())}
 
     def _optimiser(self, net):
         """AdamW in three groups (encoder at `enc_lr`; decoder at `dec_lr`; the decoder's query projection U

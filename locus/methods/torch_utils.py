@@ -35,16 +35,11 @@ def flush_denormals() -> bool:
     """Treat subnormal floats (|x| < 1.2e-38) as zero in CPU arithmetic (FTZ/DAZ); True where the CPU
     supports it.
 
-    Weight decay shrinks the weights that no longer get a gradient (IRT-Net's dead ReLU units, Adam's
-    second moments of tiny gradients) towards 0 geometrically until they are subnormal, and x86 CPUs
-    compute on subnormals many times slower: IRT-Net at n = 4,096 went from 23 s to 104 s per epoch
-    after epoch 10, and one forward and backward pass of its saved network on 2,048 queries takes
-    21.7 s with subnormals and 1.95 s without (docs/results.md, "Subnormal floats"). Flushed, such a
-    value counts as 0 instead of 1e-39, a change in the last bits at most: every run and table of the
-    default workflow came out byte-identical, that IRT-Net run included. The mode is per thread:
-    torch's worker threads take it from the thread that starts them, so it is set before a fit's first
-    tensor operation (a process that ran multi-threaded torch work before keeps those workers as they
-    were). CUDA is not affected."""
+    Weight decay shrinks weights that no longer get a gradient (dead ReLU units, Adam's second moments
+    of tiny gradients) geometrically until they are subnormal, and x86 CPUs compute on subnormals many
+    times slower. Flushed, such a value counts as 0 instead of 1e-39: a change in the last bits at most.
+    The mode is per thread: torch's worker threads take it from the thread that starts them, so it is set
+    before a fit's first tensor operation. CUDA is not affected."""
     return bool(torch.set_flush_denormal(True))
 
 
