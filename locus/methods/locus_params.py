@@ -110,7 +110,7 @@ class LocusParams:
             raise ConfigError(f"method 'locus': unknown parameter(s) {unknown}; known: {sorted(NAMES)}")
         recipe = params.get("recipe", "fast")
         if not isinstance(recipe, str) or recipe not in PRESETS:
-            _refuse("recipe", recipe, f"one of {', '.join(PRESETS)}")
+            _refuse("recipe", recipe, f"one of {list(PRESETS)}")
         return dataclasses.replace(PRESETS[recipe], **params)
 
     def as_dict(self) -> dict[str, Any]:
@@ -131,7 +131,7 @@ def _check(f: dataclasses.Field, value) -> None:
         return
     if f.type in ("str", str):
         if not isinstance(value, str) or value not in m["choices"]:
-            _refuse(f.name, value, f"one of {', '.join(m['choices'])}")
+            _refuse(f.name, value, f"one of {list(m['choices'])}")
         return
     is_int = f.type in ("int", int)
     number_ok = isinstance(value, int) if is_int else isinstance(value, (int, float)) and math.isfinite(value)
