@@ -26,14 +26,15 @@ def parse_params(text: str, what: str) -> dict:
 
 def method_params(method: str, text: str, dim: int | None = None) -> dict:
     """Parameters of `method` from ``--params`` JSON, with ``--dim`` (when given) overriding ``dim`` for
-    methods that have one. Unknown methods raise :class:`ConfigError` (unknown parameters are refused
-    when the method is created)."""
+    methods that have one. An unknown method, or a parameter the method refuses
+    (:meth:`~locus.methods.base.Method.validate_params`), is a :class:`ConfigError`."""
     from locus.methods import method_class
 
     params = parse_params(text, f"train {method}")
     cls = method_class(method)
     if dim is not None and "dim" in cls.defaults:
         params["dim"] = dim
+    cls.validate_params(params)
     return params
 
 

@@ -47,13 +47,12 @@ def profile(args) -> str:
     from torch.profiler import profile as torch_profile
 
     from locus.benchmark import D_PHI, _Locus, random_inputs
-    from locus.methods.locus_method import PAPER_RECIPE
 
     device = torch.device(args.device)
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     import json
-    lm = _Locus(device, {**PAPER_RECIPE, "threads": args.threads, **json.loads(args.params)})
+    lm = _Locus(device, {"recipe": "paper", "threads": args.threads, **json.loads(args.params)})
     phi, pairs = random_inputs(torch, args.train_size, args.models, device, rng)
     sets = lm.sets(pairs, args.models)
     models = torch.arange(args.models, device=device)

@@ -1,4 +1,6 @@
 """LocusMethod: a tiny end-to-end fit, determinism, onboarding without training, save/load round trip."""
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -258,7 +260,7 @@ def test_min_steps_delays_early_stopping(problem):
 
 def test_device_parameter(problem):
     """`device` is validated; `cuda` refuses to train where torch sees no CUDA device (clear message)."""
-    with pytest.raises(ConfigError, match="device must be auto, cpu or cuda"):
+    with pytest.raises(ConfigError, match=re.escape("device must be one of ['auto', 'cpu', 'cuda']")):
         create("locus", {**TINY, "device": "tpu"})
     train, val, _, enc, _ = problem
     data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
@@ -283,6 +285,35 @@ def test_chunk_size_by_device_and_tf32_change_nothing_on_a_cpu(problem):
     assert torch.get_float32_matmul_precision() == "highest"  # the process-wide setting is restored
 
 
+def test_embedding_in_several_chunks_gives_the_unchunked_result(fitted):
+    """`eval_chunk_tokens` embeds the models in chunks of about that many tokens (at least one model each):
+    the chunks are really used, and the embeddings do not depend on them (up to the last float digit: a
+    matrix product of another shape may sum in another order)."""
+    import copy
+
+    from locus.methods.locus_method import ModelSets
+    model, data = copy.deepcopy(fitted[0]), fitted[1]
+    sets = ModelSets(data.train, model.model_ids)
+    phi = torch.from_numpy(np.ascontiguousarray(data.encodings.take(sets.prompt_ids)))
+    assert sets.idx.shape == (6, 160)  # 6 models, at most 160 evaluations each
+    forward, chunks = model.net.encoder.forward, []
+
+    def counting(tokens, y, mask=None):
+        chunks.append(tokens.shape[0])
+        return forward(tokens, y, mask)
+
+    model.net.encoder.forward = counting
+    embedded = {}
+    for tokens in (0, 320, 1):  # 0: 8,192 tokens on a CPU = one chunk; 2 models a chunk; 1 model a chunk
+        model.params = {**model.params, "eval_chunk_tokens": tokens}
+        chunks.clear()
+        embedded[tokens] = (model._embed_sets(phi, sets).numpy(), list(chunks))
+    assert [c for _, c in embedded.values()] == [[6], [2, 2, 2], [1] * 6]
+    for tokens in (320, 1):
+        np.testing.assert_allclose(embedded[tokens][0], embedded[0][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(embedded[0][0], model.z)  # what fit() stored: the same pass
+
+
 def test_training_step_returns_a_device_scalar(problem):
     """The step hands back the loss as a detached tensor (summed on the device; read only when logged)."""
     from locus.methods.locus_method import ModelSets
@@ -302,11 +333,12 @@ def test_training_step_returns_a_device_scalar(problem):
 # recipes (named schedules) and the authors' shared token draw
 # ------------------------------------------------------------------------------------------------
 def test_fast_recipe_is_the_class_default_and_paper_is_the_authors_schedule():
-    from locus.methods.locus_method import LocusMethod, RECIPES
-    assert {k: LocusMethod.defaults[k] for k in RECIPES["fast"]} == RECIPES["fast"]
+    from locus.methods.locus_method import RECIPES, LocusMethod
+    from locus.methods.locus_params import LocusParams
+    assert RECIPES["fast"] == LocusParams() and LocusMethod.defaults == LocusParams().as_dict()
     paper = create("locus", {"recipe": "paper"}).params
-    # reference-implementation.md §3: all models per step, <= 2,500 steps, patience 500 from the start,
-    # validate every step, all targets, tokens K ~ U[1,024, n] shared, noise 0.10 -> 0.05 over 500 steps
+    # the authors: all models per step, <= 2,500 steps, patience 500 from the start, validate every step,
+    # all targets, tokens K ~ U[1,024, n] shared, noise 0.10 -> 0.05 over 500 steps
     assert (paper["model_batch"], paper["max_steps"], paper["patience"], paper["min_steps"], paper["eval_every"],
             paper["max_targets"], paper["max_tokens"], paper["token_draw"], paper["min_tokens"]) == \
         (0, 2500, 500, 0, 1, 0, 0, "shared", 1024)
@@ -317,6 +349,78 @@ def test_fast_recipe_is_the_class_default_and_paper_is_the_authors_schedule():
         (0.10, 0.05, 500, True)
 
 
+# every parameter's value before the parameters became a dataclass: the presets must not drift
+OLD_DEFAULTS = {
+    "dim": 128, "heads": 4, "layers": 2, "latents": 64, "decoder_hidden": 64, "decoder_dropout": 0.1,
+    "encoder_kind": "isab", "query_dropout": 0.0, "enc_lr": 2e-4, "dec_lr": 8e-4, "weight_decay": 0.05,
+    "grad_clip": 1.0, "noise_start": 0.10, "noise_end": 0.05, "noise_anneal_steps": 500, "noise_per_pair": True,
+    "max_steps": 800, "min_steps": 600, "patience": 400, "eval_every": 25, "model_batch": 16, "max_tokens": 256,
+    "max_targets": 1024, "encoder_fraction": 1.0, "token_draw": "per_model", "min_tokens": 1024,
+    "eval_chunk_tokens": 0, "max_seconds": 0.0, "recipe": "fast", "precision": "float32",
+    "select_by": "val_routing", "label_smoothing": 0.0, "query_weight_decay": -1.0, "ema_decay": 0.0,
+    "lr_warmup_steps": 0, "lr_decay_steps": 0, "threads": 0, "device": "auto", "deterministic": False, "tf32": False,
+}
+OLD_PAPER = {**OLD_DEFAULTS, "recipe": "paper", "model_batch": 0, "max_steps": 2500, "min_steps": 0, "patience": 500,
+             "eval_every": 1, "max_tokens": 0, "token_draw": "shared", "max_targets": 0}
+
+
+def test_presets_keep_the_values_and_types_of_before():
+    from locus.methods.locus_params import DOCS, NAMES, PRESETS
+
+    def typed(d):
+        return {k: (type(v).__name__, v) for k, v in d.items()}
+
+    assert typed(PRESETS["fast"].as_dict()) == typed(OLD_DEFAULTS)
+    assert typed(PRESETS["paper"].as_dict()) == typed(OLD_PAPER)
+    assert typed(create("locus", {"recipe": "paper"}).params) == typed(OLD_PAPER)
+    assert set(DOCS) == set(NAMES) == set(OLD_DEFAULTS) and all(DOCS.values())
+    # measurements and history stay out of the parameters' docs
+    assert not [k for k, d in DOCS.items() if re.search(r"\d(\.\d+)?x\b|%|\.md\b", d)]
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"heads": "two"}, "method 'locus': heads must be an integer >= 1, got 'two'"),
+    ({"dim": 8.5}, "method 'locus': dim must be an integer >= 1, got 8.5"),
+    ({"dim": 8.0}, "dim must be an integer >= 1, got 8.0"),
+    ({"max_steps": True}, "max_steps must be an integer >= 1, got True"),  # bool is not an int here
+    ({"enc_lr": -0.001}, "method 'locus': enc_lr must be a number >= 0, got -0.001"),
+    ({"enc_lr": "2e-4"}, "enc_lr must be a number >= 0, got '2e-4'"),  # YAML reads 2e-4 as a string
+    ({"dec_lr": float("nan")}, "dec_lr must be a number >= 0, got nan"),
+    ({"heads": 3}, "method 'locus': heads must be a divisor of dim (128), got 3"),
+    ({"max_steps": -1}, "method 'locus': max_steps must be an integer >= 1, got -1"),
+    ({"noise_per_pair": 1}, "noise_per_pair must be true or false, got 1"),
+    ({"precision": "float16"}, "precision must be one of ['float32', 'bfloat16'], got 'float16'"),
+    ({"select_by": "val_loss"}, "select_by must be one of ['val_routing', 'val_bce', 'val_acc'], got 'val_loss'"),
+    ({"recipe": ["paper"]}, "recipe must be one of ['fast', 'paper'], got ['paper']"),
+    ({"encoder_fraction": 0}, "encoder_fraction must be a number > 0 and <= 1, got 0"),
+    ({"decoder_dropout": 1.0}, "decoder_dropout must be a number >= 0 and < 1, got 1.0"),
+    ({"dimension": 3}, "unknown parameter(s) ['dimension']; known: ["),
+])
+def test_each_bad_value_is_one_line_naming_key_value_and_allowed(params, message):
+    from locus.methods.locus_method import LocusMethod
+    with pytest.raises(ConfigError) as info:
+        create("locus", params)
+    assert message in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(ConfigError, match=re.escape(message)):  # without building a method (the DAG check)
+        LocusMethod.validate_params(params)
+
+
+def test_ints_are_accepted_for_floats_and_kept_as_given():
+    params = create("locus", {"enc_lr": 0, "max_seconds": 5, "query_weight_decay": -2}).params
+    assert (params["enc_lr"], params["max_seconds"], params["query_weight_decay"]) == (0, 5, -2)
+    assert isinstance(params["enc_lr"], int)  # recorded as given: metrics.json does not change
+
+
+def test_train_command_refuses_bad_params_in_one_line(tmp_path, capsys):
+    from locus.cli import main
+    for params in ('{"heads": "two"}', '{"dim": 8.5}', '{"enc_lr": -0.001}', '{"heads": 3}', '{"max_steps": -1}'):
+        code = main(["train", "--method", "locus", "--data", str(tmp_path / "none"), "--encodings",
+                     str(tmp_path / "none.parquet"), "--train-size", "8", "--params", params,
+                     "--out", str(tmp_path / "run")])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and len(err.splitlines()) == 1 and "method 'locus'" in err, (params, err)
+
+
 def test_own_parameters_win_over_the_recipe():
     params = create("locus", {"recipe": "paper", "max_steps": 7, "eval_every": 3}).params
     assert (params["max_steps"], params["eval_every"], params["patience"]) == (7, 3, 500)
@@ -324,7 +428,7 @@ def test_own_parameters_win_over_the_recipe():
 
 @pytest.mark.parametrize("params, message", [({"recipe": "slow"}, "recipe must be one of"),
                                              ({"token_draw": "random"}, "token_draw must be"),
-                                             ({"max_tokens": -1}, "max_tokens must be >= 0")])
+                                             ({"max_tokens": -1}, "max_tokens must be an integer >= 0")])
 def test_bad_recipe_values_are_refused(params, message):
     with pytest.raises(ConfigError, match=message):
         create("locus", params)

@@ -68,6 +68,8 @@ CONFIG_ERRORS = [
     ("unknown-encoder", "encoder: all-MiniLM-L7-v2\n", r"encoder 'all-MiniLM-L7-v2' is unknown"),
     ("unknown-method-param", "methods:\n  locus: {dim: 128, params: {lr: 0.1}}\n",
      r"methods.locus.params: unknown parameter\(s\) \['lr'\]"),
+    ("locus-param-value", "methods:\n  locus: {dim: 128, params: {heads: 3}}\n",
+     r"methods.locus.params: heads must be a divisor of dim \(128\), got 3"),
     ("dim-in-params", "methods:\n  locus: {dim: 128, params: {dim: 64}}\n", r"methods.locus.params.dim: set it with methods.locus.dim"),
     ("threads-in-params", "methods:\n  irt_net: {dim: 232, params: {threads: 4}}\n", r"params.threads: set it with the top-level"),
     ("dim-for-knn", "methods:\n  knn_router: {dim: 16}\n", r"methods.knn_router.dim = 16: this method has no embedding"),

@@ -9,7 +9,8 @@ one vector per model and can embed a new model from its scored queries.
 Each method class is the one home of its metadata: ``name`` (registry key), ``label`` (plain display
 label), ``latex_label`` (tables), ``order`` (table order), ``uses_torch`` (the workflow requests a GPU
 only for these), ``has_embeddings`` (True exactly for :class:`EmbeddingMethod` subclasses) and
-``defaults`` (every parameter with its default; anything else is refused).
+``defaults`` (every parameter with its default; anything else is refused by :meth:`Method.validate_params`,
+which ``locus train`` and the workflow's config check call too).
 
 Persistence is shared: :meth:`Method.save` / :meth:`Method.load` write and read ``model.safetensors`` +
 ``config.json`` through :mod:`locus.weights` (checksum, finiteness); a method only says what its state
@@ -89,16 +90,21 @@ class Method(ABC):
         is_base = cls.__module__ == __name__ and cls.__qualname__ == "EmbeddingMethod"
         cls.has_embeddings = is_base or issubclass(cls, EmbeddingMethod)
 
-    def __init__(self, params: dict | None = None, seed: int = 0):
+    @classmethod
+    def validate_params(cls, params: dict | None) -> dict:
+        """Every parameter of the method: ``defaults`` with `params` over them. An unknown name or a bad
+        ``select_by`` is a :class:`ConfigError`; a method with typed parameters (LOCUS) checks every value."""
         params = dict(params or {})
-        unknown = sorted(set(params) - set(self.defaults))
+        unknown = sorted(set(params) - set(cls.defaults))
         if unknown:
-            raise ConfigError(
-                f"method {self.name!r}: unknown parameter(s) {unknown}; known: {sorted(self.defaults)}"
-            )
-        self.params = {**self.defaults, **params}
-        if "select_by" in self.params:
-            check_select_by(self.name, self.params["select_by"])
+            raise ConfigError(f"method {cls.name!r}: unknown parameter(s) {unknown}; known: {sorted(cls.defaults)}")
+        params = {**cls.defaults, **params}
+        if "select_by" in params:
+            check_select_by(cls.name, params["select_by"])
+        return params
+
+    def __init__(self, params: dict | None = None, seed: int = 0):
+        self.params = self.validate_params(params)
         self.seed = int(seed)
         self.history: pd.DataFrame | None = None  # per-epoch log, when the method has epochs
         self.model_ids: np.ndarray | None = None

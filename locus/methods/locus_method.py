@@ -1,41 +1,19 @@
-"""LOCUS as a :class:`~locus.methods.base.EmbeddingMethod`: training loop, prediction, onboarding, save/load.
+"""LOCUS as a :class:`~locus.methods.base.EmbeddingMethod`: training, prediction, onboarding, save/load.
 
-The recipe follows the authors' code (reference-implementation.md §3) with CPU-oriented changes, each a
-parameter (defaults in :attr:`LocusMethod.defaults`):
+Training (:meth:`LocusMethod.fit`) reads top to bottom: set up torch and the data, build the network,
+the AdamW optimiser (separate encoder / decoder learning rates, optional warm-up and cosine decay) and
+an optional moving average of the weights, then loop: take a batch of models, draw each model's
+encoder tokens and decoder targets, add annealed Gaussian noise to the query encodings, take one BCE
+step; every ``eval_every`` steps validate on the validation split and keep the best weights (early
+stopping after ``patience`` steps without a strict improvement, never before ``min_steps``). Test
+data is never touched while training. Embeddings at evaluation always use *all* training evaluations.
 
-- AdamW with separate encoder / decoder learning rates, weight decay on every parameter, gradient
-  clipping, BCE with logits (soft labels allowed), Gaussian noise on query encodings annealed from
-  ``noise_start`` to ``noise_end`` (cosine over ``noise_anneal_steps``); constant learning rates as the
-  authors, or a linear warm-up (``lr_warmup_steps``) and a cosine decay to 0 (``lr_decay_steps``);
-- decoder targets of a model = its own training queries (as the authors), at most ``max_targets`` of
-  them per step (a fresh random subset; default 1,024, so the authors' behaviour up to n = 1,024 and a
-  step cost that stops growing with n above it). With ``encoder_fraction`` < 1
-  each step splits every model's evaluations at random into encoder tokens (that fraction, at most
-  ``max_tokens``) and decoder targets (the rest), so the network cannot score a target by copying its
-  label from an encoder token; 1.0 = the authors' behaviour (targets = all, encoder = up to max_tokens);
-- a step takes ``model_batch`` models (the authors: all models, one step per epoch) and at most
-  ``max_tokens`` of each model's evaluations as encoder tokens (random subset per model and step; the
-  authors subsample only above 1,024). Embeddings at evaluation always use *all* training evaluations;
-- noise is drawn per (model, query) pair as the authors (``noise_per_pair``); False draws it once per
-  query and step, shared by the models of the step (cheaper: tokenizer and decoder query part stay
-  per-query computations; on the embedded default it overfitted earlier);
-- ``max_seconds`` > 0 stops training after that wall time (not deterministic; off by default);
-- validation every ``eval_every`` steps (the authors: every epoch) on the metric named by ``select_by``
-  (default ``val_routing`` = hit@1 on the validation split; ``val_bce`` or ``val_acc``: the vocabulary of
-  every method, :mod:`locus.methods.base`), early stopping after ``patience`` steps without a strict
-  improvement, the best checkpoint restored; test data is never touched while training. Early stopping
-  never fires before ``min_steps`` (default 600): the first few hundred steps are a plateau where the
-  network routes every query to the same model (val hit@1 = the best single model's, unchanged), and at
-  n = 4,096 a patience of 400 counted from step 25 stopped training before it started (test hit@1 67.3%
-  after 425 steps vs 71.2% after 800 steps, same seed).
-
-The options that were measured against these defaults, and why none is the default, are in docs/methods.md
-("LOCUS: what was measured").
+The parameters, their defaults and the two recipes (``fast``, ``paper``) are in
+:mod:`locus.methods.locus_params`; the measured alternatives are in docs/methods.md.
 """
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import math
 import os
@@ -47,15 +25,16 @@ import pandas as pd
 from locus import evaluation
 from locus.data.canonical import pairs_to_matrix
 from locus.errors import ConfigError, DataError
-from locus.methods.base import EmbeddingMethod, FitData, better
+from locus.methods.base import EmbeddingMethod, FitData
+from locus.methods.locus_params import PRECISIONS, PRESETS, LocusParams  # noqa: F401  (PRECISIONS: re-exported)
 
 log = logging.getLogger(__name__)
 
 EMBEDDINGS_KEY = "model_embeddings"
-PRECISIONS = ("float32", "bfloat16")  # values of the `precision` parameter (embedding and prediction)
 # passes without autograd, in chunks: tokens when embedding every model (`eval_chunk_tokens` 0), and
 # (query, model) pairs when scoring a grid on CUDA; small on a CPU (caches), large on a GPU (launches)
 CPU_CHUNK_TOKENS, CUDA_CHUNK_TOKENS, CUDA_CHUNK_PAIRS = 8192, 1 << 20, 1 << 22
+RECIPES = PRESETS  # recipe name -> LocusParams preset
 
 
 def _torch():
@@ -112,33 +91,39 @@ class ModelSets:
         self.idx, self.y, self.mask = torch.from_numpy(idx), torch.from_numpy(y), torch.from_numpy(mask)
         self.counts = counts
 
-    def to(self, device) -> "ModelSets":
+    def to(self, device) -> ModelSets:
         """The padded tensors on `device` (built once, so a training step never copies them)."""
         self.idx, self.y, self.mask = (t.to(device) for t in (self.idx, self.y, self.mask))
         return self
 
 
-# Named schedules (parameter `recipe`): applied over the class defaults, under the user's own parameters.
-# `paper` is the authors' training exactly as reference-implementation.md §3 describes it: every model in
-# every step (one step = one epoch), at most 2,500 steps, validation on the whole validation split after
-# every step, early stopping after 500 steps without a strict improvement of val hit@1 (from the start),
-# all evaluations as decoder targets, all as encoder tokens up to 1,024 and K ~ U[1,024, n] shared
-# positions above, noise 0.10 -> 0.05 per (model, query) pair over 500 steps.
-# `fast` is the default, measured against `paper` in docs/results.md ("Time to accuracy").
-# what both recipes set alike (the authors' optimisation and noise), so a recipe never inherits a value
-# the user changed in the class defaults by accident
-_SHARED_SCHEDULE = {
-    "encoder_fraction": 1.0, "min_tokens": 1024,
-    "noise_start": 0.10, "noise_end": 0.05, "noise_anneal_steps": 500, "noise_per_pair": True,
-    "enc_lr": 2e-4, "dec_lr": 8e-4, "weight_decay": 0.05, "grad_clip": 1.0, "select_by": "val_routing",
-    "label_smoothing": 0.0, "query_weight_decay": -1.0, "query_dropout": 0.0, "ema_decay": 0.0,
-    "lr_warmup_steps": 0, "lr_decay_steps": 0,
-}
-PAPER_RECIPE = {**_SHARED_SCHEDULE, "model_batch": 0, "max_steps": 2500, "min_steps": 0, "patience": 500,
-                "eval_every": 1, "max_tokens": 0, "token_draw": "shared", "max_targets": 0}
-FAST_RECIPE = {**_SHARED_SCHEDULE, "model_batch": 16, "max_steps": 800, "min_steps": 600, "patience": 400,
-               "eval_every": 25, "max_tokens": 256, "token_draw": "per_model", "max_targets": 1024}
-RECIPES = {"fast": FAST_RECIPE, "paper": PAPER_RECIPE}
+def model_batches(n_models: int, batch: int, gen, device):
+    """The models of each step, endlessly: all of them when `batch` covers the pool (the authors' epoch),
+    else passes over the models in a fresh random order (from `gen`), `batch` at a time, sorted."""
+    torch = _torch()
+    if batch == n_models:
+        while True:
+            yield torch.arange(n_models, device=device)
+    order, pos = None, n_models
+    while True:
+        if pos + batch > n_models:  # a new pass; a remainder too small for a batch is skipped
+            order, pos = torch.randperm(n_models, generator=gen, device=device), 0
+        yield order[pos:pos + batch].sort().values
+        pos += batch
+
+
+@contextlib.contextmanager
+def deterministic_algorithms(on: bool):
+    """torch.use_deterministic_algorithms while inside when `on`; the process-wide setting is restored."""
+    torch = _torch()
+    saved = torch.are_deterministic_algorithms_enabled()
+    if on:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # needed by deterministic cuBLAS
+        torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(saved)
 
 
 class LocusMethod(EmbeddingMethod):
@@ -150,102 +135,15 @@ class LocusMethod(EmbeddingMethod):
     color = "#d62728"
     order = 10
     uses_torch = True
-    defaults = {
-        # architecture (paper / authors' CLI defaults); internal widths follow `dim`
-        "dim": 128, "heads": 4, "layers": 2, "latents": 64, "decoder_hidden": 64, "decoder_dropout": 0.1,
-        "encoder_kind": "isab", "query_dropout": 0.0,
-        # optimisation (authors' values)
-        "enc_lr": 2e-4, "dec_lr": 8e-4, "weight_decay": 0.05, "grad_clip": 1.0,
-        "noise_start": 0.10, "noise_end": 0.05, "noise_anneal_steps": 500, "noise_per_pair": True,
-        # schedule: CPU-oriented (authors: all models per step, <= 2,500 steps, patience 500, validate every step)
-        "max_steps": 800, "min_steps": 600, "patience": 400, "eval_every": 25, "model_batch": 16, "max_tokens": 256,
-        "max_targets": 1024, "encoder_fraction": 1.0, "token_draw": "per_model", "min_tokens": 1024,
-        "eval_chunk_tokens": 0, "max_seconds": 0.0, "recipe": "fast", "precision": "float32",
-        "select_by": "val_routing", "label_smoothing": 0.0, "query_weight_decay": -1.0, "ema_decay": 0.0,
-        "lr_warmup_steps": 0, "lr_decay_steps": 0,
-        "threads": 0, "device": "auto", "deterministic": False, "tf32": False,
-    }
+    defaults = LocusParams().as_dict()  # the `fast` recipe; types, ranges and docs in LocusParams
 
-    param_docs = {
-        "dim": "model embedding size d; attention/FFN widths follow it (FFN 2d)",
-        "heads": "attention heads (dim must be divisible by it)", "layers": "number of ISAB/SAB blocks L",
-        "latents": "learned latents r per ISAB block", "decoder_hidden": "hidden units of the decoder MLP",
-        "decoder_dropout": "dropout before the decoder's output layer",
-        "query_dropout": "dropout on the decoder's query projection u = U phi (training only)", "encoder_kind": "isab (default) or sab",
-        "enc_lr": "AdamW learning rate of the encoder", "dec_lr": "AdamW learning rate of the decoder",
-        "weight_decay": "AdamW weight decay (all parameters)", "grad_clip": "max gradient norm (0 = off)",
-        "noise_start": "std of Gaussian noise on query encodings at step 0",
-        "noise_end": "noise std after noise_anneal_steps (cosine schedule)",
-        "noise_anneal_steps": "steps of the cosine noise schedule",
-        "noise_per_pair": "True: one noise draw per (model, query) pair (authors); False: per query and step",
-        "max_steps": "maximum optimiser steps", "patience": "stop after this many steps without a better val hit@1",
-        "min_steps": "never stop early before this step (the first hundreds of steps can be a flat plateau)",
-        "eval_every": "validate every this many steps", "model_batch": "models per step (0 = all)",
-        "max_tokens": "max encoder tokens per model and step (random subset; 0 = all)",
-        "token_draw": "per_model: each model's encoder tokens are its own random subset (of at most max_tokens); "
-                      "shared: the authors' draw, K ~ U[min(min_tokens, n), n] (n capped by max_tokens when > 0) and "
-                      "one random set of K positions for every model of the step",
-        "min_tokens": "token_draw shared: the smallest K drawn (the authors' --encoder-min-anchors, 1,024)",
-        "recipe": "a named preset of schedule parameters applied under your own (RECIPES): fast (default, "
-                  "for CPUs) or paper (the authors' schedule exactly)",
-        "max_targets": "max decoder targets per model and step (random subset; 0 = all, the authors)",
-        "encoder_fraction": "< 1: split each set per step into encoder tokens (this fraction) and decoder targets",
-        "eval_chunk_tokens": "tokens per chunk when embedding all models without autograd (0 = by device: 8,192 "
-                             "on a CPU, where the chunk's activations stay in the caches and 65,536 was 1.6x "
-                             "slower on 2 cores; 1,048,576 on CUDA, where small chunks leave the GPU waiting for "
-                             "kernel launches)",
-        "precision": "float32 (default) or bfloat16: arithmetic of embedding and prediction outside training "
-                     "(torch.autocast; 1.5-4x faster on CPUs with AVX512-BF16/AMX, accuracy effect in "
-                     "results/tables/precision_effect.csv); training and its validation always run in float32",
-        "max_seconds": "stop after this wall time (0 = off; not deterministic)",
-        "threads": "torch threads (0 = leave torch's default)",
-        "device": "auto (CUDA when available, else CPU), cpu or cuda: where training and prediction run",
-        "deterministic": "torch.use_deterministic_algorithms while training (bit-reproducible CUDA runs, slower)",
-        "tf32": "CUDA only: float32 matrix products of training steps, embedding and prediction on TF32 tensor "
-                "cores (10-bit mantissa, faster); validation, which selects the checkpoint, stays float32",
-        "select_by": "validation metric for checkpoint selection and early stopping: val_routing (hit@1), "
-                     "val_bce or val_acc (correctness accuracy)",
-        "label_smoothing": "training targets y -> y (1 - s) + s / 2 (0 = off)",
-        "query_weight_decay": "AdamW weight decay of the decoder's query projection U (< 0 = weight_decay)",
-        "ema_decay": "> 0: validate, select and keep an exponential moving average of the weights "
-                     "(torch.optim.swa_utils, this decay per step) instead of the raw weights (0 = off)",
-        "lr_warmup_steps": "linear learning-rate warm-up over this many steps (0 = off, the authors)",
-        "lr_decay_steps": "> 0: cosine decay of the learning rates from the end of the warm-up to 0 at this "
-                          "step (0 = constant, the authors)",
-    }
+    @classmethod
+    def validate_params(cls, params: dict | None) -> dict:
+        """The preset named by `recipe` with `params` over it, checked against :class:`LocusParams`."""
+        return LocusParams.from_dict(params).as_dict()
 
     def __init__(self, params: dict | None = None, seed: int = 0):
-        params = dict(params or {})
-        recipe = params.get("recipe", self.defaults["recipe"])
-        if recipe not in RECIPES:
-            raise ConfigError(f"method 'locus': recipe must be one of {sorted(RECIPES)}, got {recipe!r}")
-        super().__init__({**RECIPES[recipe], **params}, seed)  # the user's own values win over the recipe
-        p = self.params
-        if p["token_draw"] not in ("per_model", "shared"):
-            raise ConfigError(f"method 'locus': token_draw must be per_model or shared, got {p['token_draw']!r}")
-        for key in ("max_tokens", "min_tokens", "max_targets", "model_batch", "min_steps", "patience",
-                    "lr_warmup_steps", "lr_decay_steps"):
-            if int(p[key]) < 0:
-                raise ConfigError(f"method 'locus': {key} must be >= 0, got {p[key]}")
-        for key in ("dim", "heads", "layers", "latents", "decoder_hidden", "max_steps", "eval_every"):
-            if int(p[key]) < 1:
-                raise ConfigError(f"method 'locus': {key} must be >= 1, got {p[key]}")
-        if int(p["dim"]) % int(p["heads"]):
-            raise ConfigError(f"method 'locus': dim ({p['dim']}) must be divisible by heads ({p['heads']})")
-        if p["encoder_kind"] not in ("isab", "sab"):
-            raise ConfigError(f"method 'locus': encoder_kind must be isab or sab, got {p['encoder_kind']!r}")
-        if p["precision"] not in PRECISIONS:
-            raise ConfigError(f"method 'locus': precision must be one of {list(PRECISIONS)}, got {p['precision']!r}")
-        if int(p["eval_chunk_tokens"]) < 0:
-            raise ConfigError("method 'locus': eval_chunk_tokens must be >= 0 (0 = by device), "
-                              f"got {p['eval_chunk_tokens']}")
-        if not 0.0 <= float(p["ema_decay"]) < 1.0:
-            raise ConfigError(f"method 'locus': ema_decay must be in [0, 1), got {p['ema_decay']}")
-        if 0 < int(p["lr_decay_steps"]) <= int(p["lr_warmup_steps"]):
-            raise ConfigError(f"method 'locus': lr_decay_steps ({p['lr_decay_steps']}) must be 0 (no decay) or "
-                              f"larger than lr_warmup_steps ({p['lr_warmup_steps']})")
-        if p["device"] not in ("auto", "cpu", "cuda"):
-            raise ConfigError(f"method 'locus': device must be auto, cpu or cuda, got {p['device']!r}")
+        super().__init__(params, seed)
         self.net = None
         self.z = None  # [M, dim] float32 numpy, embeddings of the fitted models
         self.d_phi: int | None = None
@@ -340,16 +238,15 @@ class LocusMethod(EmbeddingMethod):
     # ------------------------------------------------------------------------------------------
     # training
     # ------------------------------------------------------------------------------------------
-    def fit(self, data: FitData) -> "LocusMethod":
+    def fit(self, data: FitData) -> LocusMethod:
         """Train on the run's pairs; every random draw of a step comes from one generator on the training
         device, seeded from the run's seed, so a run is reproducible on the same device type."""
-        from locus.methods.torch_utils import setup_torch
+        from locus.methods.torch_utils import EarlyStopping, setup_torch
 
         torch = _torch()
         p = self.params
-        # threads, subnormals flushed, and the global seed: weight initialisation (on the CPU, then
-        # moved) and dropout
-        setup_torch(self.seed, int(p["threads"]))
+        # threads, subnormals flushed, and the global seed (weight initialisation on the CPU, dropout)
+        setup_torch(self.seed, p["threads"])
         device = self._training_device()
         gen = torch.Generator(device=device).manual_seed(self.seed + 1)  # model order, subsets, noise
         host_gen = torch.Generator().manual_seed(self.seed + 2)  # sizes the host needs (shared token count)
@@ -357,13 +254,78 @@ class LocusMethod(EmbeddingMethod):
         self.encoder_name = data.encodings.encoder
         log.info("locus: training on %s with %d thread(s)", device, torch.get_num_threads())
 
+        sets, phi, val_phi, val_labels = self._training_data(data, device)
+        net = self._build(phi.shape[1])
+        opt, scheduler = self._optimiser(net)
+        ema = self._moving_average(net)
+        scored = ema.module if ema is not None else net  # the weights validation sees and training keeps
+        n_models = len(self.model_ids)
+        batches = model_batches(n_models, max(1, min(p["model_batch"] or n_models, n_models)), gen, device)
+        stopper = EarlyStopping(p["select_by"], p["patience"], p["min_steps"])
+        history, step, loss_n, reported = [], 0, 0, 0.0
+        loss_sum = torch.zeros((), device=device)  # summed on the device: no host sync per step
+        t0 = time.perf_counter()
+        net.train()
+        # TF32 matrix products in the steps on CUDA when `tf32` (validation inside stays float32)
+        with self._arithmetic(device, autocast=False), deterministic_algorithms(p["deterministic"]):
+            while step < p["max_steps"]:
+                models = next(batches)
+                std = noise_std(step, p["noise_start"], p["noise_end"], p["noise_anneal_steps"])
+                loss_sum += self._train_step(net, opt, phi, sets, models, std, gen, host_gen)
+                if scheduler is not None:
+                    scheduler.step()
+                if ema is not None:
+                    ema.update_parameters(net)
+                step += 1
+                loss_n += 1
+                last = step == p["max_steps"] or (p["max_seconds"] and time.perf_counter() - t0 > p["max_seconds"])
+                if step % p["eval_every"] == 0 or last:
+                    row = {"step": step, "train_loss": float(loss_sum) / loss_n, "noise_std": std,
+                           **self._validate(scored, phi, sets, val_phi, val_labels),
+                           "seconds": time.perf_counter() - t0}
+                    history.append(row)
+                    loss_sum.zero_()
+                    loss_n = 0
+                    # NaN (no validation split) counts as better: the latest weights are kept
+                    stopper.update(step, row.get(p["select_by"], math.nan), scored, row)
+                    reported = self._report(row, stopper, reported)
+                    if stopper.should_stop(step):
+                        break
+                if last:
+                    break
+
+        stopper.restore(net)
+        net.eval()
+        self.z = self._embed_sets(phi, sets).cpu().numpy().astype(np.float32)
+        self.history = pd.DataFrame(history)
+        self.summary = self._summary(step, stopper, time.perf_counter() - t0, device)
+        log.info("locus: %d steps in %.1f s; best val hit@1 %.4f at step %d", step, self.summary["seconds"],
+                 self.summary["best_val_routing"], stopper.step)
+        return self
+
+    def _training_data(self, data: FitData, device):
+        """What training reads, on the device once: each model's training evaluations (ModelSets), their
+        queries' encodings, and the validation queries' encodings with their label matrix."""
+        torch = _torch()
         sets = ModelSets(data.train, self.model_ids).to(device)
         phi = torch.from_numpy(np.ascontiguousarray(data.encodings.take(sets.prompt_ids))).to(device)
-        net = self._build(phi.shape[1])
         val_ids = np.sort(data.val["prompt_id"].unique()) if len(data.val) else np.zeros(0, np.int64)
-        val_labels = pairs_to_matrix(data.val, val_ids, self.model_ids)
         val_phi = torch.from_numpy(np.ascontiguousarray(data.encodings.take(val_ids))).to(device)
+        return sets, phi, val_phi, pairs_to_matrix(data.val, val_ids, self.model_ids)
 
+    def _summary(self, steps: int, stopper, seconds: float, device) -> dict:
+        """The run's summary (saved with the checkpoint): steps, the best step and its validation values."""
+        best = stopper.row
+        return {"best_step": int(stopper.step), "select_by": self.params["select_by"], "steps": int(steps),
+                **{f"best_{k}": float(best.get(k, math.nan)) for k in evaluation.VALIDATION_METRICS},
+                "seconds": round(seconds, 3), "seconds_to_best": round(float(best.get("seconds", seconds)), 3),
+                "device": str(device), "threads": int(_torch().get_num_threads())}
+
+    def _optimiser(self, net):
+        """AdamW in three groups (encoder at `enc_lr`; decoder at `dec_lr`; the decoder's query projection U
+        at `dec_lr` with its own weight decay) and the learning-rate schedule (None: constant rates)."""
+        torch = _torch()
+        p = self.params
         enc_params = list(net.encoder.parameters())
         query_params = list(net.decoder.query.parameters())
         dec_params = [t for n, t in net.decoder.named_parameters() if not n.startswith("query.")]
@@ -371,99 +333,54 @@ class LocusMethod(EmbeddingMethod):
         opt = torch.optim.AdamW([{"params": enc_params, "lr": p["enc_lr"]}, {"params": dec_params, "lr": p["dec_lr"]},
                                  {"params": query_params, "lr": p["dec_lr"], "weight_decay": query_wd}],
                                 fused=True, weight_decay=p["weight_decay"])
-        warmup, decay = int(p["lr_warmup_steps"]), int(p["lr_decay_steps"])
-        scheduler = (torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, warmup, decay))
-                     if warmup or decay else None)
-        n_models = len(self.model_ids)
-        batch = max(1, min(int(p["model_batch"]) or n_models, n_models))
-        select_by = p["select_by"]
-        history, best = [], {"value": None, "step": 0, "state": None}
-        deterministic = torch.are_deterministic_algorithms_enabled()
-        if p["deterministic"]:
-            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # needed by deterministic cuBLAS
-            torch.use_deterministic_algorithms(True)
-        ema = None
-        if float(p["ema_decay"]) > 0:  # the averaged copy is validated, selected and kept
-            from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
-            ema = AveragedModel(net, multi_avg_fn=get_ema_multi_avg_fn(float(p["ema_decay"])), use_buffers=True)
-        scored = ema.module if ema is not None else net  # the weights validation sees
-        t0 = time.perf_counter()
-        order, pos, step, loss_n, last_report = None, n_models, 0, 0, 0.0
-        loss_sum = torch.zeros((), device=device)  # summed on the device: no host sync per step
-        net.train()
-        # TF32 matrix products in the steps on CUDA when `tf32` (validation inside stays float32)
-        with self._arithmetic(device, autocast=False):
-            try:
-                while step < int(p["max_steps"]):
-                    if batch == n_models:  # every model in every step (the authors' epoch)
-                        models = torch.arange(n_models, device=device)
-                    else:
-                        if pos + batch > n_models:  # a new pass over the models, in a fresh random order
-                            order, pos = torch.randperm(n_models, generator=gen, device=device), 0
-                        models = order[pos:pos + batch].sort().values
-                        pos += batch
-                    std = noise_std(step, p["noise_start"], p["noise_end"], p["noise_anneal_steps"])
-                    loss_sum += self._train_step(net, opt, phi, sets, models, std, gen, host_gen)
-                    if scheduler is not None:
-                        scheduler.step()
-                    if ema is not None:
-                        ema.update_parameters(net)
-                    step += 1
-                    loss_n += 1
-                    last = step == int(p["max_steps"]) or (p["max_seconds"]
-                                                           and time.perf_counter() - t0 > p["max_seconds"])
-                    if step % int(p["eval_every"]) == 0 or last:
-                        row = {"step": step, "train_loss": float(loss_sum) / loss_n, "noise_std": std}
-                        row.update(self._validate(scored, phi, sets, val_phi, val_labels))
-                        row["seconds"] = time.perf_counter() - t0
-                        history.append(row)
-                        loss_sum.zero_()
-                        loss_n = 0
-                        value = row.get(select_by, math.nan)
-                        if better(select_by, value, best["value"]):  # NaN (no validation split): keep the latest
-                            best = {"value": value, "step": step, "state": copy.deepcopy(scored.state_dict()),
-                                    "row": row}
-                        progress = row["seconds"] - last_report >= 60  # a line a minute at INFO: long runs
-                        last_report = row["seconds"] if progress else last_report
-                        log.log(logging.INFO if progress else logging.DEBUG,
-                                "locus: step %d loss %.4f val hit@1 %.4f bce %.4f (best %.4f at step %d; %.1f s)",
-                                step, row["train_loss"], row.get("val_routing", math.nan),
-                                row.get("val_bce", math.nan), best["value"] if best["value"] is not None else math.nan,
-                                best["step"], row["seconds"])
-                        if step >= int(p["min_steps"]) and step - best["step"] >= int(p["patience"]):
-                            break
-                    if last:
-                        break
-            finally:
-                torch.use_deterministic_algorithms(deterministic)
-        net.load_state_dict(best["state"])
-        net.eval()
-        self.z = self._embed_sets(phi, sets).cpu().numpy().astype(np.float32)
-        self.history = pd.DataFrame(history)
-        seconds = time.perf_counter() - t0
-        best_row = best.get("row", {})
-        self.summary = {"best_step": int(best["step"]), "select_by": select_by, "steps": int(step),
-                        **{f"best_{k}": float(best_row.get(k, math.nan)) for k in evaluation.VALIDATION_METRICS},
-                        "seconds": round(seconds, 3),
-                        "seconds_to_best": round(float(best_row.get("seconds", seconds)), 3),
-                        "device": str(device), "threads": int(torch.get_num_threads())}
-        log.info("locus: %d steps in %.1f s; best val hit@1 %.4f at step %d", step, seconds,
-                 self.summary["best_val_routing"], best["step"])
-        return self
+        warmup, decay = p["lr_warmup_steps"], p["lr_decay_steps"]
+        if not (warmup or decay):
+            return opt, None
+        return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, warmup, decay))
+
+    def _moving_average(self, net):
+        """With `ema_decay` > 0, an exponential moving average of `net`'s weights (updated after every step),
+        else None."""
+        decay = float(self.params["ema_decay"])
+        if decay <= 0:
+            return None
+        from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+        return AveragedModel(net, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True)
 
     def _train_step(self, net, opt, phi, sets: ModelSets, models, std: float, gen, host_gen=None):
         """One optimiser step on the models `models` (a device tensor); returns the mean BCE as a detached
-        device scalar. Everything stays on phi's device: subsets and noise come from `gen` (a generator on
-        that device), shapes are known on the host (padded width, k, t), and the loss is a masked mean,
-        so no step waits for the device (the `encoder_fraction` < 1 option excepted: it reads one size).
-        `host_gen` (CPU) draws host-side sizes: the shared token count K of `token_draw` shared."""
+        device scalar. Draws come from `gen` (on phi's device), shapes are known on the host and the loss is
+        a masked mean, so no step waits for the device; `host_gen` (CPU) draws the shared token count."""
         torch = _torch()
         p = self.params
-        device = phi.device
+        tokens, (idx, y, mask) = self._draw_tokens_and_targets(sets, models, gen, host_gen)
+        logits = self._noisy_logits(net, phi, tokens, idx, std, gen)
+        if p["label_smoothing"]:
+            y = y * (1.0 - p["label_smoothing"]) + 0.5 * p["label_smoothing"]
+        weight = mask.to(logits.dtype)  # masked mean over real targets (no boolean indexing: no sync)
+        pair_loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y, reduction="none")
+        loss = (pair_loss * weight).sum() / weight.sum().clamp(min=1.0)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if p["grad_clip"] > 0:
+            torch.nn.utils.clip_grad_norm_(net.parameters(), p["grad_clip"])
+        opt.step()
+        return loss.detach()
+
+    def _draw_tokens_and_targets(self, sets: ModelSets, models, gen, host_gen=None):
+        """A step's encoder tokens and decoder targets for `models`: two (index, score, mask) triples of
+        [models, width] tensors. Tokens: at most `max_tokens` random evaluations per model, or with
+        `token_draw` shared the authors' K ~ U[min_tokens, n] positions, the same for every model.
+        Targets: every evaluation, at most `max_targets` of them (a fresh random subset). With
+        `encoder_fraction` < 1 tokens and targets are disjoint parts of each set instead, so the network
+        cannot score a target by copying its label from a token."""
+        torch = _torch()
+        p = self.params
+        device = sets.idx.device
         idx, y, mask = sets.idx[models], sets.y[models], sets.mask[models]
         width = idx.shape[1]
         tok_idx, tok_y, tok_mask = idx, y, mask
-        k = int(p["max_tokens"])
+        k = p["max_tokens"]
         frac = float(p["encoder_fraction"])
 
         def random_keys():  # random order of each model's real evaluations first, padding last
@@ -484,7 +401,7 @@ class LocusMethod(EmbeddingMethod):
             mask = mask & ((col >= n_enc) | (n_real == 1))  # decoder targets: the rest of the set
         elif p["token_draw"] == "shared":  # the authors: K ~ U[min(min_tokens, n), n], same positions for all
             upper = min(k, width) if k > 0 else width
-            lower = max(1, min(int(p["min_tokens"]), upper))
+            lower = max(1, min(p["min_tokens"], upper))
             host_gen = host_gen if host_gen is not None else torch.Generator().manual_seed(self.seed + 2)
             size = int(torch.randint(lower, upper + 1, (1,), generator=host_gen)) if lower < upper else upper
             if size < width:
@@ -494,37 +411,35 @@ class LocusMethod(EmbeddingMethod):
         elif 0 < k < width:  # random subset of at most k real evaluations per model
             pick = random_keys().argsort(dim=1)[:, :k]
             tok_idx, tok_y, tok_mask = idx.gather(1, pick), y.gather(1, pick), mask.gather(1, pick)
-        t = int(p["max_targets"])
+        t = p["max_targets"]
         if 0 < t < idx.shape[1]:  # random subset of at most t decoder targets per model (own draw)
             pick = random_keys().argsort(dim=1)[:, :t]
             idx, y, mask = idx.gather(1, pick), y.gather(1, pick), mask.gather(1, pick)
-        if std > 0 and p["noise_per_pair"]:  # the authors' noise: one draw per (model, query) pair
-            enc_phi, dec_phi = phi[tok_idx], phi[idx]
+        return (tok_idx, tok_y, tok_mask), (idx, y, mask)
+
+    def _noisy_logits(self, net, phi, tokens, target_idx, std: float, gen):
+        """Logits [models, targets] of a training step: each model embedded from its `tokens`, its targets
+        scored, with Gaussian noise of std `std` on the query encodings. The noise is drawn per (model,
+        query) pair as the authors, or (`noise_per_pair` false) once per query, shared by the step's models,
+        so the tokenizer and the decoder's query part run once per query."""
+        torch = _torch()
+        tok_idx, tok_y, tok_mask = tokens
+        device = phi.device
+        if std > 0 and self.params["noise_per_pair"]:
+            enc_phi, dec_phi = phi[tok_idx], phi[target_idx]
             enc_phi = enc_phi + std * torch.randn(enc_phi.shape, generator=gen, device=device)
             dec_phi = dec_phi + std * torch.randn(dec_phi.shape, generator=gen, device=device)
             z = net.encoder(net.encoder.tokenizer.project(enc_phi), tok_y, tok_mask)
             u, uh = net.decoder.query_features(dec_phi)
-        else:  # one draw per query, shared by the models of the step: per-query projections only
+        else:
             enc_q, dec_q = phi, phi
             if std > 0:
                 enc_q = phi + std * torch.randn(phi.shape, generator=gen, device=device)
                 dec_q = phi + std * torch.randn(phi.shape, generator=gen, device=device)
             z = net.encoder(net.encoder.tokenizer.project(enc_q)[tok_idx], tok_y, tok_mask)
             u, uh = net.decoder.query_features(dec_q)
-            u, uh = u[idx], uh[idx]
-        logits = net.decoder.pair_logits(z, u, uh)
-        target = y
-        if p["label_smoothing"]:
-            target = target * (1.0 - p["label_smoothing"]) + 0.5 * p["label_smoothing"]
-        weight = mask.to(logits.dtype)  # masked mean over real targets (no boolean indexing: no sync)
-        pair_loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, target, reduction="none")
-        loss = (pair_loss * weight).sum() / weight.sum().clamp(min=1.0)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if p["grad_clip"] and p["grad_clip"] > 0:
-            torch.nn.utils.clip_grad_norm_(net.parameters(), p["grad_clip"])
-        opt.step()
-        return loss.detach()
+            u, uh = u[target_idx], uh[target_idx]
+        return net.decoder.pair_logits(z, u, uh)
 
     def _validate(self, net, phi, sets, val_phi, val_labels) -> dict:
         """Validation metrics of `net` (the raw weights, or their moving average with `ema_decay`), in float32."""
@@ -533,6 +448,16 @@ class LocusMethod(EmbeddingMethod):
         z = self._embed_sets(phi, sets, exact=True, net=net)
         return evaluation.validation_metrics(self._grid_logits(z, val_phi, exact=True, net=net).cpu().numpy(),
                                              val_labels)
+
+    @staticmethod
+    def _report(row: dict, stopper, last_report: float) -> float:
+        """Log a validation row: at INFO once a minute (long runs), else at DEBUG; returns the last INFO time."""
+        progress = row["seconds"] - last_report >= 60
+        log.log(logging.INFO if progress else logging.DEBUG,
+                "locus: step %d loss %.4f val hit@1 %.4f bce %.4f (best %.4f at step %d; %.1f s)",
+                row["step"], row["train_loss"], row.get("val_routing", math.nan), row.get("val_bce", math.nan),
+                stopper.value if stopper.value is not None else math.nan, stopper.step, row["seconds"])
+        return row["seconds"] if progress else last_report
 
     # ------------------------------------------------------------------------------------------
     # prediction and onboarding

@@ -1,7 +1,7 @@
 """The LOCUS network: encoder F_theta (evaluations -> model embedding z) and correctness predictor G_psi.
 
 Read top to bottom: Tokenizer -> MAB -> SAB / ISAB -> PMA -> Encoder -> Decoder -> LocusNet.
-It follows the paper (section 2, appendix I) and the authors' code (reference-implementation.md §2):
+It follows the paper (section 2, appendix I) and the authors' code:
 
 - a token per evaluation: ``t = W [phi; y; (2y-1) phi] + b`` (one affine map, no activation);
 - ``L`` latent-bottleneck blocks (ISAB, ``r`` learned latents) or full self-attention blocks (SAB);
@@ -11,7 +11,7 @@ It follows the paper (section 2, appendix I) and the authors' code (reference-im
 - a learned-query aggregation (PMA, one seed) and an output Linear d -> d give z;
 - decoder: ``u = U phi``, logit = MLP([z; u; z*u] -> hidden -> 1) with ReLU and dropout.
 
-Two exact (not approximate) algebraic savings, used everywhere (performance-anchors.md):
+Two exact (not approximate) algebraic savings, used everywhere:
 
 - the tokenizer is ``W_a phi + (2y-1) W_b phi + w_y y + b``: ``[W_a; W_b] phi`` is computed once per
   *query* (:meth:`Tokenizer.project`), not once per (model, query) pair;

@@ -1,11 +1,11 @@
-"""Small helpers shared by the gradient-trained baselines (EmbedLLM, EmbedLLM+, IRT-Net).
+"""Small helpers shared by the gradient-trained methods (EmbedLLM, EmbedLLM+, IRT-Net; partly LOCUS).
 
 - :class:`PairTable`: a run's long (prompt, model, score) rows turned into index arrays over the
   unique prompts' encodings, built once so training never touches pandas;
 - :class:`ValidationSet`: the validation split as a dense [queries x models] label matrix (NaN =
   not evaluated) plus the metric every trainer selects its checkpoint by;
 - :func:`train_early_stopping`: the epoch loop with early stopping on a validation metric,
-  remembering the best weights;
+  remembering the best weights (:class:`EarlyStopping`, which LOCUS's step loop uses too);
 - :func:`fit_rows`: fit a few free rows (new model embeddings) with everything else frozen;
 - :func:`state_arrays` / :func:`load_arrays`: a module's state dict as numpy arrays and back (saved by
   :mod:`locus.weights` through :meth:`locus.methods.base.Method.save`);
@@ -35,16 +35,11 @@ def flush_denormals() -> bool:
     """Treat subnormal floats (|x| < 1.2e-38) as zero in CPU arithmetic (FTZ/DAZ); True where the CPU
     supports it.
 
-    Weight decay shrinks the weights that no longer get a gradient (IRT-Net's dead ReLU units, Adam's
-    second moments of tiny gradients) towards 0 geometrically until they are subnormal, and x86 CPUs
-    compute on subnormals many times slower: IRT-Net at n = 4,096 went from 23 s to 104 s per epoch
-    after epoch 10, and one forward and backward pass of its saved network on 2,048 queries takes
-    21.7 s with subnormals and 1.95 s without (docs/results.md, "Subnormal floats"). Flushed, such a
-    value counts as 0 instead of 1e-39, a change in the last bits at most: every run and table of the
-    default workflow came out byte-identical, that IRT-Net run included. The mode is per thread:
-    torch's worker threads take it from the thread that starts them, so it is set before a fit's first
-    tensor operation (a process that ran multi-threaded torch work before keeps those workers as they
-    were). CUDA is not affected."""
+    Weight decay shrinks weights that no longer get a gradient (dead ReLU units, Adam's second moments
+    of tiny gradients) geometrically until they are subnormal, and x86 CPUs compute on subnormals many
+    times slower. Flushed, such a value counts as 0 instead of 1e-39: a change in the last bits at most.
+    The mode is per thread: torch's worker threads take it from the thread that starts them, so it is set
+    before a fit's first tensor operation. CUDA is not affected."""
     return bool(torch.set_flush_denormal(True))
 
 
@@ -118,7 +113,7 @@ def train_early_stopping(
     :meth:`ValidationSet.metrics` (the module is put in eval mode around it). Stops after `patience`
     epochs without improvement. Returns the per-epoch history.
     """
-    best, best_state, since, rows = None, None, 0, []
+    stopper, rows = EarlyStopping(select_by, patience), []
     t0 = time.perf_counter()
     for epoch in range(1, max_epochs + 1):
         module.train()
@@ -137,18 +132,41 @@ def train_early_stopping(
                "seconds": round(time.perf_counter() - t0, 3)}
         if on_epoch_end is not None:
             on_epoch_end(row)
-        improved = better(select_by, metrics[select_by], best)
-        row["best"] = improved
+        row["best"] = stopper.update(epoch, metrics[select_by], module)
         rows.append(row)
-        if improved:
-            best, best_state, since = metrics[select_by], copy.deepcopy(module.state_dict()), 0
-        else:
-            since += 1
-            if since >= patience:
-                break
-    module.load_state_dict(best_state)
+        if stopper.should_stop(epoch):
+            break
+    stopper.restore(module)
     module.eval()
     return pd.DataFrame(rows)
+
+
+class EarlyStopping:
+    """The best weights so far by the validation metric `select_by`, and when to stop: once `patience`
+    steps (or epochs) have passed since the best one, but never before step `min_steps`."""
+
+    def __init__(self, select_by: str, patience: int, min_steps: int = 0):
+        self.select_by, self.patience, self.min_steps = select_by, patience, min_steps
+        self.value: float | None = None  # the best value so far
+        self.step = 0  # the step (epoch) it was measured at
+        self.row: dict = {}  # what was logged with it
+        self.state = None  # a copy of the weights then
+
+    def update(self, step: int, value: float, module: torch.nn.Module, row: dict | None = None) -> bool:
+        """Keep a copy of `module`'s weights when `value` is better (:func:`locus.methods.base.better`:
+        a strict improvement; NaN always counts); True if it was."""
+        if not better(self.select_by, value, self.value):
+            return False
+        self.value, self.step, self.row = value, step, row if row is not None else {}
+        self.state = copy.deepcopy(module.state_dict())
+        return True
+
+    def should_stop(self, step: int) -> bool:
+        return step >= self.min_steps and step - self.step >= self.patience
+
+    def restore(self, module: torch.nn.Module) -> None:
+        """Load the best weights back into `module`."""
+        module.load_state_dict(self.state)
 
 
 @dataclass

@@ -189,10 +189,10 @@ CASES = [
        r"select_by must be one of val_routing, val_bce, val_acc, got 'test_acc'"),
     _c("train-locus-dim-not-divisible-by-heads", "runs", "traceback",
        lambda ws: train(ws, method="locus", params={**TINY_LOCUS, "dim": 10, "heads": 4}),
-       r"dim \(10\) must be divisible by heads \(4\)"),
+       r"heads must be a divisor of dim \(10\), got 4"),
     _c("train-locus-unknown-encoder-kind", "runs", "traceback",
        lambda ws: train(ws, method="locus", params={**TINY_LOCUS, "encoder_kind": "lstm"}),
-       r"encoder_kind must be isab or sab, got 'lstm'"),
+       r"encoder_kind must be one of \['isab', 'sab'\], got 'lstm'"),
     # damaged checkpoints: embed / route say which file and to re-run training
     _c("route-weights-modified", "checkpoint", "silent", lambda ws: route(ws, "flipped-byte"),
        rf"model.safetensors: SHA-256 .* does not match .*truncated or modified .*{RERUN_TRAIN}"),

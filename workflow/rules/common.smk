@@ -77,13 +77,14 @@ for _m, _entry in config["methods"].items():
     for _key, _home in (("dim", f"methods.{_m}.dim"), ("threads", "the top-level `threads`")):
         if _key in _params:
             _config_error(f"methods.{_m}.params.{_key}: set it with {_home} instead (one source for each value)")
-    _unknown = sorted(set(_params) - set(_cls.defaults))
-    if _unknown:
-        _config_error(f"methods.{_m}.params: unknown parameter(s) {_unknown}; known: {sorted(_cls.defaults)}")
     if ("dim" in _cls.defaults) != (_entry["dim"] > 0):
         _config_error(f"methods.{_m}.dim = {_entry['dim']}: " + (
             "this method has an embedding, give its dimension (> 0)" if "dim" in _cls.defaults
             else "this method has no embedding, use dim: 0"))
+    try:  # names (and, for LOCUS, types and ranges) as `locus train` checks them
+        _cls.validate_params({**_params, **({"dim": _entry["dim"]} if _entry["dim"] > 0 else {})})
+    except LocusError as _exc:
+        _config_error(f"methods.{_m}.params: " + str(_exc).removeprefix(f"method {_m!r}: "))
 if SE and SE.get("reference_method", "locus") not in SE.get("methods", []):
     _config_error(f"sample_efficiency.reference_method {SE.get('reference_method', 'locus')!r} is not among "
                   f"sample_efficiency.methods {SE.get('methods', [])}")
