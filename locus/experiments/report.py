@@ -1,0 +1,349 @@
+"""Markdown tables of a finished run, pasted into a documentation page between markers.
+
+A block of a Markdown file is a marker pair; everything between the two lines is generated, everything
+outside them is left as written::
+
+    <!-- locus-report:routing -->
+    ...
+    <!-- /locus-report:routing -->
+
+:func:`render_block` renders one named block (:data:`BLOCKS`) from the CSVs of a results directory
+(``tables/*.csv``, ``figures/*.csv``, ``data/{dataset}/summary.md``); :func:`update_text` rewrites every
+block of a page; :func:`stale_blocks` names those that differ. Numbers are never typed here: each block
+only formats what the workflow wrote.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from locus.errors import ConfigError, DataError
+
+MARKER = re.compile(r"^<!-- locus-report:([A-Za-z0-9_-]+) -->[ \t]*$", re.M)
+END = "<!-- /locus-report:{name} -->"
+OVERALL = "Overall"
+
+
+# --------------------------------------------------------------------------------------------------
+# reading
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Source:
+    """Where a block reads from: the results directory and the data set the run was made on."""
+    results: Path
+    dataset: str | None = None
+
+    def path(self, rel: str) -> Path:
+        return self.results / rel
+
+    def shown(self, rel: str) -> str:
+        """`rel` as a reader sees it: under the results directory's own name (``results/tables/x.csv``)."""
+        return f"{self.results.name}/{rel}"
+
+
+def read_rows(path: Path, required: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    """The rows of a CSV written by the workflow, every cell as text; a missing file, a ragged row or a
+    missing column is a :class:`DataError` that names the file and the fix."""
+    if not path.is_file():
+        raise DataError(f"{path}: not found; build it first (snakemake --cores 2 {_target(path)}) or point "
+                        "--results at a finished run")
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if not header:
+                raise DataError(f"{path}: empty file, expected a CSV with a header row; rebuild it")
+            rows = []
+            for row in reader:
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise DataError(f"{path} line {reader.line_num}: {len(row)} fields, the header has "
+                                    f"{len(header)}; the file is damaged: rebuild it")
+                rows.append(dict(zip(header, row)))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{path}: not a readable CSV ({exc}); rebuild it") from None
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {', '.join(missing)}; it was written by another version "
+                        "of locus: rebuild it")
+    if not rows:
+        raise DataError(f"{path}: no rows; rebuild it")
+    return rows
+
+
+def _target(path: Path) -> str:
+    parts = path.parts
+    i = max((k for k, p in enumerate(parts) if p == "results"), default=-1)
+    rel = "/".join(parts[i:]) if i >= 0 else str(path)
+    return str(Path(rel).with_suffix(".tex" if "tables" in parts else ".pdf")) if path.suffix == ".csv" else rel
+
+
+def _float(text: str, path: Path, column: str) -> float:
+    if text is None or str(text).strip() in ("", "nan", "NaN", "<NA>", "None"):
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        raise DataError(f"{path}: column {column} holds {text!r}, expected a number; rebuild the file") from None
+
+
+def fmt(value: float, decimals: int = 2, signed: bool = False) -> str:
+    """A number for a table ('–' when undefined); `signed` writes + before positive values, − for minus."""
+    if value is None or math.isnan(value):
+        return "–"
+    text = f"{value:+,.{decimals}f}" if signed else f"{value:,.{decimals}f}"
+    return text.replace("-", "−")
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table (the first column left-aligned, the others right-aligned)."""
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _unique(values) -> list:
+    return list(dict.fromkeys(values))
+
+
+# --------------------------------------------------------------------------------------------------
+# the data set
+# --------------------------------------------------------------------------------------------------
+def dataset_name(src: Source) -> str:
+    """The data set of the run: `src.dataset`, else the only one under ``data/``."""
+    if src.dataset:
+        return src.dataset
+    data = src.path("data")
+    names = sorted(p.name for p in data.glob("*") if (p / "summary.md").is_file()) if data.is_dir() else []
+    if len(names) != 1:
+        found = f"found {', '.join(names)}" if names else "found none"
+        raise ConfigError(f"{data}: expected one data set with a summary.md ({found}); name it with --dataset")
+    return names[0]
+
+
+def dataset_label(src: Source) -> str:
+    """The data set's label: the title of its ``summary.md`` (``# Data summary: LABEL``)."""
+    path = src.path(f"data/{dataset_name(src)}/summary.md")
+    if not path.is_file():
+        raise DataError(f"{path}: not found; build it first (snakemake --cores 2 {_target(path)}) or pass --dataset")
+    first = path.read_text(encoding="utf-8").splitlines()[:1]
+    prefix = "# Data summary: "
+    if not first or not first[0].startswith(prefix):
+        raise DataError(f"{path}: the first line should be '{prefix}LABEL'; rebuild it with locus summary")
+    return first[0][len(prefix):].strip()
+
+
+def provenance(src: Source, files: list[str], extra: str = "") -> str:
+    """The line under each block: what it was generated from."""
+    shown = ", ".join(f"`{src.shown(f)}`" for f in files)
+    return f"*Data: {dataset_label(src)}. Generated by `locus report` from {shown}{extra}.*"
+
+
+# --------------------------------------------------------------------------------------------------
+# blocks
+# --------------------------------------------------------------------------------------------------
+def block_data(src: Source) -> list[str]:
+    """The data set's summary: its sizes and the split table (oracle, best single model, random)."""
+    rel = f"data/{dataset_name(src)}/summary.md"
+    path = src.path(rel)
+    label = dataset_label(src)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    bullets = [ln for ln in lines if ln.startswith("- ")]
+    try:
+        start = lines.index("## Splits")
+    except ValueError:
+        raise DataError(f"{path}: no '## Splits' section; rebuild it with locus summary") from None
+    table = []
+    for ln in lines[start + 1:]:
+        if ln.startswith("|"):
+            table.append(ln)
+        elif table:
+            break
+    if not table:
+        raise DataError(f"{path}: the '## Splits' section has no table; rebuild it with locus summary")
+    return [f"**{label}**", ""] + bullets + [""] + table + ["", provenance(src, [rel])]
+
+
+COMPARISON_COLUMNS = ("approach", "label", "kind", "metric", "train_size", "benchmark", "mean_pct", "std_pct",
+                      "n_seeds", "emphasis", "reference", "ci_low_pct", "ci_high_pct", "not_significant_vs_best",
+                      "n_queries", "n_boot", "confidence")
+METRIC_TITLES = {"routing_acc": "Routing accuracy (%)", "expected_routing": "Expected routing accuracy (%)",
+                 "correctness_acc": "Correctness accuracy (%)"}
+
+
+def _cell(row: dict, path: Path) -> str:
+    mean = _float(row["mean_pct"], path, "mean_pct")
+    std = _float(row["std_pct"], path, "std_pct")
+    n = int(_float(row["n_seeds"], path, "n_seeds")) if row["n_seeds"] not in ("", None) else 0
+    text = fmt(mean)
+    if n > 1 and not math.isnan(std):
+        text += f" ± {fmt(std)}"
+    if row["emphasis"] == "best":
+        text = f"**{text}**"
+    if row["not_significant_vs_best"] in ("True", "true", "1"):
+        text += " †"
+    lo, hi = _float(row["ci_low_pct"], path, "ci_low_pct"), _float(row["ci_high_pct"], path, "ci_high_pct")
+    if row["approach"] != row["reference"] and not (math.isnan(lo) or math.isnan(hi)):
+        text += f" [{fmt(lo, 1, signed=True)}, {fmt(hi, 1, signed=True)}]"
+    return text
+
+
+def comparison(src: Source, rel: str, benchmark: str = OVERALL) -> list[str]:
+    """One Markdown table per metric of a ``locus table`` CSV (routing, routing-by-dataset, ...):
+    rows = approaches, columns = training sizes, at `benchmark`."""
+    path = src.path(rel)
+    rows = [r for r in read_rows(path, COMPARISON_COLUMNS) if r["benchmark"] == benchmark]
+    if not rows:
+        raise DataError(f"{path}: no rows for benchmark {benchmark!r}; rebuild it")
+    sizes = _unique(r["train_size"] for r in rows if r["train_size"] not in ("", None))
+    out = []
+    for metric in _unique(r["metric"] for r in rows):
+        mrows = [r for r in rows if r["metric"] == metric]
+        table = []
+        for approach in _unique(r["approach"] for r in mrows):
+            arows = [r for r in mrows if r["approach"] == approach]
+            label = arows[0]["label"]
+            if arows[0]["kind"] == "reference":
+                label = f"*{label}*"
+            by_size = {r["train_size"]: r for r in arows}
+            if set(by_size) == {""}:  # a property of the data set: the same in every column
+                cells = [_cell(by_size[""], path)] * len(sizes)
+            else:
+                cells = [_cell(by_size[s], path) if s in by_size else "–" for s in sizes]
+            table.append([label] + cells)
+        out += [f"{METRIC_TITLES.get(metric, metric)}:", ""]
+        out += md_table(["training queries per model"] + [f"{int(s):,}" for s in sizes], table) + [""]
+    sig = [r for r in rows if r["n_boot"] not in ("", None) and r["kind"] == "method"]
+    if sig:
+        r = sig[0]
+        conf = _float(r["confidence"], path, "confidence")
+        out.append(f"In brackets: the paired-bootstrap {conf:.0%} interval of the difference to "
+                   f"{_label_of(rows, r['reference'])} ({int(float(r['n_boot'])):,} resamples of the "
+                   f"{int(float(r['n_queries'])):,} test queries); † = not significantly different from the "
+                   "column's best (bold).")
+        out.append("")
+    return out + [provenance(src, [rel])]
+
+
+def _label_of(rows: list[dict], approach: str) -> str:
+    return next((r["label"] for r in rows if r["approach"] == approach), approach)
+
+
+def columns_table(src: Source, rel: str, columns: list[tuple[str, str, int]],
+                  keep: Callable[[dict], bool] | None = None, note: str = "") -> list[str]:
+    """A Markdown table of chosen CSV columns: (header, column, decimals; -1 = text as written)."""
+    path = src.path(rel)
+    rows = read_rows(path, tuple(c for _, c, _ in columns))
+    rows = [r for r in rows if keep is None or keep(r)]
+    if not rows:
+        raise DataError(f"{path}: no rows to show; rebuild it")
+    body = [[r[c] if d < 0 else fmt(_float(r[c], path, c), d) for _, c, d in columns] for r in rows]
+    out = md_table([h for h, _, _ in columns], body) + [""]
+    if note:
+        out += [note, ""]
+    return out + [provenance(src, [rel])]
+
+
+def block_routing(src):
+    return comparison(src, "tables/routing.csv")
+
+
+def block_routing_by_dataset(src):
+    return comparison(src, "tables/routing_by_dataset.csv")
+
+
+def block_correctness_by_dataset(src):
+    return comparison(src, "tables/correctness_by_dataset.csv")
+
+
+def block_precision_effect(src):
+    return columns_table(src, "tables/precision_effect.csv", [
+        ("LOCUS run, n", "train_size", 0), ("seed", "seed", -1),
+        ("routing fp32", "routing_acc_float32", 2), ("routing bf16", "routing_acc_bfloat16", 2),
+        ("correctness fp32", "correctness_acc_float32", 2), ("correctness bf16", "correctness_acc_bfloat16", 2),
+        ("same routed model", "routing_agreement", 3), ("labels flipped", "label_flips", 4),
+        ("max rel. ‖Δz‖", "max_rel_z_diff", 4)])
+
+
+def block_time_complexity(src):
+    rel = "figures/time_complexity.csv"
+    path = src.path(rel)
+    rows = read_rows(path, ("source", "what", "precision", "n_models", "n", "median_s", "cpu_model", "threads"))
+    measured = [r for r in rows if r["source"] == "measured"]
+    if not measured:
+        raise DataError(f"{path}: no measured rows; rebuild it")
+    body = [[r["what"], r["precision"], r["n_models"], f"{int(float(r['n'])):,}", fmt(_float(r["median_s"], path,
+             "median_s"), 3)] for r in measured]
+    machine = f"; measured on {measured[0]['cpu_model']}, {measured[0]['threads']} threads"
+    return (md_table(["what", "precision", "models", "n", "median s"], body) + ["",
+            provenance(src, [rel], machine)])
+
+
+BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
+    "data": (block_data, "the data set: sizes, oracle / best single / random per split"),
+    "routing": (block_routing, "tables/routing.csv: routing, expected routing and correctness accuracy"),
+    "routing-by-dataset": (block_routing_by_dataset, "tables/routing_by_dataset.csv, overall column"),
+    "correctness-by-dataset": (block_correctness_by_dataset, "tables/correctness_by_dataset.csv, overall column"),
+    "precision-effect": (block_precision_effect, "tables/precision_effect.csv: fp32 vs bf16 scoring"),
+    "time-complexity": (block_time_complexity, "figures/time_complexity.csv: measured times"),
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# pages
+# --------------------------------------------------------------------------------------------------
+def render_block(name: str, src: Source) -> str:
+    """The generated text of block `name` (no markers), ending in a newline."""
+    if name not in BLOCKS:
+        raise ConfigError(f"unknown report block {name!r}; known blocks: {', '.join(BLOCKS)}")
+    return "\n".join(BLOCKS[name][0](src)).rstrip("\n") + "\n"
+
+
+def blocks_of(text: str, where: str = "the page") -> list[tuple[str, int, int]]:
+    """(name, start, end) of the generated text of each marker pair of `text` (start/end exclude the marker
+    lines); a marker without its closing line, a nested or an unknown name is a :class:`ConfigError`."""
+    found = []
+    pos = 0
+    while True:
+        m = MARKER.search(text, pos)
+        if m is None:
+            return found
+        name = m.group(1)
+        if name not in BLOCKS:
+            raise ConfigError(f"{where}: unknown report block {name!r} (line {text.count(chr(10), 0, m.start()) + 1}); "
+                              f"known blocks: {', '.join(BLOCKS)}")
+        start = m.end() + 1 if text[m.end():m.end() + 1] == "\n" else m.end()
+        end = text.find(END.format(name=name), start)
+        nxt = MARKER.search(text, start)
+        if end < 0 or (nxt is not None and nxt.start() < end):
+            raise ConfigError(f"{where}: the block {name!r} opened on line {text.count(chr(10), 0, m.start()) + 1} "
+                              f"has no closing line {END.format(name=name)} before the next block; add it")
+        found.append((name, start, end))
+        pos = end + len(END.format(name=name))
+
+
+def update_text(text: str, src: Source, where: str = "the page") -> str:
+    """`text` with the generated part of every block replaced; the rest is kept as it is."""
+    out, last = [], 0
+    cache: dict[str, str] = {}
+    for name, start, end in blocks_of(text, where):
+        if name not in cache:
+            cache[name] = render_block(name, src)
+        out += [text[last:start], cache[name]]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def stale_blocks(text: str, src: Source, where: str = "the page") -> list[str]:
+    """The names of the blocks of `text` whose generated part differs from what :func:`update_text` writes."""
+    stale = []
+    for name, start, end in blocks_of(text, where):
+        if text[start:end] != render_block(name, src) and name not in stale:
+            stale.append(name)
+    return stale
