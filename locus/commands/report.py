@@ -31,7 +31,13 @@ def add_arguments(p):
 def run(args) -> int:
     from locus.atomic import write_text
     from locus.errors import DataError
-    from locus.experiments.report import BLOCKS, Source, render_block, stale_blocks, update_text
+    from locus.experiments.report import (
+        BLOCKS,
+        Source,
+        render_block,
+        stale_blocks,
+        update_text,
+    )
 
     src = Source(Path(args.results), args.dataset)
     page = args.update or args.check

@@ -17,13 +17,13 @@ from __future__ import annotations
 import csv
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from locus.errors import ConfigError, DataError
 
-MARKER = re.compile(r"^<!-- locus-report:([A-Za-z0-9_-]+) -->[ \t]*$", re.M)
+MARKER = re.compile(r"^<!-- locus-report:([A-Za-z0-9_-]+) -->[ \t]*$", re.MULTILINE)
 END = "<!-- /locus-report:{name} -->"
 OVERALL = "Overall"
 
