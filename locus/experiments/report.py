@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from locus.errors import ConfigError, DataError
+from locus.render.labels import plain_label
 
 MARKER = re.compile(r"^<!-- locus-report:([A-Za-z0-9_-]+) -->[ \t]*$", re.MULTILINE)
 END = "<!-- /locus-report:{name} -->"
@@ -284,6 +285,76 @@ def block_time_complexity(src):
             provenance(src, [rel], machine)])
 
 
+def _pick(rows: list[dict], **conds) -> dict | None:
+    """The first row whose columns equal `conds` (as text), or None."""
+    return next((r for r in rows if all(r.get(k) == v for k, v in conds.items())), None)
+
+
+def _pct_of(row: dict | None, column: str, path: Path, decimals: int = 1) -> str:
+    return "–" if row is None else fmt(100 * _float(row[column], path, column), decimals)
+
+
+def block_neighbours(src):
+    """Nearest-neighbour agreement at k = 1 per method, with the best possible neighbour and a random one."""
+    rel = "figures/nearest_neighbor_proxies.csv"
+    path = src.path(rel)
+    rows = read_rows(path, ("method", "train_size", "curve", "k", "agreement"))
+    body = []
+    for method in _unique(r["method"] for r in rows):
+        own = [r for r in rows if r["method"] == method]
+        body.append([plain_label(method), _pct_of(_pick(own, curve="embedding_neighbour", k="1"), "agreement", path),
+                     _pct_of(_pick(own, curve="best_possible", k="1"), "agreement", path),
+                     _pct_of(_pick(own, curve="random_other"), "agreement", path)])
+    n = rows[0]["train_size"]
+    return (md_table([f"nearest-neighbour agreement on test, k = 1 (n = {n})", "embedding neighbour",
+                      "best possible (chosen with test labels)", "random other model"], body)
+            + ["", provenance(src, [rel])])
+
+
+def block_fallback(src):
+    """Routing accuracy kept when the routed model is replaced by its nearest neighbour (k = 1)."""
+    rel = "figures/fallback_routing.csv"
+    path = src.path(rel)
+    rows = read_rows(path, ("method", "train_size", "curve", "k", "accuracy", "retention"))
+    body = []
+    for method in _unique(r["method"] for r in rows):
+        own = [r for r in rows if r["method"] == method]
+        nn, rnd = _pick(own, curve="embedding_neighbour", k="1"), _pick(own, curve="random_other")
+        body.append([plain_label(method), _pct_of(_pick(own, curve="original"), "accuracy", path, 2),
+                     _pct_of(nn, "accuracy", path, 2), _pct_of(nn, "retention", path),
+                     _pct_of(rnd, "retention", path)])
+    return (md_table(["fallback routing (test)", "routing accuracy %", "nearest neighbour instead, %",
+                      "kept, %", "kept by a random other model, %"], body) + ["", provenance(src, [rel])])
+
+
+def block_portfolio(src):
+    """The smallest portfolio (models, or a parameter budget) that routes as well as the whole pool."""
+    rel = "figures/model_portfolio.csv"
+    path = src.path(rel)
+    rows = read_rows(path, ("panel", "method", "k", "budget_b", "n_models", "params_b", "routing_acc"))
+    full_row = _pick(rows, method="full-pool")
+    if full_row is None:
+        raise DataError(f"{path}: no full-pool row; rebuild it")
+    full = _float(full_row["routing_acc"], path, "routing_acc")
+    body = []
+    for method, key, unit in (("k-center", "k", "models"), ("k-medoids", "k", "models"), ("random", "k", "models"),
+                              ("coverage-greedy", "budget_b", "B parameters"),
+                              ("random-feasible", "budget_b", "B parameters")):
+        part = sorted((r for r in rows if r["method"] == method), key=lambda r: _float(r[key], path, key))
+        if not part:
+            continue
+        cells = []
+        for target in (full - 1e-9, full - 1.0):
+            hit = next((r for r in part if _float(r["routing_acc"], path, "routing_acc") >= target), None)
+            cells.append("never" if hit is None else f"{fmt(_float(hit[key], path, key), 0)} {unit}")
+        body.append([method] + cells)
+    total = _float(full_row["params_b"], path, "params_b")
+    pool = (f"The whole pool: {fmt(_float(full_row['n_models'], path, 'n_models'), 0)} models, "
+            f"{fmt(total, 0)}B parameters, routing accuracy {fmt(full)}% on test.")
+    return (md_table(["portfolio selector", "reaches the whole pool's routing accuracy",
+                      "within 1 point"], body) + ["", pool, "", provenance(src, [rel])])
+
+
 BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
     "data": (block_data, "the data set: sizes, oracle / best single / random per split"),
     "routing": (block_routing, "tables/routing.csv: routing, expected routing and correctness accuracy"),
@@ -291,6 +362,9 @@ BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
     "correctness-by-dataset": (block_correctness_by_dataset, "tables/correctness_by_dataset.csv, overall column"),
     "precision-effect": (block_precision_effect, "tables/precision_effect.csv: fp32 vs bf16 scoring"),
     "time-complexity": (block_time_complexity, "figures/time_complexity.csv: measured times"),
+    "neighbours": (block_neighbours, "figures/nearest_neighbor_proxies.csv: agreement with the nearest model"),
+    "portfolio": (block_portfolio, "figures/model_portfolio.csv: smallest portfolio matching the pool"),
+    "fallback": (block_fallback, "figures/fallback_routing.csv: accuracy kept by the nearest neighbour"),
 }
 
 
