@@ -355,6 +355,158 @@ def block_portfolio(src):
                       "within 1 point"], body) + ["", pool, "", provenance(src, [rel])])
 
 
+def _pivot(rows: list[dict], row_key: str, col_key: str, value: str, path: Path, scale: float = 100.0,
+           decimals: int = 1) -> tuple[list[str], list[str], dict]:
+    """(row keys, column keys sorted as numbers, {(row, col): text}) of a long table."""
+    cols = sorted(_unique(r[col_key] for r in rows), key=lambda c: _float(c, path, col_key))
+    cells = {(r[row_key], r[col_key]): fmt(scale * _float(r[value], path, value), decimals) for r in rows}
+    return _unique(r[row_key] for r in rows), cols, cells
+
+
+def _num_label(text: str) -> str:
+    value = float(text)
+    return f"{value:,.0f}" if value == int(value) else f"{value:g}"
+
+
+def block_evalset_robustness(src):
+    """Test accuracy with every model re-embedded from subsampled / partly overlapping evaluation sets."""
+    rel = "figures/perf_vs_size_and_overlap.csv"
+    path = src.path(rel)
+    rows = read_rows(path, ("kind", "panel", "setting", "routing_acc", "correctness_acc"))
+    means = [r for r in rows if r["kind"] == "mean"]
+    ref, single = _pick(rows, kind="reference"), _pick(rows, kind="best_single")
+    if not means or ref is None:
+        raise DataError(f"{path}: no mean or reference rows; rebuild it")
+    out = []
+    for panel, title in (("size", "evaluations per model"), ("overlap", "overlap α with the reference set")):
+        part = [r for r in means if r["panel"] == panel]
+        if not part:
+            continue
+        cols = sorted(_unique(r["setting"] for r in part), key=lambda c: _float(c, path, "setting"))
+        body = [[label] + [fmt(100 * _float(_pick(part, setting=c)[metric], path, metric), 1) for c in cols]
+                for label, metric in (("routing %", "routing_acc"), ("correctness %", "correctness_acc"))]
+        out += md_table([title] + [_num_label(c) for c in cols], body) + [""]
+    line = (f"With the run's own embeddings: routing {fmt(100 * _float(ref['routing_acc'], path, 'routing_acc'), 1)}%, "
+            f"correctness {fmt(100 * _float(ref['correctness_acc'], path, 'correctness_acc'), 1)}%")
+    if single is not None:
+        line += f"; best single model (chosen on validation) {fmt(100 * _float(single['routing_acc'], path, 'routing_acc'), 1)}%"
+    return out + [line + ".", "", provenance(src, [rel])]
+
+
+def block_onboarding(src):
+    """Correctness accuracy on held-out models embedded from k of their evaluations, per encoder run."""
+    rel = "figures/sample_eff_ood_test.csv"
+    path = src.path(rel)
+    rows = [r for r in read_rows(path, ("kind", "row", "k", "accuracy", "n_train_models")) if r["kind"] == "cell"]
+    if not rows:
+        raise DataError(f"{path}: no cell rows; rebuild it")
+    keys, cols, cells = _pivot(rows, "row", "k", "accuracy", path, decimals=2)
+    trained = {r["row"]: r["n_train_models"] for r in rows}
+    keys = sorted(keys, key=lambda k: -_float(trained[k], path, "n_train_models"))
+    body = [[f"encoder trained on {_num_label(trained[k])} models" + (" (all)" if k == "all" else "")]
+            + [cells.get((k, c), "–") for c in cols] for k in keys]
+    return (md_table(["held-out models' correctness %, embedded from k evaluations"] + [_num_label(c) for c in cols],
+                     body) + ["", provenance(src, [rel])])
+
+
+def block_regeneration(src):
+    """EmbedLLM embeddings re-learned with the decoder frozen, against LOCUS's one-pass re-embedding."""
+    rel = "figures/relearn_embedllm_heatmap_test_disagreement.csv"
+    path = src.path(rel)
+    rows = read_rows(path, ("method", "kind", "setting", "cosine_distance", "test_disagreement"))
+
+    def span(part, column, scale, decimals):
+        values = [scale * _float(r[column], path, column) for r in part]
+        lo, hi = min(values), max(values)
+        return fmt(lo, decimals) if lo == hi else f"{fmt(lo, decimals)}–{fmt(hi, decimals)}"
+
+    body = []
+    for kind, setting in _unique((r["kind"], r["setting"]) for r in rows):
+        emb = [r for r in rows if r["method"] == "embedllm" and (r["kind"], r["setting"]) == (kind, setting)]
+        loc = [r for r in rows if r["method"] == "locus" and (r["kind"], r["setting"]) == (kind, setting)]
+        label = {"same": "the same evaluations", "overlap": f"overlap α = {setting}",
+                 "subsample": f"{_num_label(setting) if setting else '?'} subsampled"}.get(kind, f"{kind} {setting}")
+        body.append([label, span(emb, "cosine_distance", 1, 2) if emb else "–",
+                     span(emb, "test_disagreement", 100, 1) if emb else "–",
+                     span(loc, "cosine_distance", 1, 4) if loc else "–",
+                     span(loc, "test_disagreement", 100, 2) if loc else "–"])
+    cells = len(_unique((r.get("hidden_layers"), r.get("dim")) for r in rows if r["method"] == "embedllm"))
+    return (md_table(["re-learned from", f"EmbedLLM cosine distance ({cells} cells)", "EmbedLLM test disagreement %",
+                      "LOCUS distance", "LOCUS disagreement %"], body) + ["", provenance(src, [rel])])
+
+
+def block_distance_correlation(src):
+    """Correlation between embedding distance and test disagreement over model pairs, per method."""
+    rel = "tables/distance_correlation.csv"
+    path = src.path(rel)
+    rows = read_rows(path, ("method", "correlation", "distance", "value", "n_pairs", "train_size"))
+    has_ci = "ci_low" in rows[0] and "ci_high" in rows[0]
+    columns = _unique((r["correlation"], r["distance"]) for r in rows)
+    body = []
+    for method in _unique(r["method"] for r in rows):
+        cells = []
+        for corr, dist in columns:
+            r = _pick(rows, method=method, correlation=corr, distance=dist)
+            if r is None:
+                cells.append("–")
+                continue
+            text = fmt(_float(r["value"], path, "value"), 3)
+            if has_ci and r["ci_low"] not in ("", None):
+                text += f" [{fmt(_float(r['ci_low'], path, 'ci_low'), 2)}, {fmt(_float(r['ci_high'], path, 'ci_high'), 2)}]"
+            cells.append(text)
+        body.append([plain_label(method)] + cells)
+    first = rows[0]
+    head = [f"distance vs test disagreement ({first['n_pairs']} model pairs, n = {first['train_size']})"]
+    note = "In brackets: the bootstrap interval over test queries." if has_ci else ""
+    return (md_table(head + [f"{c.capitalize()}, {d}" for c, d in columns], body) + [""]
+            + ([note, ""] if note else []) + [provenance(src, [rel])])
+
+
+def _ablation(src, by: str) -> list[str]:
+    """The routing and correctness tables of one ablation (overall column), one provenance line."""
+    routing = comparison(src, f"tables/{by}_ablation_routing.csv")[:-1]
+    correctness = comparison(src, f"tables/{by}_ablation_correctness.csv")[:-1]
+    return routing + correctness + [provenance(src, [f"tables/{by}_ablation_routing.csv",
+                                                     f"tables/{by}_ablation_correctness.csv"])]
+
+
+def block_dim_ablation(src):
+    return _ablation(src, "dim")
+
+
+def block_encoder_ablation(src):
+    return _ablation(src, "encoder")
+
+
+def block_sample_efficiency(src):
+    """The routing curves (mean over seeds) and the sample-efficiency factors drawn on the figure."""
+    rel = "figures/train_sample_eff.csv"
+    path = src.path(rel)
+    rows = read_rows(path, ("kind", "method", "train_size", "mean", "std", "n_seeds", "reference_curve_n",
+                            "target", "n_reference", "n_method", "factor", "ci_low", "ci_high", "status",
+                            "annotated"))
+    curve = [r for r in rows if r["kind"] == "curve"]
+    if not curve:
+        raise DataError(f"{path}: no curve rows; rebuild it")
+    methods, sizes, cells = _pivot(curve, "method", "train_size", "mean", path, decimals=2)
+    body = [[plain_label(m)] + [cells.get((m, n), "–") for n in sizes] for m in methods]
+    out = md_table(["routing accuracy %, training queries per model"] + [_num_label(n) for n in sizes], body) + [""]
+    factors = [r for r in rows if r["kind"] == "factor" and r["annotated"] in ("True", "true", "1")]
+    if factors:
+        fbody = []
+        for r in factors:
+            lo, hi = r["ci_low"], r["ci_high"]
+            fbody.append([plain_label(r["method"]), fmt(100 * _float(r["target"], path, "target"), 2),
+                          fmt(_float(r["n_reference"], path, "n_reference"), 0),
+                          fmt(_float(r["n_method"], path, "n_method"), 0),
+                          f"{fmt(_float(r['factor'], path, 'factor'), 1)}×",
+                          f"[{fmt(_float(lo, path, 'ci_low'), 1)}, {fmt(_float(hi, path, 'ci_high'), 1)}]"
+                          .replace("inf", "∞"), r["status"]])
+        out += md_table(["factor on the figure", "target routing %", "samples, reference", "samples, method",
+                         "factor", "95% interval", "status"], fbody) + [""]
+    return out + [provenance(src, [rel])]
+
+
 BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
     "data": (block_data, "the data set: sizes, oracle / best single / random per split"),
     "routing": (block_routing, "tables/routing.csv: routing, expected routing and correctness accuracy"),
@@ -364,6 +516,13 @@ BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
     "time-complexity": (block_time_complexity, "figures/time_complexity.csv: measured times"),
     "neighbours": (block_neighbours, "figures/nearest_neighbor_proxies.csv: agreement with the nearest model"),
     "portfolio": (block_portfolio, "figures/model_portfolio.csv: smallest portfolio matching the pool"),
+    "evalset-robustness": (block_evalset_robustness, "figures/perf_vs_size_and_overlap.csv: re-embedded models"),
+    "onboarding": (block_onboarding, "figures/sample_eff_ood_test.csv: held-out models embedded from k evaluations"),
+    "regeneration": (block_regeneration, "figures/relearn_embedllm_heatmap_test_disagreement.csv: re-learned"),
+    "distance-correlation": (block_distance_correlation, "tables/distance_correlation.csv: geometry vs behaviour"),
+    "dim-ablation": (block_dim_ablation, "tables/dim_ablation_{routing,correctness}.csv: LOCUS's dimension"),
+    "encoder-ablation": (block_encoder_ablation, "tables/encoder_ablation_{routing,correctness}.csv: encoders"),
+    "sample-efficiency": (block_sample_efficiency, "figures/train_sample_eff.csv: curves and factors"),
     "fallback": (block_fallback, "figures/fallback_routing.csv: accuracy kept by the nearest neighbour"),
 }
 
