@@ -97,7 +97,10 @@ def fmt(value: float, decimals: int = 2, signed: bool = False) -> str:
     """A number for a table ('–' when undefined); `signed` writes + before positive values, − for minus."""
     if value is None or math.isnan(value):
         return "–"
+    signed = signed and round(value, decimals) != 0
     text = f"{value:+,.{decimals}f}" if signed else f"{value:,.{decimals}f}"
+    if text.lstrip("-").strip("0.,") == "":  # -0.0 reads 0.0
+        text = text.lstrip("-")
     return text.replace("-", "−")
 
 
@@ -173,6 +176,8 @@ def block_data(src: Source) -> list[str]:
 COMPARISON_COLUMNS = ("approach", "label", "kind", "metric", "train_size", "benchmark", "mean_pct", "std_pct",
                       "n_seeds", "emphasis", "reference", "ci_low_pct", "ci_high_pct", "not_significant_vs_best",
                       "n_queries", "n_boot", "confidence")
+ABLATION_HEADINGS = {"dim": "LOCUS's embedding dimension d · training queries per model",
+                     "encoder": "LOCUS's query encoder · training queries per model"}
 METRIC_TITLES = {"routing_acc": "Routing accuracy (%)", "expected_routing": "Expected routing accuracy (%)",
                  "correctness_acc": "Correctness accuracy (%)"}
 
@@ -182,7 +187,7 @@ def _cell(row: dict, path: Path) -> str:
     std = _float(row["std_pct"], path, "std_pct")
     n = int(_float(row["n_seeds"], path, "n_seeds")) if row["n_seeds"] not in ("", None) else 0
     text = fmt(mean)
-    if n > 1 and not math.isnan(std):
+    if n > 1 and not math.isnan(std) and (row["kind"] != "reference" or std > 1e-12):
         text += f" ± {fmt(std)}"
     if row["emphasis"] == "best":
         text = f"**{text}**"
@@ -194,7 +199,7 @@ def _cell(row: dict, path: Path) -> str:
     return text
 
 
-def comparison(src: Source, rel: str, benchmark: str = OVERALL) -> list[str]:
+def comparison(src: Source, rel: str, benchmark: str = OVERALL, note: bool = True) -> list[str]:
     """One Markdown table per metric of a ``locus table`` CSV (routing, routing-by-dataset, ...):
     rows = approaches, columns = training sizes, at `benchmark`."""
     path = src.path(rel)
@@ -218,9 +223,10 @@ def comparison(src: Source, rel: str, benchmark: str = OVERALL) -> list[str]:
                 cells = [_cell(by_size[s], path) if s in by_size else "–" for s in sizes]
             table.append([label] + cells)
         out += [f"{METRIC_TITLES.get(metric, metric)}:", ""]
-        out += md_table(["training queries per model"] + [f"{int(s):,}" for s in sizes], table) + [""]
+        heading = ABLATION_HEADINGS.get(rows[0].get("ablation"), "training queries per model")
+        out += md_table([heading] + [f"{int(s):,}" for s in sizes], table) + [""]
     sig = [r for r in rows if r["n_boot"] not in ("", None) and r["kind"] == "method"]
-    if sig:
+    if sig and note:
         r = sig[0]
         conf = _float(r["confidence"], path, "confidence")
         out.append(f"In brackets: the paired-bootstrap {conf:.0%} interval of the difference to "
@@ -464,7 +470,7 @@ def block_distance_correlation(src):
 
 def _ablation(src, by: str) -> list[str]:
     """The routing and correctness tables of one ablation (overall column), one provenance line."""
-    routing = comparison(src, f"tables/{by}_ablation_routing.csv")[:-1]
+    routing = comparison(src, f"tables/{by}_ablation_routing.csv", note=False)[:-1]
     correctness = comparison(src, f"tables/{by}_ablation_correctness.csv")[:-1]
     return routing + correctness + [provenance(src, [f"tables/{by}_ablation_routing.csv",
                                                      f"tables/{by}_ablation_correctness.csv"])]
@@ -478,33 +484,66 @@ def block_encoder_ablation(src):
     return _ablation(src, "encoder")
 
 
+def _factors(src: Source, rel: str) -> list[str]:
+    """The factor of each method at the figure's reference point, from the figure's JSON summary."""
+    import json
+
+    path = src.path(rel)
+    if not path.is_file():
+        raise DataError(f"{path}: not found; build it first (snakemake --cores 2 {_target(path)})")
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        point, methods, ref = int(summary["reference_point"]), summary["methods"], summary["reference_method"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DataError(f"{path}: not a sample-efficiency summary ({exc}); rebuild it") from None
+
+    def num(value) -> float:
+        return math.inf if value == "inf" else math.nan if value is None else float(value)
+
+    body = []
+    for method, entry in methods.items():
+        f = (entry or {}).get("at_reference_point") or {}
+        if not f:
+            continue
+        n_method = num(f.get("n_method"))
+        body.append([plain_label(method), fmt(100 * num(f.get("target")), 2),
+                     "never" if math.isnan(n_method) else fmt(n_method, 0),
+                     f"{fmt(num(f.get('factor')), 1)}×" + (" (a lower bound)" if f.get("crossing") == "lower_bound"
+                                                          else ""),
+                     f"[{fmt(num(f.get('ci_low')), 1)}, {fmt(num(f.get('ci_high')), 1)}]".replace("inf", "∞"),
+                     str(f.get("status", ""))])
+    if not body:
+        return []
+    return md_table([f"factor at n = {point:,} of {plain_label(ref)}", "target routing %", "samples the method needs",
+                     "factor", "95% interval", "status"], body) + [""]
+
+
 def block_sample_efficiency(src):
     """The routing curves (mean over seeds) and the sample-efficiency factors drawn on the figure."""
     rel = "figures/train_sample_eff.csv"
     path = src.path(rel)
-    rows = read_rows(path, ("kind", "method", "train_size", "mean", "std", "n_seeds", "reference_curve_n",
-                            "target", "n_reference", "n_method", "factor", "ci_low", "ci_high", "status",
-                            "annotated"))
+    rows = read_rows(path, ("kind", "method", "train_size", "mean"))
     curve = [r for r in rows if r["kind"] == "curve"]
     if not curve:
         raise DataError(f"{path}: no curve rows; rebuild it")
     methods, sizes, cells = _pivot(curve, "method", "train_size", "mean", path, decimals=2)
     body = [[plain_label(m)] + [cells.get((m, n), "–") for n in sizes] for m in methods]
     out = md_table(["routing accuracy %, training queries per model"] + [_num_label(n) for n in sizes], body) + [""]
-    factors = [r for r in rows if r["kind"] == "factor" and r["annotated"] in ("True", "true", "1")]
-    if factors:
-        fbody = []
-        for r in factors:
-            lo, hi = r["ci_low"], r["ci_high"]
-            fbody.append([plain_label(r["method"]), fmt(100 * _float(r["target"], path, "target"), 2),
-                          fmt(_float(r["n_reference"], path, "n_reference"), 0),
-                          fmt(_float(r["n_method"], path, "n_method"), 0),
-                          f"{fmt(_float(r['factor'], path, 'factor'), 1)}×",
-                          f"[{fmt(_float(lo, path, 'ci_low'), 1)}, {fmt(_float(hi, path, 'ci_high'), 1)}]"
-                          .replace("inf", "∞"), r["status"]])
-        out += md_table(["factor on the figure", "target routing %", "samples, reference", "samples, method",
-                         "factor", "95% interval", "status"], fbody) + [""]
-    return out + [provenance(src, [rel])]
+    out += _factors(src, "figures/train_sample_eff.json")
+    return out + [provenance(src, [rel, "figures/train_sample_eff.json"])]
+
+
+def block_hypothetical(src):
+    """Recall@k of hypothetical embeddings (a model made up from per-benchmark accuracies) by set size."""
+    rel = "figures/hypothetical_model_embedding.csv"
+    path = src.path(rel)
+    rows = [r for r in read_rows(path, ("kind", "size", "k", "recall", "models")) if r["kind"] == "recall"]
+    if not rows:
+        raise DataError(f"{path}: no recall rows; rebuild it")
+    ks, sizes, cells = _pivot(rows, "k", "size", "recall", path)
+    body = [[f"recall@{k}, %"] + [cells.get((k, s), "–") for s in sizes] for k in ks]
+    return (md_table([f"hypothetical embeddings ({rows[0]['models']} models), queries"]
+                     + [_num_label(s) for s in sizes], body) + ["", provenance(src, [rel])])
 
 
 BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
@@ -523,6 +562,7 @@ BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
     "dim-ablation": (block_dim_ablation, "tables/dim_ablation_{routing,correctness}.csv: LOCUS's dimension"),
     "encoder-ablation": (block_encoder_ablation, "tables/encoder_ablation_{routing,correctness}.csv: encoders"),
     "sample-efficiency": (block_sample_efficiency, "figures/train_sample_eff.csv: curves and factors"),
+    "hypothetical": (block_hypothetical, "figures/hypothetical_model_embedding.csv: recall@k by set size"),
     "fallback": (block_fallback, "figures/fallback_routing.csv: accuracy kept by the nearest neighbour"),
 }
 
