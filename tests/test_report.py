@@ -53,7 +53,7 @@ bayes_ceiling,Bayes ceiling,reference,expected_routing,,Overall,92.26,,0,,,,,,,,
 PRECISION = """run,method,train_size,seed,n_models,n_test_queries,routing_acc_float32,routing_acc_bfloat16,routing_diff,\
 correctness_acc_float32,correctness_acc_bfloat16,correctness_diff,routing_agreement,label_flips,max_abs_logit_diff,\
 max_rel_z_diff
-r,locus,256,0,112,799,74.5932,74.2178,-0.375,65.9,65.9,0.0,0.965,0.0005,0.01,0.0042
+r,locus,256,0,112,799,0.745932,0.742178,-0.00375,0.659,0.659,0.0,0.965,0.0005,0.01,0.0042
 """
 TIMES = """source,what,precision,n_models,n,median_s,min_s,max_s,cold_s,repeats,gflop,gflop_s,device,device_name,\
 cpu_model,threads,torch,label
@@ -109,7 +109,7 @@ def test_other_blocks(results):
     assert data.startswith("**a hand-made pool**") and "- models: 3" in data
     assert "| test | 10 | 0.9000 | 0.7000 |" in data and "`results/data/hand/summary.md`" in data
     prec = render_block("precision-effect", Source(results))
-    assert "| 256 | 0 | 74.59 | 74.22 | 65.90 | 65.90 | 0.965 | 0.0005 | 0.0042 |" in prec
+    assert "| 256 | 0 | 74.59 | 74.22 | 65.90 | 65.90 | 96.5 | 0.05 | 0.42 |" in prec
     times = render_block("time-complexity", Source(results))
     assert "| embed | float32 | 112 | 4,096 | 2.919 |" in times and "paper" not in times.split("*Data")[0]
     assert "measured on Test CPU 9000, 2 threads" in times

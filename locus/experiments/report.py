@@ -241,19 +241,16 @@ def _label_of(rows: list[dict], approach: str) -> str:
     return next((r["label"] for r in rows if r["approach"] == approach), approach)
 
 
-def columns_table(src: Source, rel: str, columns: list[tuple[str, str, int]],
-                  keep: Callable[[dict], bool] | None = None, note: str = "") -> list[str]:
-    """A Markdown table of chosen CSV columns: (header, column, decimals; -1 = text as written)."""
+def columns_table(src: Source, rel: str, columns: list[tuple[str, str, int, float]],
+                  keep: Callable[[dict], bool] | None = None) -> list[str]:
+    """A Markdown table of chosen CSV columns: (header, column, decimals, scale; decimals -1 = the text as
+    written)."""
     path = src.path(rel)
-    rows = read_rows(path, tuple(c for _, c, _ in columns))
-    rows = [r for r in rows if keep is None or keep(r)]
+    rows = [r for r in read_rows(path, tuple(c for _, c, _, _ in columns)) if keep is None or keep(r)]
     if not rows:
         raise DataError(f"{path}: no rows to show; rebuild it")
-    body = [[r[c] if d < 0 else fmt(_float(r[c], path, c), d) for _, c, d in columns] for r in rows]
-    out = md_table([h for h, _, _ in columns], body) + [""]
-    if note:
-        out += [note, ""]
-    return out + [provenance(src, [rel])]
+    body = [[r[c] if d < 0 else fmt(k * _float(r[c], path, c), d) for _, c, d, k in columns] for r in rows]
+    return md_table([h for h, _, _, _ in columns], body) + ["", provenance(src, [rel])]
 
 
 def block_routing(src):
@@ -270,11 +267,12 @@ def block_correctness_by_dataset(src):
 
 def block_precision_effect(src):
     return columns_table(src, "tables/precision_effect.csv", [
-        ("LOCUS run, n", "train_size", 0), ("seed", "seed", -1),
-        ("routing fp32", "routing_acc_float32", 2), ("routing bf16", "routing_acc_bfloat16", 2),
-        ("correctness fp32", "correctness_acc_float32", 2), ("correctness bf16", "correctness_acc_bfloat16", 2),
-        ("same routed model", "routing_agreement", 3), ("labels flipped", "label_flips", 4),
-        ("max rel. ‖Δz‖", "max_rel_z_diff", 4)])
+        ("LOCUS run, n", "train_size", 0, 1), ("seed", "seed", -1, 1),
+        ("routing % fp32", "routing_acc_float32", 2, 100), ("routing % bf16", "routing_acc_bfloat16", 2, 100),
+        ("correctness % fp32", "correctness_acc_float32", 2, 100),
+        ("correctness % bf16", "correctness_acc_bfloat16", 2, 100),
+        ("same routed model %", "routing_agreement", 1, 100), ("labels flipped %", "label_flips", 2, 100),
+        ("max rel. ‖Δz‖ %", "max_rel_z_diff", 2, 100)])
 
 
 def block_time_complexity(src):
