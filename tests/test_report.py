@@ -181,3 +181,100 @@ def test_cli_update_and_check(results, tmp_path):
     assert res.returncode == 0 and "74.22" in res.stdout
     res = _locus("--results", tmp_path / "missing", "--check", page, cwd=tmp_path)
     assert res.returncode == 2 and "results directory not found" in res.stderr
+
+
+FIGURES = {  # hand-made CSVs in the layout each figure writes (columns trimmed to those the blocks read)
+    "figures/nearest_neighbor_proxies.csv": """method,train_size,curve,k,agreement
+locus,4096,embedding_neighbour,1,0.75
+locus,4096,embedding_neighbour,2,0.70
+locus,4096,best_possible,1,0.792
+locus,4096,random_other,,0.61
+""",
+    "figures/fallback_routing.csv": """method,train_size,curve,k,accuracy,retention
+locus,4096,original,,0.7409,1.0
+locus,4096,embedding_neighbour,1,0.6831,0.922
+locus,4096,random_other,,0.55,0.7423
+""",
+    "figures/model_portfolio.csv": """panel,method,k,budget_b,n_models,params_b,routing_acc
+count,k-center,1,,1,,70.0
+count,k-center,6,,6,,74.09
+count,random,6,,6,,73.5
+count,random,111,,111,,74.09
+budget,coverage-greedy,,876.0,20,850.0,74.09
+both,full-pool,,,112,2022.0,74.09
+""",
+    "figures/hypothetical_model_embedding.csv": """kind,size,k,recall,models
+recall,1024,1,0.107,112
+recall,4096,1,0.214,112
+recall,1024,10,0.714,112
+recall,4096,10,0.929,112
+""",
+    "figures/perf_vs_size_and_overlap.csv": """kind,panel,setting,routing_acc,correctness_acc
+draw,size,64,0.6,0.6
+mean,size,64,0.627,0.677
+mean,size,4096,0.741,0.680
+mean,overlap,0.0,0.751,0.68
+reference,all,,0.7409,0.6802
+best_single,all,,0.7509,
+""",
+    "figures/sample_eff_ood_test.csv": """kind,row,k,accuracy,n_train_models
+cell,m96,16,0.6844,96
+cell,m96,1024,0.6978,96
+cell,all,16,0.688,112
+cell,all,1024,0.7075,112
+draw,m96,16,,96
+""",
+    "figures/relearn_embedllm_heatmap_test_disagreement.csv": """method,kind,setting,cosine_distance,test_disagreement,hidden_layers,dim
+embedllm,same,,0.44,0.119,0,32
+embedllm,same,,0.80,0.163,2,128
+locus,same,,0.0,0.0,,128
+embedllm,overlap,0.5,0.67,0.136,0,32
+locus,overlap,0.5,0.0004,0.0086,,128
+""",
+    "tables/distance_correlation.csv": """method,correlation,distance,value,n_pairs,train_size,ci_low,ci_high
+locus,pearson,cosine,0.898,6216,4096,0.87,0.92
+embedllm,pearson,cosine,0.253,6216,4096,0.2,0.3
+""",
+    "figures/train_sample_eff.csv": """kind,method,train_size,mean,std,n_seeds
+curve,locus,64,0.7409,0.0,1
+curve,locus,512,0.7409,0.0,1
+curve,embedllm,64,0.7459,0.0,1
+curve,embedllm,512,0.7096,0.0,1
+isotonic,locus,64,0.7,,
+""",
+    "figures/train_sample_eff.json": """{"reference_point": 512, "reference_method": "locus", "methods": {"embedllm":
+ {"at_reference_point": {"target": 0.7412, "n_method": 2625.0, "factor": 5.13, "ci_low": 1.8, "ci_high": "inf",
+  "crossing": "interpolated", "status": "significant"}}}}""",
+}
+
+
+@pytest.mark.parametrize(("block", "expected"), [
+    ("neighbours", "| LOCUS | 75.0 | 79.2 | 61.0 |"),
+    ("fallback", "| LOCUS | 74.09 | 68.31 | 92.2 | 74.2 |"),
+    ("portfolio", "| k-center | 6 models | 6 models |"),
+    ("portfolio", "| random | 111 models | 6 models |"),
+    ("portfolio", "| coverage-greedy | 876 B parameters | 876 B parameters |"),
+    ("portfolio", "The whole pool: 112 models, 2,022B parameters, routing accuracy 74.09% on test."),
+    ("hypothetical", "| recall@10, % | 71.4 | 92.9 |"),
+    ("evalset-robustness", "| routing % | 62.7 | 74.1 |"),
+    ("evalset-robustness", "routing 74.1%, correctness 68.0%; best single model (chosen on validation) 75.1%."),
+    ("onboarding", "| encoder trained on 112 models (all) | 68.80 | 70.75 |"),
+    ("onboarding", "| encoder trained on 96 models | 68.44 | 69.78 |"),
+    ("regeneration", "| the same evaluations | 0.44–0.80 | 11.9–16.3 | 0.0000 | 0.00 |"),
+    ("regeneration", "| overlap α = 0.5 | 0.67 | 13.6 | 0.0004 | 0.86 |"),
+    ("distance-correlation", "| LOCUS | 0.898 [0.87, 0.92] |"),
+    ("sample-efficiency", "| EmbedLLM | 74.59 | 70.96 |"),
+    ("sample-efficiency", "| EmbedLLM | 74.12 | 2,625 | 5.1× | [1.8, ∞] | significant |"),
+])
+def test_figure_blocks(results, block, expected):
+    for rel, text in FIGURES.items():
+        (results / rel).write_text(text)
+    assert expected in render_block(block, Source(results))
+
+
+def test_sample_efficiency_needs_its_summary(results):
+    for rel, text in FIGURES.items():
+        (results / rel).write_text(text)
+    (results / "figures/train_sample_eff.json").write_text("{not json")
+    with pytest.raises(DataError, match="train_sample_eff.json: not a sample-efficiency summary"):
+        render_block("sample-efficiency", Source(results))
