@@ -56,6 +56,9 @@ def run(args) -> int:
         return 0
     new = update_text(text, src, str(page))
     if new != text:
-        write_text(page, new)
+        try:
+            write_text(page, new)
+        except OSError as exc:
+            raise DataError(f"cannot write {page}: {exc.strerror or exc}; check its permissions and the disk") from None
     print(f"{page}: {'updated' if new != text else 'already current'}")
     return 0
