@@ -281,17 +281,30 @@ def block_precision_effect(src):
 
 
 def block_time_complexity(src):
+    """Measured embedding and prediction times (seconds) by size, beside the paper's and the targets."""
     rel = "figures/time_complexity.csv"
     path = src.path(rel)
-    rows = read_rows(path, ("source", "what", "precision", "n_models", "n", "median_s", "cpu_model", "threads"))
+    rows = read_rows(path, ("source", "what", "precision", "n_models", "n", "median_s", "device_name", "cpu_model",
+                            "threads"))
     measured = [r for r in rows if r["source"] == "measured"]
     if not measured:
         raise DataError(f"{path}: no measured rows; rebuild it")
-    body = [[r["what"], r["precision"], r["n_models"], f"{int(float(r['n'])):,}", fmt(_float(r["median_s"], path,
-             "median_s"), 3)] for r in measured]
-    machine = f"; measured on {measured[0]['cpu_model']}, {measured[0]['threads']} threads"
-    return (md_table(["what", "precision", "models", "n", "median s"], body) + ["",
-            provenance(src, [rel], machine)])
+    sizes = sorted(_unique(r["n"] for r in rows), key=lambda n: _float(n, path, "n"))
+    body = []
+    for what, noun in (("embed", "embed {m} models"), ("predict", "predict for {m} models")):
+        for key in _unique((r["n_models"], r["precision"]) for r in measured if r["what"] == what):
+            part = {r["n"]: r for r in measured if r["what"] == what and (r["n_models"], r["precision"]) == key}
+            body.append([f"{noun.format(m=key[0])}, {key[1]}"]
+                         + [fmt(_float(part[n]["median_s"], path, "median_s"), 3) if n in part else "–" for n in sizes])
+        for r in rows:
+            if r["what"] == what and r["source"] in ("paper", "target"):
+                label = f"{noun.format(m=r['n_models'])}: {'paper' if r['source'] == 'paper' else 'target'}, " \
+                        f"{r['device_name']}"
+                body.append([label] + [fmt(_float(r["median_s"], path, "median_s"), 3) if n == r["n"] else ""
+                                       for n in sizes])
+    machine = f"; measured on {measured[0]['cpu_model'] or measured[0]['device_name']}, {measured[0]['threads']} threads"
+    return (md_table(["median seconds; n = evaluations per model (embed) or queries (predict)"]
+                     + [_num_label(n) for n in sizes], body) + ["", provenance(src, [rel], machine)])
 
 
 def _pick(rows: list[dict], **conds) -> dict | None:
