@@ -162,7 +162,7 @@ def block_data(src: Source) -> list[str]:
     path = src.path(rel)
     label = dataset_label(src)
     lines = path.read_text(encoding="utf-8").splitlines()
-    bullets = [ln for ln in lines if ln.startswith("- ")]
+    bullets = [ln for ln in lines if ln.startswith(("- models:", "- total parameters", "- queries:"))]
     try:
         start = lines.index("## Splits")
     except ValueError:
