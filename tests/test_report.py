@@ -244,6 +244,9 @@ curve,embedllm,64,0.7459,0.0,1
 curve,embedllm,512,0.7096,0.0,1
 isotonic,locus,64,0.7,,
 """,
+    "figures/models_family_clustering.json": """{"method": "locus", "cophenetic_correlation": 0.87, "separation":
+ {"math": {"n_models": 9, "ratio": 0.81, "p_value": 0.22, "nn_same_tag": 0.333, "nn_same_tag_chance": 0.08},
+  "code": {"n_models": 0, "ratio": NaN, "p_value": NaN}}}""",
     "figures/train_sample_eff.json": """{"reference_point": 512, "reference_method": "locus", "methods": {"embedllm":
  {"at_reference_point": {"target": 0.7412, "n_method": 2625.0, "factor": 5.13, "ci_low": 1.8, "ci_high": "inf",
   "crossing": "interpolated", "status": "significant"}}}}""",
@@ -266,6 +269,9 @@ isotonic,locus,64,0.7,,
     ("regeneration", "| overlap α = 0.5 | 0.67 | 13.6 | 0.0004 | 0.86 |"),
     ("distance-correlation", "| LOCUS | 0.898 [0.87, 0.92] |"),
     ("sample-efficiency", "| EmbedLLM | 74.59 | 70.96 |"),
+    ("families", "| math | 9 | 0.81 | 0.22 | 33.3 | 8.0 |"),
+    ("families", "| code | 0 | – | – | – | – |"),
+    ("families", "LOCUS embeddings; cophenetic correlation of the clustering 0.87."),
     ("sample-efficiency", "| EmbedLLM | 74.12 | 2,625 | 5.1× | [1.8, ∞] | significant |"),
 ])
 def test_figure_blocks(results, block, expected):
@@ -278,5 +284,5 @@ def test_sample_efficiency_needs_its_summary(results):
     for rel, text in FIGURES.items():
         (results / rel).write_text(text)
     (results / "figures/train_sample_eff.json").write_text("{not json")
-    with pytest.raises(DataError, match="train_sample_eff.json: not a sample-efficiency summary"):
+    with pytest.raises(DataError, match="train_sample_eff.json: not valid JSON"):
         render_block("sample-efficiency", Source(results))

@@ -502,13 +502,9 @@ def block_encoder_ablation(src):
 
 def _factors(src: Source, rel: str) -> list[str]:
     """The factor of each method at the figure's reference point, from the figure's JSON summary."""
-    import json
-
     path = src.path(rel)
-    if not path.is_file():
-        raise DataError(f"{path}: not found; build it first (snakemake --cores 2 {_target(path)})")
+    summary = _json(src, rel, ())
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
         point, methods, ref = int(summary["reference_point"]), summary["methods"], summary["reference_method"]
     except (ValueError, KeyError, TypeError) as exc:
         raise DataError(f"{path}: not a sample-efficiency summary ({exc}); rebuild it") from None
@@ -562,6 +558,43 @@ def block_hypothetical(src):
                      + [_num_label(s) for s in sizes], body) + ["", provenance(src, [rel])])
 
 
+def _json(src: Source, rel: str, keys: tuple[str, ...]) -> dict:
+    """A figure's JSON summary, with `keys` present; else a DataError naming the file and the fix."""
+    import json
+
+    path = src.path(rel)
+    if not path.is_file():
+        raise DataError(f"{path}: not found; build it first (snakemake --cores 2 {_target(path)})")
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise DataError(f"{path}: not valid JSON ({exc}); rebuild it") from None
+    missing = [k for k in keys if not isinstance(summary, dict) or k not in summary]
+    if missing:
+        raise DataError(f"{path}: missing {', '.join(missing)}; it was written by another version of locus: rebuild it")
+    return summary
+
+
+def block_families(src):
+    """How well the embedding separates tagged model families (math, code): distances and a permutation test."""
+    rel = "figures/models_family_clustering.json"
+    summary = _json(src, rel, ("separation", "cophenetic_correlation", "method"))
+    body = []
+    for tag, sep in summary["separation"].items():
+        sep = sep or {}
+
+        def val(key, scale=1.0, decimals=2, sep=sep):
+            v = sep.get(key)
+            return fmt(scale * float(v), decimals) if v is not None else "–"
+
+        body.append([tag, str(sep.get("n_models", "–")), val("ratio"), val("p_value"),
+                     val("nn_same_tag", 100, 1), val("nn_same_tag_chance", 100, 1)])
+    note = (f"{plain_label(summary['method'])} embeddings; cophenetic correlation of the clustering "
+            f"{fmt(float(summary['cophenetic_correlation']), 2)}.")
+    return (md_table(["model tag", "models", "within-tag / to-others distance", "permutation p",
+                      "nearest neighbour same tag, %", "by chance, %"], body) + ["", note, "", provenance(src, [rel])])
+
+
 BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
     "data": (block_data, "the data set: sizes, oracle / best single / random per split"),
     "routing": (block_routing, "tables/routing.csv: routing, expected routing and correctness accuracy"),
@@ -579,6 +612,7 @@ BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
     "encoder-ablation": (block_encoder_ablation, "tables/encoder_ablation_{routing,correctness}.csv: encoders"),
     "sample-efficiency": (block_sample_efficiency, "figures/train_sample_eff.csv: curves and factors"),
     "hypothetical": (block_hypothetical, "figures/hypothetical_model_embedding.csv: recall@k by set size"),
+    "families": (block_families, "figures/models_family_clustering.json: tagged families in the embedding"),
     "fallback": (block_fallback, "figures/fallback_routing.csv: accuracy kept by the nearest neighbour"),
 }
 
