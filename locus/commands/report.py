@@ -5,6 +5,7 @@ of a finished run.
 pair of a Markdown page (atomically; the text outside the markers is kept); ``--check`` exits 2 naming
 the first stale block when the page differs from what ``--update`` would write; otherwise the named
 blocks (default: all) are printed. The blocks are listed in :data:`locus.experiments.report.BLOCKS`."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,16 +17,33 @@ HELP = "Markdown tables of a finished run, pasted between markers into a page (d
 
 
 def add_arguments(p):
-    p.add_argument("--results", required=True, type=existing_dir("results directory"),
-                   help="the finished run's results directory (tables/, figures/, data/)")
-    p.add_argument("--dataset", default=None,
-                   help="the data set of the run (default: the only one under RESULTS/data with a summary.md)")
+    p.add_argument(
+        "--results",
+        required=True,
+        type=existing_dir("results directory"),
+        help="the finished run's results directory (tables/, figures/, data/)",
+    )
+    p.add_argument(
+        "--dataset",
+        default=None,
+        help="the data set of the run (default: the only one under RESULTS/data with a summary.md)",
+    )
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--update", default=None, type=existing_file("Markdown page"),
-                      help="rewrite the generated blocks of this page in place")
-    mode.add_argument("--check", default=None, type=existing_file("Markdown page"),
-                      help="exit 2 if a generated block of this page is stale")
-    mode.add_argument("--block", nargs="+", default=None, help="print these blocks (default: all)")
+    mode.add_argument(
+        "--update",
+        default=None,
+        type=existing_file("Markdown page"),
+        help="rewrite the generated blocks of this page in place",
+    )
+    mode.add_argument(
+        "--check",
+        default=None,
+        type=existing_file("Markdown page"),
+        help="exit 2 if a generated block of this page is stale",
+    )
+    mode.add_argument(
+        "--block", nargs="+", default=None, help="print these blocks (default: all)"
+    )
 
 
 def run(args) -> int:
@@ -43,15 +61,19 @@ def run(args) -> int:
     page = args.update or args.check
     if page is None:
         for name in args.block or list(BLOCKS):
-            print(f"<!-- locus-report:{name} -->\n{render_block(name, src)}<!-- /locus-report:{name} -->\n")
+            print(
+                f"<!-- locus-report:{name} -->\n{render_block(name, src)}<!-- /locus-report:{name} -->\n"
+            )
         return 0
     text = Path(page).read_text(encoding="utf-8")
     if args.check is not None:
         stale = stale_blocks(text, src, str(page))
         if stale:
-            raise DataError(f"{page}: block {stale[0]!r} is stale"
-                            + (f" (and {', '.join(stale[1:])})" if len(stale) > 1 else "")
-                            + f"; regenerate it with: locus report --results {args.results} --update {page}")
+            raise DataError(
+                f"{page}: block {stale[0]!r} is stale"
+                + (f" (and {', '.join(stale[1:])})" if len(stale) > 1 else "")
+                + f"; regenerate it with: locus report --results {args.results} --update {page}"
+            )
         print(f"{page}: every generated block is current")
         return 0
     new = update_text(text, src, str(page))
@@ -59,6 +81,8 @@ def run(args) -> int:
         try:
             write_text(page, new)
         except OSError as exc:
-            raise DataError(f"cannot write {page}: {exc.strerror or exc}; check its permissions and the disk") from None
+            raise DataError(
+                f"cannot write {page}: {exc.strerror or exc}; check its permissions and the disk"
+            ) from None
     print(f"{page}: {'updated' if new != text else 'already current'}")
     return 0
