@@ -1,0 +1,1086 @@
+"""Markdown tables of a finished run, pasted into a documentation page between markers.
+
+A block of a Markdown file is a marker pair; everything between the two lines is generated, everything
+outside them is left as written::
+
+    <!-- locus-report:routing -->
+    ...
+    <!-- /locus-report:routing -->
+
+:func:`render_block` renders one named block (:data:`BLOCKS`) from the CSVs of a results directory
+(``tables/*.csv``, ``figures/*.csv``, ``data/{dataset}/summary.md``); :func:`update_text` rewrites every
+block of a page; :func:`stale_blocks` names those that differ. Numbers are never typed here: each block
+only formats what the workflow wrote.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from locus.errors import ConfigError, DataError
+from locus.render.labels import plain_label
+
+MARKER = re.compile(r"^<!-- locus-report:([A-Za-z0-9_-]+) -->[ \t]*$", re.MULTILINE)
+END = "<!-- /locus-report:{name} -->"
+OVERALL = "Overall"
+
+
+# --------------------------------------------------------------------------------------------------
+# reading
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Source:
+    """Where a block reads from: the results directory and the data set the run was made on."""
+
+    results: Path
+    dataset: str | None = None
+
+    def path(self, rel: str) -> Path:
+        return self.results / rel
+
+    def shown(self, rel: str) -> str:
+        """`rel` as a reader sees it: under the results directory's own name (``results/tables/x.csv``)."""
+        return f"{self.results.name}/{rel}"
+
+
+def read_rows(path: Path, required: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    """The rows of a CSV written by the workflow, every cell as text; a missing file, a ragged row or a
+    missing column is a :class:`DataError` that names the file and the fix."""
+    if not path.is_file():
+        raise DataError(
+            f"{path}: not found; build it first (snakemake --cores 2 {_target(path)}) or point "
+            "--results at a finished run"
+        )
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if not header:
+                raise DataError(
+                    f"{path}: empty file, expected a CSV with a header row; rebuild it"
+                )
+            rows = []
+            for row in reader:
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise DataError(
+                        f"{path} line {reader.line_num}: {len(row)} fields, the header has "
+                        f"{len(header)}; the file is damaged: rebuild it"
+                    )
+                rows.append(dict(zip(header, row)))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{path}: not a readable CSV ({exc}); rebuild it") from None
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise DataError(
+            f"{path}: missing column(s) {', '.join(missing)}; it was written by another version "
+            "of locus: rebuild it"
+        )
+    if not rows:
+        raise DataError(f"{path}: no rows; rebuild it")
+    return rows
+
+
+def _target(path: Path) -> str:
+    """The workflow target that writes `path` (a table's .tex, a figure's .pdf), from ``results/`` on."""
+    parts = path.parts
+    i = max((k for k, p in enumerate(parts) if p == "results"), default=-1)
+    rel = "/".join(parts[i:]) if i >= 0 else str(path)
+    if path.suffix in (".csv", ".json") and ("tables" in parts or "figures" in parts):
+        return str(Path(rel).with_suffix(".tex" if "tables" in parts else ".pdf"))
+    return rel
+
+
+def _float(text: str, path: Path, column: str) -> float:
+    if text is None or str(text).strip() in ("", "nan", "NaN", "<NA>", "None"):
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        raise DataError(
+            f"{path}: column {column} holds {text!r}, expected a number; rebuild the file"
+        ) from None
+
+
+def fmt(value: float, decimals: int = 2, signed: bool = False) -> str:
+    """A number for a table ('–' when undefined); `signed` writes + before positive values, − for minus."""
+    if value is None or math.isnan(value):
+        return "–"
+    signed = signed and round(value, decimals) != 0
+    text = f"{value:+,.{decimals}f}" if signed else f"{value:,.{decimals}f}"
+    if text.lstrip("-").strip("0.,") == "":  # -0.0 reads 0.0
+        text = text.lstrip("-")
+    return text.replace("-", "−")
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table (the first column left-aligned, the others right-aligned)."""
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _unique(values) -> list:
+    return list(dict.fromkeys(values))
+
+
+# --------------------------------------------------------------------------------------------------
+# the data set
+# --------------------------------------------------------------------------------------------------
+def dataset_name(src: Source) -> str:
+    """The data set of the run: `src.dataset`, else the only one under ``data/``."""
+    if src.dataset:
+        return src.dataset
+    data = src.path("data")
+    names = (
+        sorted(p.name for p in data.glob("*") if (p / "summary.md").is_file())
+        if data.is_dir()
+        else []
+    )
+    if len(names) != 1:
+        found = f"found {', '.join(names)}" if names else "found none"
+        raise ConfigError(
+            f"{data}: expected one data set with a summary.md ({found}); name it with --dataset"
+        )
+    return names[0]
+
+
+def dataset_label(src: Source) -> str:
+    """The data set's label: the title of its ``summary.md`` (``# Data summary: LABEL``)."""
+    path = src.path(f"data/{dataset_name(src)}/summary.md")
+    if not path.is_file():
+        raise DataError(
+            f"{path}: not found; build it first (snakemake --cores 2 {_target(path)}) or pass --dataset"
+        )
+    first = path.read_text(encoding="utf-8").splitlines()[:1]
+    prefix = "# Data summary: "
+    if not first or not first[0].startswith(prefix):
+        raise DataError(
+            f"{path}: the first line should be '{prefix}LABEL'; rebuild it with locus summary"
+        )
+    return first[0][len(prefix) :].strip()
+
+
+def provenance(src: Source, files: list[str], extra: str = "") -> str:
+    """The line under each block: what it was generated from."""
+    shown = ", ".join(f"`{src.shown(f)}`" for f in files)
+    targets = " ".join(_unique(_target(Path("results") / f) for f in files))
+    return (
+        f"*Data: {dataset_label(src)}. Generated by `locus report` from {shown}{extra}; rebuilt by "
+        f"`snakemake --cores 2 {targets}`.*"
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# blocks
+# --------------------------------------------------------------------------------------------------
+def block_data(src: Source) -> list[str]:
+    """The data set's summary: its sizes and the split table (oracle, best single model, random)."""
+    rel = f"data/{dataset_name(src)}/summary.md"
+    path = src.path(rel)
+    label = dataset_label(src)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    bullets = [
+        ln
+        for ln in lines
+        if ln.startswith(("- models:", "- total parameters", "- queries:"))
+    ]
+    try:
+        start = lines.index("## Splits")
+    except ValueError:
+        raise DataError(
+            f"{path}: no '## Splits' section; rebuild it with locus summary"
+        ) from None
+    table = []
+    for ln in lines[start + 1 :]:
+        if ln.startswith("|"):
+            table.append(ln)
+        elif table:
+            break
+    if not table:
+        raise DataError(
+            f"{path}: the '## Splits' section has no table; rebuild it with locus summary"
+        )
+    return [f"**{label}**", ""] + bullets + [""] + table + ["", provenance(src, [rel])]
+
+
+COMPARISON_COLUMNS = (
+    "approach",
+    "label",
+    "kind",
+    "metric",
+    "train_size",
+    "benchmark",
+    "mean_pct",
+    "std_pct",
+    "n_seeds",
+    "emphasis",
+    "reference",
+    "ci_low_pct",
+    "ci_high_pct",
+    "not_significant_vs_best",
+    "n_queries",
+    "n_boot",
+    "confidence",
+)
+ABLATION_HEADINGS = {
+    "dim": "LOCUS's embedding dimension d · training queries per model",
+    "encoder": "LOCUS's query encoder · training queries per model",
+}
+METRIC_TITLES = {
+    "routing_acc": "Routing accuracy (%)",
+    "expected_routing": "Expected routing accuracy (%)",
+    "correctness_acc": "Correctness accuracy (%)",
+}
+
+
+def _cell(row: dict, path: Path) -> str:
+    mean = _float(row["mean_pct"], path, "mean_pct")
+    std = _float(row["std_pct"], path, "std_pct")
+    n = (
+        int(_float(row["n_seeds"], path, "n_seeds"))
+        if row["n_seeds"] not in ("", None)
+        else 0
+    )
+    text = fmt(mean)
+    if n > 1 and not math.isnan(std) and (row["kind"] != "reference" or std > 1e-12):
+        text += f" ± {fmt(std)}"
+    if row["emphasis"] == "best":
+        text = f"**{text}**"
+    if row["not_significant_vs_best"] in ("True", "true", "1"):
+        text += " †"
+    lo, hi = (
+        _float(row["ci_low_pct"], path, "ci_low_pct"),
+        _float(row["ci_high_pct"], path, "ci_high_pct"),
+    )
+    if row["approach"] != row["reference"] and not (math.isnan(lo) or math.isnan(hi)):
+        text += f" [{fmt(lo, 1, signed=True)}, {fmt(hi, 1, signed=True)}]"
+    return text
+
+
+def comparison(
+    src: Source, rel: str, benchmark: str = OVERALL, note: bool = True
+) -> list[str]:
+    """One Markdown table per metric of a ``locus table`` CSV (routing, routing-by-dataset, ...):
+    rows = approaches, columns = training sizes, at `benchmark`."""
+    path = src.path(rel)
+    rows = [
+        r for r in read_rows(path, COMPARISON_COLUMNS) if r["benchmark"] == benchmark
+    ]
+    if not rows:
+        raise DataError(f"{path}: no rows for benchmark {benchmark!r}; rebuild it")
+    sizes = _unique(r["train_size"] for r in rows if r["train_size"] not in ("", None))
+    out = []
+    for metric in _unique(r["metric"] for r in rows):
+        mrows = [r for r in rows if r["metric"] == metric]
+        table = []
+        for approach in _unique(r["approach"] for r in mrows):
+            arows = [r for r in mrows if r["approach"] == approach]
+            label = arows[0]["label"]
+            if arows[0]["kind"] == "reference":
+                label = f"*{label}*"
+            by_size = {r["train_size"]: r for r in arows}
+            if set(by_size) == {
+                ""
+            }:  # a property of the data set: the same in every column
+                cells = [_cell(by_size[""], path)] * len(sizes)
+            else:
+                cells = [
+                    _cell(by_size[s], path) if s in by_size else "–" for s in sizes
+                ]
+            table.append([label] + cells)
+        out += [f"{METRIC_TITLES.get(metric, metric)}:", ""]
+        heading = ABLATION_HEADINGS.get(
+            rows[0].get("ablation"), "training queries per model"
+        )
+        out += md_table([heading] + [f"{int(s):,}" for s in sizes], table) + [""]
+    sig = [r for r in rows if r["n_boot"] not in ("", None) and r["kind"] == "method"]
+    if sig and note:
+        r = sig[0]
+        conf = _float(r["confidence"], path, "confidence")
+        out.append(
+            f"In brackets: the paired-bootstrap {conf:.0%} interval of the difference to "
+            f"{_label_of(rows, r['reference'])} ({int(float(r['n_boot'])):,} resamples of the "
+            f"{int(float(r['n_queries'])):,} test queries); † = not significantly different from the "
+            "column's best (bold)."
+        )
+        out.append("")
+    return out + [provenance(src, [rel])]
+
+
+def _label_of(rows: list[dict], approach: str) -> str:
+    return next((r["label"] for r in rows if r["approach"] == approach), approach)
+
+
+def columns_table(
+    src: Source,
+    rel: str,
+    columns: list[tuple[str, str, int, float]],
+    keep: Callable[[dict], bool] | None = None,
+) -> list[str]:
+    """A Markdown table of chosen CSV columns: (header, column, decimals, scale; decimals -1 = the text as
+    written)."""
+    path = src.path(rel)
+    rows = [
+        r
+        for r in read_rows(path, tuple(c for _, c, _, _ in columns))
+        if keep is None or keep(r)
+    ]
+    if not rows:
+        raise DataError(f"{path}: no rows to show; rebuild it")
+    body = [
+        [r[c] if d < 0 else fmt(k * _float(r[c], path, c), d) for _, c, d, k in columns]
+        for r in rows
+    ]
+    return md_table([h for h, _, _, _ in columns], body) + ["", provenance(src, [rel])]
+
+
+def block_routing(src):
+    return comparison(src, "tables/routing.csv")
+
+
+def block_routing_by_dataset(src):
+    return comparison(src, "tables/routing_by_dataset.csv")
+
+
+def block_correctness_by_dataset(src):
+    return comparison(src, "tables/correctness_by_dataset.csv")
+
+
+def block_precision_effect(src):
+    return columns_table(
+        src,
+        "tables/precision_effect.csv",
+        [
+            ("LOCUS run, n", "train_size", 0, 1),
+            ("seed", "seed", -1, 1),
+            ("routing % fp32", "routing_acc_float32", 2, 100),
+            ("routing % bf16", "routing_acc_bfloat16", 2, 100),
+            ("correctness % fp32", "correctness_acc_float32", 2, 100),
+            ("correctness % bf16", "correctness_acc_bfloat16", 2, 100),
+            ("same routed model %", "routing_agreement", 1, 100),
+            ("labels flipped %", "label_flips", 2, 100),
+            ("max rel. ‖Δz‖ %", "max_rel_z_diff", 2, 100),
+        ],
+    )
+
+
+def block_time_complexity(src):
+    """Measured embedding and prediction times (seconds) by size, beside the paper's and the targets."""
+    rel = "figures/time_complexity.csv"
+    path = src.path(rel)
+    rows = read_rows(
+        path,
+        (
+            "source",
+            "what",
+            "precision",
+            "n_models",
+            "n",
+            "median_s",
+            "device_name",
+            "cpu_model",
+            "threads",
+        ),
+    )
+    measured = [r for r in rows if r["source"] == "measured"]
+    if not measured:
+        raise DataError(f"{path}: no measured rows; rebuild it")
+    sizes = sorted(_unique(r["n"] for r in rows), key=lambda n: _float(n, path, "n"))
+    body = []
+    for what, noun in (
+        ("embed", "embed {m} models"),
+        ("predict", "predict for {m} models"),
+    ):
+        for key in _unique(
+            (r["n_models"], r["precision"]) for r in measured if r["what"] == what
+        ):
+            part = {
+                r["n"]: r
+                for r in measured
+                if r["what"] == what and (r["n_models"], r["precision"]) == key
+            }
+            body.append(
+                [f"{noun.format(m=key[0])}, {key[1]}"]
+                + [
+                    fmt(_float(part[n]["median_s"], path, "median_s"), 3)
+                    if n in part
+                    else "–"
+                    for n in sizes
+                ]
+            )
+        for r in rows:
+            if r["what"] == what and r["source"] in ("paper", "target"):
+                label = (
+                    f"{noun.format(m=r['n_models'])}: {'paper' if r['source'] == 'paper' else 'target'}, "
+                    f"{r['device_name']}"
+                )
+                body.append(
+                    [label]
+                    + [
+                        fmt(_float(r["median_s"], path, "median_s"), 3)
+                        if n == r["n"]
+                        else ""
+                        for n in sizes
+                    ]
+                )
+    machine = f"; measured on {measured[0]['cpu_model'] or measured[0]['device_name']}, {measured[0]['threads']} threads"
+    return md_table(
+        ["median seconds; n = evaluations per model (embed) or queries (predict)"]
+        + [_num_label(n) for n in sizes],
+        body,
+    ) + ["", provenance(src, [rel], machine)]
+
+
+def _pick(rows: list[dict], **conds) -> dict | None:
+    """The first row whose columns equal `conds` (as text), or None."""
+    return next((r for r in rows if all(r.get(k) == v for k, v in conds.items())), None)
+
+
+def _pct_of(row: dict | None, column: str, path: Path, decimals: int = 1) -> str:
+    return (
+        "–" if row is None else fmt(100 * _float(row[column], path, column), decimals)
+    )
+
+
+def block_neighbours(src):
+    """Nearest-neighbour agreement at k = 1 per method, with the best possible neighbour and a random one."""
+    rel = "figures/nearest_neighbor_proxies.csv"
+    path = src.path(rel)
+    rows = read_rows(path, ("method", "train_size", "curve", "k", "agreement"))
+    body = []
+    for method in _unique(r["method"] for r in rows):
+        own = [r for r in rows if r["method"] == method]
+        body.append(
+            [
+                plain_label(method),
+                _pct_of(
+                    _pick(own, curve="embedding_neighbour", k="1"), "agreement", path
+                ),
+                _pct_of(_pick(own, curve="best_possible", k="1"), "agreement", path),
+                _pct_of(_pick(own, curve="random_other"), "agreement", path),
+            ]
+        )
+    n = rows[0]["train_size"]
+    return md_table(
+        [
+            f"nearest-neighbour agreement on test, k = 1 (n = {n})",
+            "embedding neighbour",
+            "best possible (chosen with test labels)",
+            "random other model",
+        ],
+        body,
+    ) + ["", provenance(src, [rel])]
+
+
+def block_fallback(src):
+    """Routing accuracy kept when the routed model is replaced by its nearest neighbour (k = 1)."""
+    rel = "figures/fallback_routing.csv"
+    path = src.path(rel)
+    rows = read_rows(
+        path, ("method", "train_size", "curve", "k", "accuracy", "retention")
+    )
+    body = []
+    for method in _unique(r["method"] for r in rows):
+        own = [r for r in rows if r["method"] == method]
+        nn, rnd = (
+            _pick(own, curve="embedding_neighbour", k="1"),
+            _pick(own, curve="random_other"),
+        )
+        body.append(
+            [
+                plain_label(method),
+                _pct_of(_pick(own, curve="original"), "accuracy", path, 2),
+                _pct_of(nn, "accuracy", path, 2),
+                _pct_of(nn, "retention", path),
+                _pct_of(rnd, "retention", path),
+            ]
+        )
+    return md_table(
+        [
+            "fallback routing (test)",
+            "routing accuracy %",
+            "nearest neighbour instead, %",
+            "kept, %",
+            "kept by a random other model, %",
+        ],
+        body,
+    ) + ["", provenance(src, [rel])]
+
+
+def block_portfolio(src):
+    """The smallest portfolio (models, or a parameter budget) that routes as well as the whole pool."""
+    rel = "figures/model_portfolio.csv"
+    path = src.path(rel)
+    rows = read_rows(
+        path,
+        ("panel", "method", "k", "budget_b", "n_models", "params_b", "routing_acc"),
+    )
+    full_row = _pick(rows, method="full-pool")
+    if full_row is None:
+        raise DataError(f"{path}: no full-pool row; rebuild it")
+    full = _float(full_row["routing_acc"], path, "routing_acc")
+    body = []
+    for method, key, unit in (
+        ("k-center", "k", "models"),
+        ("k-medoids", "k", "models"),
+        ("random", "k", "models"),
+        ("coverage-greedy", "budget_b", "B parameters"),
+        ("random-feasible", "budget_b", "B parameters"),
+    ):
+        part = sorted(
+            (r for r in rows if r["method"] == method),
+            key=lambda r: _float(r[key], path, key),
+        )
+        if not part:
+            continue
+        cells = []
+        for target in (full - 1e-9, full - 1.0):
+            hit = next(
+                (
+                    r
+                    for r in part
+                    if _float(r["routing_acc"], path, "routing_acc") >= target
+                ),
+                None,
+            )
+            cells.append(
+                "never"
+                if hit is None
+                else f"{fmt(_float(hit[key], path, key), 0)} {unit}"
+            )
+        body.append([method] + cells)
+    total = _float(full_row["params_b"], path, "params_b")
+    pool = (
+        f"The whole pool: {fmt(_float(full_row['n_models'], path, 'n_models'), 0)} models, "
+        f"{fmt(total, 0)}B parameters, routing accuracy {fmt(full)}% on test."
+    )
+    return md_table(
+        [
+            "portfolio selector",
+            "reaches the whole pool's routing accuracy",
+            "within 1 point",
+        ],
+        body,
+    ) + ["", pool, "", provenance(src, [rel])]
+
+
+def _pivot(
+    rows: list[dict],
+    row_key: str,
+    col_key: str,
+    value: str,
+    path: Path,
+    scale: float = 100.0,
+    decimals: int = 1,
+) -> tuple[list[str], list[str], dict]:
+    """(row keys, column keys sorted as numbers, {(row, col): text}) of a long table."""
+    cols = sorted(
+        _unique(r[col_key] for r in rows), key=lambda c: _float(c, path, col_key)
+    )
+    cells = {
+        (r[row_key], r[col_key]): fmt(scale * _float(r[value], path, value), decimals)
+        for r in rows
+    }
+    return _unique(r[row_key] for r in rows), cols, cells
+
+
+def _num_label(text: str) -> str:
+    value = float(text)
+    return f"{value:,.0f}" if value == int(value) else f"{value:g}"
+
+
+def block_evalset_robustness(src):
+    """Test accuracy with every model re-embedded from subsampled / partly overlapping evaluation sets."""
+    rel = "figures/perf_vs_size_and_overlap.csv"
+    path = src.path(rel)
+    rows = read_rows(
+        path, ("kind", "panel", "setting", "routing_acc", "correctness_acc")
+    )
+    means = [r for r in rows if r["kind"] == "mean"]
+    ref, single = _pick(rows, kind="reference"), _pick(rows, kind="best_single")
+    if not means or ref is None:
+        raise DataError(f"{path}: no mean or reference rows; rebuild it")
+    out = []
+    for panel, title in (
+        ("size", "evaluations per model"),
+        ("overlap", "overlap α with the reference set"),
+    ):
+        part = [r for r in means if r["panel"] == panel]
+        if not part:
+            continue
+        cols = sorted(
+            _unique(r["setting"] for r in part),
+            key=lambda c: _float(c, path, "setting"),
+        )
+        body = [
+            [label]
+            + [
+                fmt(100 * _float(_pick(part, setting=c)[metric], path, metric), 1)
+                for c in cols
+            ]
+            for label, metric in (
+                ("routing %", "routing_acc"),
+                ("correctness %", "correctness_acc"),
+            )
+        ]
+        out += md_table([title] + [_num_label(c) for c in cols], body) + [""]
+    line = (
+        f"With the run's own embeddings: routing {fmt(100 * _float(ref['routing_acc'], path, 'routing_acc'), 1)}%, "
+        f"correctness {fmt(100 * _float(ref['correctness_acc'], path, 'correctness_acc'), 1)}%"
+    )
+    if single is not None:
+        line += f"; best single model (chosen on validation) {fmt(100 * _float(single['routing_acc'], path, 'routing_acc'), 1)}%"
+    return out + [line + ".", "", provenance(src, [rel])]
+
+
+def block_onboarding(src):
+    """Correctness accuracy on held-out models embedded from k of their evaluations, per encoder run."""
+    rel = "figures/sample_eff_ood_test.csv"
+    path = src.path(rel)
+    rows = [
+        r
+        for r in read_rows(path, ("kind", "row", "k", "accuracy", "n_train_models"))
+        if r["kind"] == "cell"
+    ]
+    if not rows:
+        raise DataError(f"{path}: no cell rows; rebuild it")
+    keys, cols, cells = _pivot(rows, "row", "k", "accuracy", path, decimals=2)
+    trained = {r["row"]: r["n_train_models"] for r in rows}
+    keys = sorted(keys, key=lambda k: -_float(trained[k], path, "n_train_models"))
+    body = [
+        [
+            f"encoder trained on {_num_label(trained[k])} models"
+            + (" (all)" if k == "all" else "")
+        ]
+        + [cells.get((k, c), "–") for c in cols]
+        for k in keys
+    ]
+    return md_table(
+        ["held-out models' correctness %, embedded from k evaluations"]
+        + [_num_label(c) for c in cols],
+        body,
+    ) + ["", provenance(src, [rel])]
+
+
+def block_regeneration(src):
+    """EmbedLLM embeddings re-learned with the decoder frozen, against LOCUS's one-pass re-embedding."""
+    rel = "figures/relearn_embedllm_heatmap_test_disagreement.csv"
+    path = src.path(rel)
+    rows = read_rows(
+        path, ("method", "kind", "setting", "cosine_distance", "test_disagreement")
+    )
+
+    def span(part, column, scale, decimals):
+        values = [scale * _float(r[column], path, column) for r in part]
+        lo, hi = min(values), max(values)
+        return (
+            fmt(lo, decimals)
+            if lo == hi
+            else f"{fmt(lo, decimals)}–{fmt(hi, decimals)}"
+        )
+
+    body = []
+    for kind, setting in _unique((r["kind"], r["setting"]) for r in rows):
+        emb = [
+            r
+            for r in rows
+            if r["method"] == "embedllm"
+            and (r["kind"], r["setting"]) == (kind, setting)
+        ]
+        loc = [
+            r
+            for r in rows
+            if r["method"] == "locus" and (r["kind"], r["setting"]) == (kind, setting)
+        ]
+        label = {
+            "same": "the same evaluations",
+            "overlap": f"overlap α = {setting}",
+            "subsample": f"{_num_label(setting) if setting else '?'} subsampled",
+        }.get(kind, f"{kind} {setting}")
+        body.append(
+            [
+                label,
+                span(emb, "cosine_distance", 1, 2) if emb else "–",
+                span(emb, "test_disagreement", 100, 1) if emb else "–",
+                span(loc, "cosine_distance", 1, 4) if loc else "–",
+                span(loc, "test_disagreement", 100, 2) if loc else "–",
+            ]
+        )
+    cells = len(
+        _unique(
+            (r.get("hidden_layers"), r.get("dim"))
+            for r in rows
+            if r["method"] == "embedllm"
+        )
+    )
+    return md_table(
+        [
+            "re-learned from",
+            f"EmbedLLM cosine distance ({cells} cells)",
+            "EmbedLLM test disagreement %",
+            "LOCUS distance",
+            "LOCUS disagreement %",
+        ],
+        body,
+    ) + ["", provenance(src, [rel])]
+
+
+def block_distance_correlation(src):
+    """Correlation between embedding distance and test disagreement over model pairs, per method."""
+    rel = "tables/distance_correlation.csv"
+    path = src.path(rel)
+    rows = read_rows(
+        path, ("method", "correlation", "distance", "value", "n_pairs", "train_size")
+    )
+    has_ci = "ci_low" in rows[0] and "ci_high" in rows[0]
+    columns = _unique((r["correlation"], r["distance"]) for r in rows)
+    body = []
+    for method in _unique(r["method"] for r in rows):
+        cells = []
+        for corr, dist in columns:
+            r = _pick(rows, method=method, correlation=corr, distance=dist)
+            if r is None:
+                cells.append("–")
+                continue
+            text = fmt(_float(r["value"], path, "value"), 3)
+            if has_ci and r["ci_low"] not in ("", None):
+                text += f" [{fmt(_float(r['ci_low'], path, 'ci_low'), 2)}, {fmt(_float(r['ci_high'], path, 'ci_high'), 2)}]"
+            cells.append(text)
+        body.append([plain_label(method)] + cells)
+    first = rows[0]
+    head = [
+        f"distance vs test disagreement ({first['n_pairs']} model pairs, n = {first['train_size']})"
+    ]
+    note = "In brackets: the bootstrap interval over test queries." if has_ci else ""
+    return (
+        md_table(head + [f"{c.capitalize()}, {d}" for c, d in columns], body)
+        + [""]
+        + ([note, ""] if note else [])
+        + [provenance(src, [rel])]
+    )
+
+
+def _ablation(src, by: str) -> list[str]:
+    """The routing and correctness tables of one ablation (overall column), one provenance line."""
+    routing = comparison(src, f"tables/{by}_ablation_routing.csv", note=False)[:-1]
+    correctness = comparison(src, f"tables/{by}_ablation_correctness.csv")[:-1]
+    return (
+        routing
+        + correctness
+        + [
+            provenance(
+                src,
+                [
+                    f"tables/{by}_ablation_routing.csv",
+                    f"tables/{by}_ablation_correctness.csv",
+                ],
+            )
+        ]
+    )
+
+
+def block_dim_ablation(src):
+    return _ablation(src, "dim")
+
+
+def block_encoder_ablation(src):
+    return _ablation(src, "encoder")
+
+
+def _factors(src: Source, rel: str) -> list[str]:
+    """The factor of each method at the figure's reference point, from the figure's JSON summary."""
+    path = src.path(rel)
+    summary = _json(src, rel, ())
+    try:
+        point, methods, ref = (
+            int(summary["reference_point"]),
+            summary["methods"],
+            summary["reference_method"],
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DataError(
+            f"{path}: not a sample-efficiency summary ({exc}); rebuild it"
+        ) from None
+
+    def num(value) -> float:
+        return (
+            math.inf if value == "inf" else math.nan if value is None else float(value)
+        )
+
+    body = []
+    for method, entry in methods.items():
+        f = (entry or {}).get("at_reference_point") or {}
+        if not f:
+            continue
+        n_method = num(f.get("n_method"))
+        body.append(
+            [
+                plain_label(method),
+                fmt(100 * num(f.get("target")), 2),
+                "never" if math.isnan(n_method) else fmt(n_method, 0),
+                f"{fmt(num(f.get('factor')), 1)}×"
+                + (" (a lower bound)" if f.get("crossing") == "lower_bound" else ""),
+                f"[{fmt(num(f.get('ci_low')), 1)}, {fmt(num(f.get('ci_high')), 1)}]".replace(
+                    "inf", "∞"
+                ),
+                str(f.get("status", "")),
+            ]
+        )
+    if not body:
+        return []
+    return md_table(
+        [
+            f"factor at n = {point:,} of {plain_label(ref)}",
+            "target routing %",
+            "samples the method needs",
+            "factor",
+            "95% interval",
+            "status",
+        ],
+        body,
+    ) + [""]
+
+
+def block_sample_efficiency(src):
+    """The routing curves (mean over seeds) and the sample-efficiency factors drawn on the figure."""
+    rel = "figures/train_sample_eff.csv"
+    path = src.path(rel)
+    rows = read_rows(path, ("kind", "method", "train_size", "mean"))
+    curve = [r for r in rows if r["kind"] == "curve"]
+    if not curve:
+        raise DataError(f"{path}: no curve rows; rebuild it")
+    methods, sizes, cells = _pivot(
+        curve, "method", "train_size", "mean", path, decimals=2
+    )
+    body = [[plain_label(m)] + [cells.get((m, n), "–") for n in sizes] for m in methods]
+    out = md_table(
+        ["routing accuracy %, training queries per model"]
+        + [_num_label(n) for n in sizes],
+        body,
+    ) + [""]
+    out += _factors(src, "figures/train_sample_eff.json")
+    return out + [provenance(src, [rel, "figures/train_sample_eff.json"])]
+
+
+def block_hypothetical(src):
+    """Recall@k of hypothetical embeddings (a model made up from per-benchmark accuracies) by set size."""
+    rel = "figures/hypothetical_model_embedding.csv"
+    path = src.path(rel)
+    rows = [
+        r
+        for r in read_rows(path, ("kind", "size", "k", "recall", "models"))
+        if r["kind"] == "recall"
+    ]
+    if not rows:
+        raise DataError(f"{path}: no recall rows; rebuild it")
+    ks, sizes, cells = _pivot(rows, "k", "size", "recall", path)
+    body = [[f"recall@{k}, %"] + [cells.get((k, s), "–") for s in sizes] for k in ks]
+    return md_table(
+        [f"hypothetical embeddings ({rows[0]['models']} models), queries"]
+        + [_num_label(s) for s in sizes],
+        body,
+    ) + ["", provenance(src, [rel])]
+
+
+def _json(src: Source, rel: str, keys: tuple[str, ...]) -> dict:
+    """A figure's JSON summary, with `keys` present; else a DataError naming the file and the fix."""
+    import json
+
+    path = src.path(rel)
+    if not path.is_file():
+        raise DataError(
+            f"{path}: not found; build it first (snakemake --cores 2 {_target(path)})"
+        )
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise DataError(f"{path}: not valid JSON ({exc}); rebuild it") from None
+    missing = [k for k in keys if not isinstance(summary, dict) or k not in summary]
+    if missing:
+        raise DataError(
+            f"{path}: missing {', '.join(missing)}; it was written by another version of locus: rebuild it"
+        )
+    return summary
+
+
+def block_families(src):
+    """How well the embedding separates tagged model families (math, code): distances and a permutation test."""
+    rel = "figures/models_family_clustering.json"
+    summary = _json(src, rel, ("separation", "cophenetic_correlation", "method"))
+    body = []
+    for tag, sep in summary["separation"].items():
+        sep = sep or {}
+
+        def val(key, scale=1.0, decimals=2, sep=sep):
+            v = sep.get(key)
+            return fmt(scale * float(v), decimals) if v is not None else "–"
+
+        body.append(
+            [
+                tag,
+                str(sep.get("n_models", "–")),
+                val("ratio"),
+                val("p_value"),
+                val("nn_same_tag", 100, 1),
+                val("nn_same_tag_chance", 100, 1),
+            ]
+        )
+    note = (
+        f"{plain_label(summary['method'])} embeddings; cophenetic correlation of the clustering "
+        f"{fmt(float(summary['cophenetic_correlation']), 2)}."
+    )
+    return md_table(
+        [
+            "model tag",
+            "models",
+            "within-tag / to-others distance",
+            "permutation p",
+            "nearest neighbour same tag, %",
+            "by chance, %",
+        ],
+        body,
+    ) + ["", note, "", provenance(src, [rel])]
+
+
+BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
+    "data": (
+        block_data,
+        "the data set: sizes, oracle / best single / random per split",
+    ),
+    "routing": (
+        block_routing,
+        "tables/routing.csv: routing, expected routing and correctness accuracy",
+    ),
+    "routing-by-dataset": (
+        block_routing_by_dataset,
+        "tables/routing_by_dataset.csv, overall column",
+    ),
+    "correctness-by-dataset": (
+        block_correctness_by_dataset,
+        "tables/correctness_by_dataset.csv, overall column",
+    ),
+    "precision-effect": (
+        block_precision_effect,
+        "tables/precision_effect.csv: fp32 vs bf16 scoring",
+    ),
+    "time-complexity": (
+        block_time_complexity,
+        "figures/time_complexity.csv: measured times",
+    ),
+    "neighbours": (
+        block_neighbours,
+        "figures/nearest_neighbor_proxies.csv: agreement with the nearest model",
+    ),
+    "portfolio": (
+        block_portfolio,
+        "figures/model_portfolio.csv: smallest portfolio matching the pool",
+    ),
+    "evalset-robustness": (
+        block_evalset_robustness,
+        "figures/perf_vs_size_and_overlap.csv: re-embedded models",
+    ),
+    "onboarding": (
+        block_onboarding,
+        "figures/sample_eff_ood_test.csv: held-out models embedded from k evaluations",
+    ),
+    "regeneration": (
+        block_regeneration,
+        "figures/relearn_embedllm_heatmap_test_disagreement.csv: re-learned",
+    ),
+    "distance-correlation": (
+        block_distance_correlation,
+        "tables/distance_correlation.csv: geometry vs behaviour",
+    ),
+    "dim-ablation": (
+        block_dim_ablation,
+        "tables/dim_ablation_{routing,correctness}.csv: LOCUS's dimension",
+    ),
+    "encoder-ablation": (
+        block_encoder_ablation,
+        "tables/encoder_ablation_{routing,correctness}.csv: encoders",
+    ),
+    "sample-efficiency": (
+        block_sample_efficiency,
+        "figures/train_sample_eff.csv: curves and factors",
+    ),
+    "hypothetical": (
+        block_hypothetical,
+        "figures/hypothetical_model_embedding.csv: recall@k by set size",
+    ),
+    "families": (
+        block_families,
+        "figures/models_family_clustering.json: tagged families in the embedding",
+    ),
+    "fallback": (
+        block_fallback,
+        "figures/fallback_routing.csv: accuracy kept by the nearest neighbour",
+    ),
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# pages
+# --------------------------------------------------------------------------------------------------
+def render_block(name: str, src: Source) -> str:
+    """The generated text of block `name` (no markers), ending in a newline."""
+    if name not in BLOCKS:
+        raise ConfigError(
+            f"unknown report block {name!r}; known blocks: {', '.join(BLOCKS)}"
+        )
+    return "\n".join(BLOCKS[name][0](src)).rstrip("\n") + "\n"
+
+
+def blocks_of(text: str, where: str = "the page") -> list[tuple[str, int, int]]:
+    """(name, start, end) of the generated text of each marker pair of `text` (start/end exclude the marker
+    lines); a marker without its closing line, a nested or an unknown name is a :class:`ConfigError`."""
+    found = []
+    pos = 0
+    while True:
+        m = MARKER.search(text, pos)
+        if m is None:
+            return found
+        name = m.group(1)
+        if name not in BLOCKS:
+            raise ConfigError(
+                f"{where}: unknown report block {name!r} (line {text.count(chr(10), 0, m.start()) + 1}); "
+                f"known blocks: {', '.join(BLOCKS)}"
+            )
+        start = m.end() + 1 if text[m.end() : m.end() + 1] == "\n" else m.end()
+        end = text.find(END.format(name=name), start)
+        nxt = MARKER.search(text, start)
+        if end < 0 or (nxt is not None and nxt.start() < end):
+            raise ConfigError(
+                f"{where}: the block {name!r} opened on line {text.count(chr(10), 0, m.start()) + 1} "
+                f"has no closing line {END.format(name=name)} before the next block; add it"
+            )
+        found.append((name, start, end))
+        pos = end + len(END.format(name=name))
+
+
+def update_text(text: str, src: Source, where: str = "the page") -> str:
+    """`text` with the generated part of every block replaced; the rest is kept as it is."""
+    out, last = [], 0
+    cache: dict[str, str] = {}
+    for name, start, end in blocks_of(text, where):
+        if name not in cache:
+            cache[name] = render_block(name, src)
+        out += [text[last:start], cache[name]]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def stale_blocks(text: str, src: Source, where: str = "the page") -> list[str]:
+    """The names of the blocks of `text` whose generated part differs from what :func:`update_text` writes."""
+    stale = []
+    for name, start, end in blocks_of(text, where):
+        if text[start:end] != render_block(name, src) and name not in stale:
+            stale.append(name)
+    return stale
