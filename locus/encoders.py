@@ -16,7 +16,7 @@ model folder recording, for every extracted file, its size, mtime and SHA-256. A
 the folder when every file is still present with the same size and mtime (a stat per file, no
 hashing); anything else (missing marker, edited/truncated/removed file, an interrupted older
 extraction) triggers a fresh extraction. ``load_encoder(..., rehash=True)`` re-hashes every file
-instead of trusting size+mtime (~1–2 s), for the paranoid. Concurrent first uses (parallel workflow
+instead of trusting size+mtime, for the paranoid. Concurrent first uses (parallel workflow
 jobs) are serialised with a lock file in the cache dir.
 
 Any other name goes through normal sentence-transformers resolution (a local folder path, the local

@@ -54,8 +54,6 @@ The logit scale is large (item and idiosyncratic sds of 10 and 5.5): real evalua
 so a model's answer to an item is nearly deterministic and what looks like noise is item-level
 idiosyncrasy. Everything is drawn for the full 112-model pool (``n_models=n`` keeps the first ``n``
 columns) from the seeded streams it is given: same seed => identical probabilities and outcomes.
-Cost: the whole build of 8,000 queries x 112 models takes about 1.2 s (version 1: 1.1 s), 36,000 queries
-about 4.4 s, single-threaded.
 """
 from __future__ import annotations
 
@@ -108,7 +106,7 @@ CALIBRATION_TARGETS = {
 }
 
 # Near-duplicate groups (model ids; the first is the one copied): 5-39, 62-71, 6-87 and 8-87, the closest
-# pairs reported for the real EmbedLLM pool (issue 11); 6 and 8 both near 87 makes {6, 8, 87} one group.
+# pairs reported for the real EmbedLLM pool; 6 and 8 both near 87 makes {6, 8, 87} one group.
 NEAR_DUPLICATES = ((5, 39), (62, 71), (6, 8, 87))
 
 # base model -> release (year, fractional). Used for the recency trend of the general ability.

@@ -20,13 +20,10 @@ module holds that computation as two pure functions:
   interval, from :func:`scipy.stats.bootstrap` with ``paired=True`` (one call per column: every pair
   sees the very same resampled queries).
 
-Percentile rather than BCa intervals: the statistic is a difference of two means over hundreds of
-queries, whose bootstrap distribution is close to symmetric and unbiased, so BCa moves the bounds by
-about one query's weight at most (measured on a test split of 799 queries, 6 methods, 3 seeds: at most
-0.13 points); but BCa is undefined for degenerate distributions (identical methods, a method that is
-always right: NaN where the percentile interval is the exact [0, 0] or [1, 1]) and needs a leave-one-out
-jackknife per column. Resampling is seeded (:class:`Settings`): the same inputs give the same intervals,
-whatever else the table holds. Values are fractions here.
+Percentile rather than BCa intervals: a difference of two means over hundreds of queries has a nearly
+symmetric, unbiased bootstrap distribution, so BCa would barely move the bounds, while it is undefined
+for degenerate distributions (identical methods, a method always right) and needs a jackknife per column.
+Resampling is seeded (:class:`Settings`): the same inputs give the same intervals. Values are fractions.
 """
 from __future__ import annotations
 

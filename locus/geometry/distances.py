@@ -18,10 +18,8 @@ disagreements recomputed on each resample (the embeddings stay fixed: they never
 every correlation recomputed; 95% percentile intervals. The same resamples serve every method, so the
 difference of a method's correlation to the reference method's (LOCUS) gets a paired interval too. The
 interval covers the sampling of test queries only, not the training randomness of the single reference
-run (one seed) — say so when quoting it. Resampling adds sampling noise to every pair's disagreement, which
-pulls the resampled correlations slightly towards 0 (attenuation): on a small test set the interval can sit
-a little below the estimate (on a toy pool of 59 test queries, Pearson 0.51 with interval [0.19, 0.61]); with
-thousands of test queries the shift is a small fraction of the interval.
+run (one seed). Resampling adds noise to every pair's disagreement, which pulls the resampled
+correlations slightly towards 0: on a small test set the interval can sit a little below the estimate.
 """
 from __future__ import annotations
 
