@@ -12,10 +12,7 @@
   (:func:`locus.methods.locus_net.predict_flops`). The paper-shaped embedding of 112 models × 4,096
   evaluations is ~336 GFLOP here (the 515 GFLOP of a per-model projection is not what runs).
 - "% of peak" compares GFLOP/s with a square matmul of the same dtype on the same device (median).
-
-Reference points (2-core Xeon, 2 threads): the authors' code takes 15.0 s to embed and 0.76 s to
-predict; the paper reports ~0.1 s / ~0.02 s on a V100. ``quick`` uses smaller shapes (a few seconds on
-2 CPU cores) and says so in every row.
+``quick`` uses smaller shapes and says so in every row.
 """
 from __future__ import annotations
 

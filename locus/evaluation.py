@@ -5,7 +5,7 @@ of a correct answer) and ``labels`` (scores in [0, 1], NaN where the model was n
 query). Missing labels are never treated as 0: pairs without a label are left out of correctness
 metrics, and routing ranks only the models that have a label for the query.
 
-Definitions (reference-implementation.md §4):
+Definitions (as in the authors' code):
 - correctness accuracy: micro mean over labelled pairs of [p >= 0.5] == [y >= 0.5];
 - BCE (stable, with soft labels), Brier score, ROC-AUC over labelled pairs (labels binarised at 0.5);
 - routing accuracy = hit@1: mean over queries of the score of the top-ranked model;
@@ -102,7 +102,7 @@ def validation_metrics(logits: np.ndarray, labels: np.ndarray) -> dict:
 
     The same numbers as :func:`correctness_metrics` and :func:`routing_metrics` (tested), without what
     selection does not use (ROC-AUC, a full ranking): LOCUS's `paper` recipe calls it after every step,
-    where those cost ~30 ms on 801 x 112 (more than a training step on a GPU)."""
+    where those would cost more than the training step itself on a GPU."""
     nan = float("nan")
     logits = np.asarray(logits, dtype=np.float64)
     labels = np.asarray(labels, dtype=np.float64)

@@ -12,7 +12,7 @@
         in float32, in TF32 matmuls and under bfloat16 autocast. Training selects on float32; this says
         whether a faster validation arithmetic would change the selection value by more than 0.1 point.
 
-Results of the runs on a GPU machine are in docs/results.md ("LOCUS on a GPU").
+Results of the runs on a GPU machine are in docs/results.md.
 """
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The five baselines behind the common Method interface, on tiny generated data (seconds each)."""
+"""Every registered baseline behind the common Method interface, on tiny generated data (seconds each).
+
+The method lists come from the registry (:func:`locus.methods.names`) and the classes, so a new method is
+tested here as soon as it is registered (it needs an entry in ``FAST``; a test says so)."""
 from __future__ import annotations
 
 import dataclasses
@@ -27,8 +30,9 @@ FAST = {
     "knn_router": {"k_grid": [3, 5, 10]},
     "kmeans_router": {"K_grid": [2, 4], "n_init": 2},
 }
-ALL = sorted(FAST)
-EMBEDDING = ["embedllm", "embedllm_plus", "irt_net"]
+ALL = [name for name in methods.names() if name != "locus"]  # every baseline (LOCUS: test_locus_method.py)
+EMBEDDING = [name for name in ALL if methods.info(name).has_embeddings]
+TORCH = [name for name in ALL if methods.info(name).uses_torch]
 D = 16
 
 
@@ -145,15 +149,20 @@ def test_bad_params_are_config_errors(name):
         methods.create(name, {"select": "val_bce"})
 
 
+def test_every_baseline_has_fast_settings():
+    assert set(FAST) == set(ALL), "give every registered baseline small, fast settings in FAST"
+
+
 def test_registry_metadata():
     names = methods.names()
-    assert names == ["locus", "embedllm", "embedllm_plus", "irt_net", "knn_router", "kmeans_router"]
+    assert sorted(names) == sorted(methods.REGISTRY) and names[0] == "locus"
+    assert [methods.info(n).order for n in names] == sorted(methods.info(n).order for n in names)
     for name in names:
         cls, info = methods.method_class(name), methods.info(name)
         assert cls.name == info.name == name
         assert info.label and info.latex_label and isinstance(info.order, int)
         assert info.has_embeddings == issubclass(cls, EmbeddingMethod) == cls.has_embeddings
-        assert info.uses_torch == (name not in ("knn_router", "kmeans_router"))
+        assert isinstance(info.uses_torch, bool)
         # one checkpoint-selection vocabulary for every method
         assert cls.defaults["select_by"] in ("val_routing", "val_bce", "val_acc")
     assert len({methods.info(n).order for n in names}) == len(names)
@@ -161,8 +170,15 @@ def test_registry_metadata():
     assert methods.info("knn_router").label == "kNN router"
     with pytest.raises(dataclasses.FrozenInstanceError):
         methods.info("locus").order = 3
-    with pytest.raises(ConfigError, match="known: embedllm, embedllm_plus, irt_net"):
+    with pytest.raises(ConfigError, match="known: " + ", ".join(sorted(methods.REGISTRY))):
         methods.method_class("gpt")
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_uses_torch_says_whether_the_fitted_method_holds_a_torch_network(fitted, name):
+    """``uses_torch`` decides whether the workflow asks for a GPU: it must match what the method trains."""
+    holds_net = any(isinstance(v, torch.nn.Module) for v in vars(fitted[name]).values())
+    assert methods.info(name).uses_torch == holds_net
 
 
 @pytest.mark.parametrize("name", EMBEDDING)
@@ -293,10 +309,10 @@ def flushing_off() -> bool:
     return supported
 
 
-@pytest.mark.parametrize("name", EMBEDDING)
+@pytest.mark.parametrize("name", TORCH)
 def test_training_flushes_subnormal_floats(toy, name):
-    # weight decay drives unused weights into subnormals, which x86 CPUs compute on ~10x slower
-    # (IRT-Net at n = 4,096: 23 s -> 104 s per epoch); every torch method trains with them flushed
+    # weight decay drives unused weights into subnormals, which x86 CPUs compute on many times slower;
+    # every torch method trains with them flushed
     _, fd, _ = toy
     supported = flushing_off()
     methods.create(name, {**FAST[name], "max_epochs": 1}, seed=0).fit(fd)

@@ -1,38 +1,18 @@
 """The canonical on-disk format of evaluation data, and its validating reader and atomic writer.
 
-A data set is a directory with three Parquet files and a manifest:
+A data set is a directory of ``queries.parquet`` (``prompt_id``, ``prompt``, ``benchmark``, ``category``,
+``split`` ∈ train/val/test), ``models.parquet`` (``model_id``, ``name``, optional ``params_b``, ``family``,
+``tags`` joined by ``;``), ``scores.parquet`` (long ``prompt_id, model_id, score`` in [0, 1]), for synthetic
+data ``truth.parquet`` (:mod:`locus.data.truth`), and ``dataset.json`` (:data:`MANIFEST`: sizes and SHA-256
+of the files, a fingerprint of the set, its options). They are written as one set
+(:func:`locus.atomic.write_file_set`); :func:`read_dataset` refuses files that do not match their manifest
+(a directory without one, written by hand, is read without that check) and is the only reader downstream.
+A missing (prompt, model) pair means "not evaluated", never "wrong".
 
-- ``queries.parquet``: ``prompt_id`` (int), ``prompt`` (str), ``benchmark`` (str), ``category`` (str),
-  ``split`` (``train`` / ``val`` / ``test``);
-- ``models.parquet``: ``model_id`` (int), ``name`` (str), optional metadata columns
-  (``params_b`` float, ``family`` str, ``tags`` str joined by ``;``);
-- ``scores.parquet``: long table ``prompt_id, model_id, score`` with score in [0, 1];
-- ``dataset.json`` (:data:`MANIFEST`): size and SHA-256 of the three files, a fingerprint of the
-  whole set, and the options it was written with;
-- ``truth.parquet`` (synthetic data sets only): the generator's true P(correct) of every scored pair,
-  listed in the manifest like the other files and under ``truth`` (:mod:`locus.data.truth`).
-
-The files and the manifest are written as one set (:func:`locus.atomic.write_file_set`);
-:func:`read_dataset` refuses files that do not match their manifest (an interrupted write, or files of
-different generations). A directory without a manifest (written by hand or by an older locus) is read
-without that check.
-
-Models may be evaluated on different query subsets: a missing (prompt, model) pair means "not
-evaluated", never "wrong". Everything downstream reads data sets only through :func:`read_dataset`.
-
-Adapters hand :func:`write_dataset` *raw* frames; the two data-set options are applied here, once,
-for every source:
-
-- ``duplicates`` (:data:`DUPLICATE_POLICIES`): several score rows for one (prompt_id, model_id);
-- ``split_overlap`` (:data:`SPLIT_OVERLAP_POLICIES`): the same prompt text in more than one split.
-
-Raw frames may carry optional provenance columns on queries and scores, ``origin`` (the input file)
-and ``origin_row`` (the row in it, as the adapter numbers it); error messages then say where a bad
-row came from (``evals.csv row 7``). They are never written.
-
-This module holds the data model (:class:`EvalData`, :func:`pairs_to_matrix`), the reader and writer,
-:func:`validate` and the two policies; the individual input checks :func:`validate` runs and the
-error-message helpers are in :mod:`locus.data.validation`.
+Adapters hand :func:`write_dataset` *raw* frames and the data-set options are applied here, once for every
+source: ``duplicates`` (:data:`DUPLICATE_POLICIES`) and ``split_overlap`` (:data:`SPLIT_OVERLAP_POLICIES`).
+Optional provenance columns ``origin`` / ``origin_row`` let errors name the input row (``evals.csv row 7``);
+they are never written. The individual checks of :func:`validate` are in :mod:`locus.data.validation`.
 """
 from __future__ import annotations
 

@@ -7,33 +7,8 @@ Columns (header names are matched exactly):
 * optional: ``benchmark`` (default ``all``), ``category`` (default: the benchmark), ``split``
   (``train``/``val``/``test``, any letter case; drawn when the column is absent).
 
-Reading is explicit. A CSV is read with Python's ``csv`` module (UTF-8, a leading BOM ignored; ``,``
-separated, ``\\t`` for ``.tsv``; double quotes around fields that contain the separator, quotes or line
-breaks); every cell is text exactly as written, so the prompts ``01``, ``1`` and ``1.0`` are three
-queries and the models ``7`` and ``07`` two models; ``None``, ``NA`` or ``null`` are ordinary text. Only an
-empty cell (or one of spaces) is empty. Model names and the optional columns are stripped of
-surrounding spaces; prompts are kept exactly. A row with more or fewer fields than the header is a
-*ragged row* and refused with its line number. In a Parquet file, non-text prompt / model values are
-converted with ``str`` and missing values are empty.
-
-Rules:
-
-* A query is a prompt text (with its split, when the file gives one). prompt_ids are 0, 1, 2, ... in
-  order of first appearance, so they are stable as long as the file's row order is. Benchmark and
-  category of a query come from its first row.
-* The same prompt text given different splits is a *split overlap*, resolved by the data-set option
-  ``split_overlap`` (default ``error``; see :mod:`locus.data.canonical`).
-* model_ids: ``model_order: sorted`` (default) numbers models by sorted name, so ids do not depend on row
-  order; ``appearance`` numbers them in order of first appearance.
-* Splits, when the column is absent, are drawn per query (never per row) with
-  ``numpy.random.default_rng(seed)``: a random permutation of the queries is cut into val / test / train
-  by ``split_fractions`` (train, val, test; rounded counts, at least one query in each split).
-* A (prompt, model) pair listed more than once is returned as is (every row) and resolved once, by the
-  data-set option ``duplicates`` (last / max / mean / error) when the data set is written.
-* Missing pairs are fine: a model need not be evaluated on every query.
-
-Error messages name the file and the rows: CSV rows are numbered as in a spreadsheet (the header is
-row 1), Parquet rows from 0; ragged rows are reported by line.
+How cells are read, how queries, model ids and splits are formed and how errors name rows: :func:`build`.
+Duplicate pairs and split overlaps are resolved by the data-set options (:mod:`locus.data.canonical`).
 """
 from __future__ import annotations
 
@@ -65,7 +40,35 @@ _SHOW = 5
 
 
 def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Return raw canonical ``(queries, models, scores)`` frames (every score row, duplicates included)."""
+    """Return raw canonical ``(queries, models, scores)`` frames (every score row, duplicates included).
+
+    Reading is explicit. A CSV is read with Python's ``csv`` module (UTF-8, a leading BOM ignored; ``,``
+    separated, ``\t`` for ``.tsv``; double quotes around fields that contain the separator, quotes or line
+    breaks); every cell is text exactly as written, so the prompts ``01``, ``1`` and ``1.0`` are three
+    queries and the models ``7`` and ``07`` two models; ``None``, ``NA`` or ``null`` are ordinary text. Only an
+    empty cell (or one of spaces) is empty. Model names and the optional columns are stripped of
+    surrounding spaces; prompts are kept exactly. A row with more or fewer fields than the header is a
+    *ragged row* and refused with its line number. In a Parquet file, non-text prompt / model values are
+    converted with ``str`` and missing values are empty.
+
+    Rules:
+
+    * A query is a prompt text (with its split, when the file gives one). prompt_ids are 0, 1, 2, ... in
+      order of first appearance, so they are stable as long as the file's row order is. Benchmark and
+      category of a query come from its first row.
+    * The same prompt text given different splits is a *split overlap*, resolved by the data-set option
+      ``split_overlap`` (default ``error``; see :mod:`locus.data.canonical`).
+    * model_ids: ``model_order: sorted`` (default) numbers models by sorted name, so ids do not depend on row
+      order; ``appearance`` numbers them in order of first appearance.
+    * Splits, when the column is absent, are drawn per query (never per row) with
+      ``numpy.random.default_rng(seed)``: a random permutation of the queries is cut into val / test / train
+      by ``split_fractions`` (train, val, test; rounded counts, at least one query in each split).
+    * A (prompt, model) pair listed more than once is returned as is (every row) and resolved once, by the
+      data-set option ``duplicates`` (last / max / mean / error) when the data set is written.
+    * Missing pairs are fine: a model need not be evaluated on every query.
+
+    Error messages name the file and the rows: CSV rows are numbered as in a spreadsheet (the header is
+    row 1), Parquet rows from 0; ragged rows are reported by line."""
     p = _params(params)
     path = Path(p["path"]).expanduser()
     df, rows, first_row = read_table(path)
@@ -127,7 +130,7 @@ def draw_splits(n: int, fractions, seed: int) -> np.ndarray:
 def read_table(path: Path) -> tuple[pd.DataFrame, np.ndarray, int]:
     """The file as a frame, the number of each data row as shown in messages, and the first such number.
 
-    CSV: every cell as text (see the module docstring), rows numbered as in a spreadsheet (header = 1).
+    CSV: every cell as text (see :func:`build`), rows numbered as in a spreadsheet (header = 1).
     Parquet: columns as stored, rows numbered from 0.
     """
     if not path.is_file():

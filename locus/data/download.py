@@ -1,14 +1,11 @@
 """Download the public data files of a source once, resumably, with size / checksum checks.
 
-Only users with internet access need this: the development machines, CI and the GPU machine cannot
-reach huggingface.co, so every adapter also accepts a local directory holding the same files. When a
-download fails because the host is unreachable, the :class:`DataError` says exactly which files to
-place in which directory, and which parameter points the adapter at it.
+Every adapter also accepts a local directory holding the same files, for machines without internet access;
+when the host is unreachable, the :class:`DataError` says which files to place in which directory.
 
 Design choices:
 
-* plain ``urllib`` (no extra dependency); a short socket timeout so an offline machine fails in
-  seconds instead of hanging;
+* plain ``urllib`` (no extra dependency); a short socket timeout so an offline machine fails fast;
 * each file is streamed to ``<name>.part`` and renamed into place only after its size (and SHA-256,
   when known) has been checked, so a final path never holds a partial file;
 * an interrupted download keeps its ``.part`` file; the next call resumes it with an HTTP ``Range``

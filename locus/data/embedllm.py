@@ -8,28 +8,8 @@ Input files (in ``dir``; fetched from the Hub with ``download: true`` by users w
 * ``model_order.csv``: ``model_id, model_name`` (sometimes with an unnamed index column), 112 models;
 * ``question_order.csv``: ``prompt_id, prompt``; only used for prompt text when a split file lacks ``prompt``.
 
-How the canonical data set is formed (mirroring the authors' ``make_concise_split.py`` where it is defined):
-
-* **split** = the file a prompt_id appears in. A prompt_id listed in more than one file is resolved by
-  the data-set option ``split_overlap`` (default ``error``; ``keep_test`` keeps it in the most held-out
-  file, ``keep_train`` in the least; its rows in the other files are dropped). The released data should
-  not have any; the same *text* under different prompt_ids in different files is resolved by the same
-  option when the data set is written (:func:`locus.data.canonical.resolve_split_overlap`);
-* **benchmark** = the category merged to one of the 10 benchmarks (``mmlu_*`` -> MMLU, ``gpqa_*`` -> GPQA,
-  ``TruthfulQA_MC1`` -> TruthfulQA, ...; matched case-insensitively ignoring ``_``/``-``/spaces); an
-  unknown category is kept verbatim as its own benchmark (with a warning); **category** = the raw label;
-* **meta** (prompt, category) of a prompt_id listed under several categories comes from its first row;
-* **scores**: the same (prompt, model) pair can occur several times (e.g. a GPQA question in two GPQA
-  variants); the adapter returns every row and the data-set option ``duplicates`` resolves them when
-  the data set is written: ``last`` row in file order (the authors' choice, default), ``max``
-  (EmbedLLM's KNN), ``mean``, or ``error``;
-* **models**: ids and names from ``model_order.csv``; rows that lack ``model_id`` are mapped by
-  ``model_name`` (``org__name`` spellings are accepted for ``org/name``).
-
-The CSVs are read in chunks (every column is parsed, so a row with extra fields is refused as a ragged
-row; only the needed columns are kept); prompt text is kept once per prompt. Text columns are read as
-written (``None`` / ``NA`` are text, not missing values). Score rows carry their file and CSV row
-(``origin`` / ``origin_row``) so that errors raised when the data set is written can point at them.
+How splits, benchmarks, scores and models are formed (mirroring the authors' ``make_concise_split.py``
+where it is defined): :func:`build`.
 """
 from __future__ import annotations
 
@@ -76,7 +56,30 @@ def benchmark_of(category: str) -> str | None:
 
 
 def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Return raw canonical ``(queries, models, scores)`` frames (every score row, duplicates included)."""
+    """Return raw canonical ``(queries, models, scores)`` frames (every score row, duplicates included).
+
+    How the canonical data set is formed (mirroring the authors' ``make_concise_split.py`` where it is defined):
+
+    * **split** = the file a prompt_id appears in. A prompt_id listed in more than one file is resolved by
+      the data-set option ``split_overlap`` (default ``error``; ``keep_test`` keeps it in the most held-out
+      file, ``keep_train`` in the least; its rows in the other files are dropped). The released data should
+      not have any; the same *text* under different prompt_ids in different files is resolved by the same
+      option when the data set is written (:func:`locus.data.canonical.resolve_split_overlap`);
+    * **benchmark** = the category merged to one of the 10 benchmarks (``mmlu_*`` -> MMLU, ``gpqa_*`` -> GPQA,
+      ``TruthfulQA_MC1`` -> TruthfulQA, ...; matched case-insensitively ignoring ``_``/``-``/spaces); an
+      unknown category is kept verbatim as its own benchmark (with a warning); **category** = the raw label;
+    * **meta** (prompt, category) of a prompt_id listed under several categories comes from its first row;
+    * **scores**: the same (prompt, model) pair can occur several times (e.g. a GPQA question in two GPQA
+      variants); the adapter returns every row and the data-set option ``duplicates`` resolves them when
+      the data set is written: ``last`` row in file order (the authors' choice, default), ``max``
+      (EmbedLLM's KNN), ``mean``, or ``error``;
+    * **models**: ids and names from ``model_order.csv``; rows that lack ``model_id`` are mapped by
+      ``model_name`` (``org__name`` spellings are accepted for ``org/name``).
+
+    The CSVs are read in chunks (every column is parsed, so a row with extra fields is refused as a ragged
+    row; only the needed columns are kept); prompt text is kept once per prompt. Text columns are read as
+    written (``None`` / ``NA`` are text, not missing values). Score rows carry their file and CSV row
+    (``origin`` / ``origin_row``) so that errors raised when the data set is written can point at them."""
     p = _params(params)
     directory = _resolve_dir(p)
     models = read_model_order(directory / MODEL_ORDER)

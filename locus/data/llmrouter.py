@@ -8,25 +8,7 @@ Files (in ``dir``; fetched from the public repository with ``download: true``):
   per line with ``task_name`` and ``query``. Joining ``question == query`` over both files names every
   item's task; the task is the benchmark (and the category: there is no finer label).
 
-Choices (each a parameter; see ``DEFAULTS``):
-
-* **Splits.** ``test.json`` is the test split. The validation split is drawn from ``train.json``:
-  ``round(val_fraction * n_train)`` items chosen uniformly with ``numpy.random.default_rng(seed)``.
-* **Train/test overlap.** 119 test texts also occur in train (69 with identical scores). The adapter
-  returns every item; the data-set option ``split_overlap`` resolves the copies when the data set is
-  written (:func:`locus.data.canonical.resolve_split_overlap`). For this source it defaults to
-  ``keep_train`` (:data:`DATASET_DEFAULTS`): the test copies are dropped, so no test query was seen in
-  training, and train keeps them. ``keep_all`` keeps all 6,108 items, ``keep_test`` keeps the test
-  copies and drops the training ones. (The former parameter ``drop_test_overlap`` true/false is
-  ``split_overlap: keep_train`` / ``keep_all``.)
-* **Fractional scores.** About 3% of cells hold partial credit (e.g. 1/3, 0.6). By default they are kept
-  as soft targets in [0, 1]; ``binarize: true`` maps ``score >= 0.5`` to 1 and the rest to 0.
-* **Items listed under two tasks.** Six query texts appear under ``mmlu`` and also under ``openbook_qa``
-  or ``arc_challenge``; they get the non-mmlu task (the more specific source), so mmlu has 494 train items
-  and openbook_qa / arc_challenge 500 each. Other ties (none in this data) take the first match in file order.
-* **Ids.** prompt_id = position in train.json, then 5,608 + position in test.json (stable whether or
-  not overlap items are dropped). model_id = rank of the model name in sorted order (the key order of
-  ``scores`` varies between items, so models are always looked up by name).
+The choices (splits, train/test overlap, fractional scores, items under two tasks, ids): :func:`build`.
 """
 from __future__ import annotations
 
@@ -61,7 +43,27 @@ DEPRIORITISED_TASKS = ("mmlu",)
 
 def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Return raw canonical ``(queries, models, scores)`` frames: every item, test copies of training texts
-    included (see :data:`DATASET_DEFAULTS`)."""
+    included (see :data:`DATASET_DEFAULTS`).
+
+    Choices (each a parameter; see ``DEFAULTS``):
+
+    * **Splits.** ``test.json`` is the test split. The validation split is drawn from ``train.json``:
+      ``round(val_fraction * n_train)`` items chosen uniformly with ``numpy.random.default_rng(seed)``.
+    * **Train/test overlap.** 119 test texts also occur in train (69 with identical scores). The adapter
+      returns every item; the data-set option ``split_overlap`` resolves the copies when the data set is
+      written (:func:`locus.data.canonical.resolve_split_overlap`). For this source it defaults to
+      ``keep_train`` (:data:`DATASET_DEFAULTS`): the test copies are dropped, so no test query was seen in
+      training, and train keeps them. ``keep_all`` keeps all 6,108 items, ``keep_test`` keeps the test
+      copies and drops the training ones. (The former parameter ``drop_test_overlap`` true/false is
+      ``split_overlap: keep_train`` / ``keep_all``.)
+    * **Fractional scores.** About 3% of cells hold partial credit (e.g. 1/3, 0.6). By default they are kept
+      as soft targets in [0, 1]; ``binarize: true`` maps ``score >= 0.5`` to 1 and the rest to 0.
+    * **Items listed under two tasks.** Six query texts appear under ``mmlu`` and also under ``openbook_qa``
+      or ``arc_challenge``; they get the non-mmlu task (the more specific source), so mmlu has 494 train items
+      and openbook_qa / arc_challenge 500 each. Other ties (none in this data) take the first match in file order.
+    * **Ids.** prompt_id = position in train.json, then 5,608 + position in test.json (stable whether or
+      not overlap items are dropped). model_id = rank of the model name in sorted order (the key order of
+      ``scores`` varies between items, so models are always looked up by name)."""
     p = _params(params)
     directory = _resolve_dir(p)
     train = _read_items(directory / "train.json")

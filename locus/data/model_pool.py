@@ -1,21 +1,16 @@
 """The 112-model pool of the LOCUS paper (the EmbedLLM models): a packaged metadata table.
 
-``resources/model_pool.csv`` has one row per model, in the paper's model-id order (0 =
-``Qwen/Qwen1.5-7B-Chat``, 111 = ``Q-bert/Optimus-7B``), with columns
-
-- ``model_id``, ``name`` (HuggingFace id as printed in the paper);
-- ``params_b``: total parameters in billions (all experts for MoE, unquantised for AWQ; fine-tunes
-  and merges get their base architecture's count);
-- ``family``: the authors' family list (35 families; ``other_unknown`` when unknown);
-- ``tags``: specialisation tags joined by ``;`` (``chat_instruct``, ``math``, ``code``, ``biomed``,
-  ``science``, ``base``, ``safety``, ``roleplay``, ``rag``, ``long_context``, ``moe``, ``quantized``),
-  empty when the model has none;
-- ``size_bucket``: the authors' size bucket, copied as is (a few placements disagree with ``params_b``);
-- ``held_out``: 1 for the 16 onboarding hold-outs of the paper (ids 96-111), else 0.
+``resources/model_pool.csv`` has one row per model in the paper's model-id order, with columns
+``model_id``, ``name`` (HuggingFace id as printed in the paper), ``params_b`` (total parameters in billions:
+all experts for MoE, unquantised for AWQ, the base architecture's count for fine-tunes and merges),
+``family`` (the authors' 35 families; ``other_unknown`` when unknown), ``tags`` (joined by ``;``, empty
+when none: ``chat_instruct``, ``math``, ``code``, ``biomed``, ``science``, ``base``, ``safety``, ``roleplay``,
+``rag``, ``long_context``, ``moe``, ``quantized``), ``size_bucket`` (the authors', copied as is; a few
+disagree with ``params_b``) and ``held_out`` (1 for the paper's 16 onboarding hold-outs, ids 96-111).
 
 The table holds public facts only. Its ``params_b`` sum is about 2022 B, 4.8 % above the paper's
-1930 B (:data:`TOTAL_PARAMS_PAPER_B`): the gap comes from four checkpoints whose real size exceeds the
-authors' size bucket (ids 35, 43, 53, 76); the counts are the real ones, not adjusted.
+1930 B (:data:`TOTAL_PARAMS_PAPER_B`): four checkpoints (ids 35, 43, 53, 76) are larger than the
+authors' size bucket says; the counts are the real ones, not adjusted.
 """
 from __future__ import annotations
 

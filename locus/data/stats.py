@@ -1,50 +1,18 @@
 """Pool statistics (`locus stats`): is routing worth it on this pool of evaluations, and how is it built?
 
-Everything is computed on the **binary correctness matrix** ``C`` [queries x models] of *all* splits
-(train, val and test): ``C[q, m] = 1`` when model m's score on query q is >= 0.5, ``0`` when it is
-< 0.5, and missing (NaN) when the pair was not evaluated. Missing pairs are skipped by every statistic,
-never read as 0 (wrong). The functions take such a matrix (NaN = not evaluated; :func:`binarize` makes
-one from scores); :func:`pool_statistics` runs them all on an :class:`~locus.data.canonical.EvalData`
-and :func:`format_stats` renders the result as Markdown. The statistics:
+Everything is computed on the **binary correctness matrix** ``C`` [queries x models] of *all* splits:
+1 where the score is >= 0.5, 0 below, NaN where the pair was not evaluated; missing pairs are skipped by
+every statistic, never read as 0 (:func:`binarize` makes one from scores). :func:`pool_statistics`
+runs them all on an :class:`~locus.data.canonical.EvalData`, :func:`format_stats` renders Markdown:
 
-1. **Disagreement** of models i and j (:func:`pairwise_disagreement`): the normalised Hamming distance
-   on the queries both were evaluated on, ``d(i, j) = #{q : both evaluated, C[q,i] != C[q,j]} /
-   #{q : both evaluated}`` (NaN when they share no query). Reported as the mean over the
-   ``M (M - 1) / 2`` unordered model pairs with a defined distance, and its 5th and 95th percentiles
-   over those pairs (``numpy.percentile``, linear interpolation), see :func:`disagreement_summary`.
-2. **Shared-difficulty share** (:func:`shared_difficulty_share`): the share of the variance of
-   correctness that is per-query difficulty common to all models, i.e. the between-query sum of
-   squares over the total sum of squares (eta squared of the query factor),
-   ``sum_q n_q (m_q - g)^2 / sum_{evaluated (q, m)} (C[q, m] - g)^2``, where ``n_q`` is the number of
-   models evaluated on q, ``m_q`` their mean correctness on q and ``g`` the mean of all evaluated cells.
-   It uses every evaluated cell of the queries evaluated by at least two models (a query answered by
-   one model has no spread between models and would count as pure difficulty). On a complete matrix
-   it equals ``Var(query means) / Var(all cells)`` (population variances).
-3. **PC1 share** (:func:`pc1_share`): the explained-variance ratio of the first principal component
-   of the per-model-centred matrix, ``lambda_1 / sum_k lambda_k`` for the eigenvalues of
-   ``Xc^T Xc``, where ``Xc`` is the **dense part** (the queries evaluated by every model) with each
-   model's column mean (over those queries) subtracted. NaN, with a reason, when fewer than two
-   queries were evaluated by every model, when there are fewer than two models, or without variance.
-4. **Accuracy spread** (:func:`accuracy_sd`): the population standard deviation (ddof = 0) over
-   models of each model's accuracy (mean correctness over the queries it was evaluated on).
-5. **Nearest-neighbour agreement** (:func:`nn_agreement`): the mean over models of
-   ``1 - min_{j != i} d(i, j)``, d as in (1); models without any defined distance are left out.
-6. **Routing references** (:func:`routing_references`), per split (val, test) and over all splits:
-   ``oracle`` = mean over queries of the best correctness of any evaluated model; ``best_single`` =
-   the highest per-model accuracy on that part (in-sample: the best model *of that part*, ties to the
-   first model; the routing tables choose it on validation instead), with its name; ``headroom`` =
-   oracle - best_single, the most any router can gain over always calling one model; ``random`` =
-   mean over queries of the mean correctness of the models evaluated on the query (the expected
-   accuracy of a uniformly random pick among them); ``contested`` = share of queries on which at least
-   one evaluated model is right and one is wrong (the only queries where routing can matter).
-   With missing pairs each model's accuracy is over its own evaluated queries, so a model evaluated only
-   on easy queries can look best and the headroom can even be negative; on a complete part it is >= 0.
-   Queries without any evaluated model are left out (``queries`` counts the ones used).
-7. **Per-benchmark spread** (:func:`benchmark_spread`): per benchmark (all splits), each model's
-   accuracy on its evaluated queries of the benchmark; reported: the mean over models, the standard
-   deviation (ddof = 0), the minimum and maximum with the models' names.
-8. **Closest pairs** (:func:`closest_pairs`): the ten model pairs with the smallest disagreement
-   (ties: the order of the models in ``models.parquet``), with the number of common queries.
+1. disagreement of two models (:func:`pairwise_disagreement`, :func:`disagreement_summary`);
+2. shared-difficulty share (:func:`shared_difficulty_share`);
+3. PC1 share (:func:`pc1_share`);
+4. accuracy spread over models (:func:`accuracy_sd`);
+5. nearest-neighbour agreement (:func:`nn_agreement`);
+6. routing references per split: oracle, best single model, headroom, random, contested (:func:`routing_references`);
+7. per-benchmark spread (:func:`benchmark_spread`);
+8. the closest model pairs (:func:`closest_pairs`).
 """
 from __future__ import annotations
 
@@ -103,7 +71,8 @@ def _pair_values(distance: np.ndarray) -> np.ndarray:
 
 
 def disagreement_summary(distance: np.ndarray) -> dict:
-    """Mean and 5th / 95th percentiles of the distance over unordered model pairs (NaN-free)."""
+    """Mean and 5th / 95th percentiles of the distance over the ``M (M - 1) / 2`` unordered model
+    pairs with a defined distance (``numpy.percentile``, linear interpolation)."""
     values = _pair_values(distance)
     defined = values[~np.isnan(values)]
     out = {"pairs": int(len(defined)), "pairs_without_common_queries": int(len(values) - len(defined)),
@@ -117,7 +86,8 @@ def disagreement_summary(distance: np.ndarray) -> dict:
 
 
 def nn_agreement(distance: np.ndarray) -> dict:
-    """Mean over models of 1 - (distance to the most similar other model)."""
+    """Mean over models of 1 - (distance to the most similar other model); models without any
+    defined distance are left out."""
     d = np.array(distance, dtype=np.float64)
     np.fill_diagonal(d, np.nan)
     has = ~np.all(np.isnan(d), axis=1)
@@ -128,7 +98,12 @@ def nn_agreement(distance: np.ndarray) -> dict:
 
 
 def shared_difficulty_share(correct: np.ndarray) -> dict:
-    """Between-query sum of squares / total sum of squares over the queries evaluated by >= 2 models."""
+    """The share of the variance of correctness that is per-query difficulty common to all models:
+    between-query sum of squares over the total sum of squares (eta squared of the query factor),
+    ``sum_q n_q (m_q - g)^2 / sum_{evaluated (q, m)} (C[q, m] - g)^2`` (``n_q`` models evaluated on q,
+    ``m_q`` their mean correctness on q, ``g`` the mean of all evaluated cells), over the queries evaluated
+    by at least two models (a query answered by one model has no spread between models and would count as
+    pure difficulty). On a complete matrix it equals ``Var(query means) / Var(all cells)``."""
     e, y = _parts(correct)
     n_q = e.sum(axis=1)
     rows = n_q >= 2
@@ -149,8 +124,9 @@ def shared_difficulty_share(correct: np.ndarray) -> dict:
 
 
 def pc1_share(correct: np.ndarray) -> dict:
-    """Explained-variance ratio of PC1 of the dense part (queries evaluated by every model) after
-    centring each model's column."""
+    """Explained-variance ratio of PC1, ``lambda_1 / sum_k lambda_k`` for the eigenvalues of ``Xc^T Xc``,
+    where ``Xc`` is the dense part (the queries evaluated by every model) with each model's column mean
+    subtracted. NaN, with a reason, with fewer than two such queries, fewer than two models, or no variance."""
     dense = ~np.isnan(correct).any(axis=1)
     out = {"value": math.nan, "dense_queries": int(dense.sum()), "reason": None}
     if correct.shape[1] < 2:
@@ -187,7 +163,15 @@ def accuracy_sd(correct: np.ndarray) -> dict:
 
 
 def routing_references(correct: np.ndarray, names) -> dict:
-    """Oracle, best single model (in-sample), headroom, random routing and contested share."""
+    """Oracle, best single model (in-sample), headroom, random routing and contested share.
+
+    ``oracle`` = mean over queries of the best correctness of any evaluated model; ``best_single`` = the
+    highest per-model accuracy on that part (in-sample, ties to the first model; the routing tables choose
+    it on validation instead), with its name; ``headroom`` = oracle - best_single; ``random`` = mean over
+    queries of the mean correctness of the models evaluated on it; ``contested`` = share of queries on which
+    at least one evaluated model is right and one is wrong. With missing pairs each model's accuracy is over
+    its own queries, so a model evaluated only on easy queries can look best and the headroom can be
+    negative; on a complete part it is >= 0. Queries without any evaluated model are left out."""
     e, y = _parts(correct)
     n_q = e.sum(axis=1)
     rows = n_q > 0
@@ -247,7 +231,7 @@ def closest_pairs(distance: np.ndarray, common: np.ndarray, names, k: int = TOP_
 # the whole report
 # ----------------------------------------------------------------------------------------------
 def pool_statistics(data: EvalData, threshold: float = THRESHOLD) -> dict:
-    """Every statistic of the module docstring for one data set, as a dict of plain Python values
+    """Every statistic of the module's list for one data set, as a dict of plain Python values
     (NaN where a statistic is undefined, with its ``reason``)."""
     queries = data.queries.sort_values("prompt_id").reset_index(drop=True)
     names = data.models["name"].astype(str).to_numpy()

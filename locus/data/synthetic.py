@@ -1,49 +1,18 @@
 """A seeded synthetic EmbedLLM-like evaluation pool: the embedded default data set.
 
-**The data are synthetic.** No question text, score or ability here comes from a real evaluation;
-they imitate the *shape* of EmbedLLM (112 models x ~36k questions from 10 benchmarks, 0/1
-correctness) so that the whole pipeline runs offline. Real data come through the other adapters.
+**The data are synthetic.** No question text, score or ability here comes from a real evaluation; they
+imitate the *shape* of EmbedLLM (112 models x ~36k questions from 10 benchmarks, 0/1 correctness) so that
+the whole pipeline runs offline. Real data come through the other adapters.
 
-Queries
-    The 10 benchmarks of the paper, mixed in proportion to EmbedLLM's 3,000-query test split
-    (MMLU 1178, GPQA 500, MedMCQA 354, MathQA 237, ASDiv 198, SocialIQA 162, PIQA 134, GSM8K 112,
-    TruthfulQA 74, LogiQA 51). Each query belongs to a *topic* (an MMLU subject, a GPQA sub-domain, a
-    MedMCQA subject, a MathQA problem type, ...). Its text comes from a benchmark-specific template
-    (so the benchmarks look different to a sentence encoder) filled with the topic's vocabulary,
-    random names and numbers (so topics are separable and texts unique). ``category`` is the finer
-    label EmbedLLM uses: ``mmlu_<subject>``, ``gpqa_<subset>_<format>``, else the benchmark name.
-
-Correctness: two generator versions (parameter ``generator``; the queries are the same for a seed)
-    Version 1 (below, the default) is a low-rank multidimensional IRT model. Version 2
-    (:mod:`locus.data.synthetic_v2`) adds what real pools show and version 1 lacks -- a strong
-    size/recency ordering, item effects shared by fine-tunes of one base model, idiosyncratic model x
-    item effects beyond any low rank, hidden topics, format failures, shared luck -- with constants
-    calibrated on real pool statistics (docs/data-realism.md). :func:`build_with_truth` also returns
-    every evaluated pair's true P(correct).
-
-Version 1: multidimensional IRT with guessing
-    ``P(correct) = c_q + (1 - c_q) * sigmoid(D_q * (w_q . theta_m - b_q))`` and a Bernoulli draw.
-
-    - ``w_q`` (11 skills: knowledge, stem, math, arithmetic, code, biomed, logic, social, physical,
-      truthful, expert) is the query's *topic* loading, jittered per query. Because the topic is
-      written into the text, the model-query interaction is visible to an encoder-based router.
-    - ``b_q`` = benchmark offset + topic offset + item noise (+ a visible complexity term: more
-      numbers / steps in a math word problem make it harder). The benchmark offsets are calibrated
-      by bisection so that the pool's mean accuracy hits a plausible target per benchmark
-      (:data:`TARGET_ACCURACY`: GPQA near chance, PIQA/ASDiv high, MMLU ~0.55).
-    - ``c_q``: guessing floor, Beta-distributed around 1/#options (0 for free-form GSM8K/ASDiv, lower
-      for GPQA's generative/chain-of-thought formats). It is shared by all models on the query
-      (models that do not know an answer are drawn to the same distractor), so hard items can
-      defeat the whole pool and the oracle stays well below 1.
-    - ``theta_m`` = general strength (log2 params, family quality, noise) + specialisation-tag
-      effects (math/code/biomed/science models better on their skills; safety, roleplay, base
-      worse on some) + a family vector shared by a family + idiosyncratic per-skill noise. The
-      near-duplicate pairs of the pool (5-39, 62-71, 6-87) share abilities up to small noise and
-      the same uniform draws for their Bernoulli outcomes, so they answer almost identically.
-
-Abilities and outcomes are always drawn for the full 112-model pool, so ``n_models=n`` gives the
-first ``n`` columns of the full data set. Independent random streams (layout, text, items, models,
-outcomes, split, partial mask) are spawned from ``seed``: same seed => identical frames.
+Queries: the paper's 10 benchmarks, mixed in proportion to EmbedLLM's test split; each query has a *topic*
+(an MMLU subject, a GPQA sub-domain, ...) and its text comes from a benchmark-specific template filled with
+the topic's vocabulary, names and numbers, so benchmarks and topics are separable by a sentence encoder.
+Correctness (parameter ``generator``; the queries are the same for a seed): version 1 is a low-rank
+multidimensional IRT model with guessing (:func:`_correctness_v1`); version 2 (:mod:`locus.data.synthetic_v2`)
+adds what real pools show and version 1 lacks, calibrated on real pool statistics (docs/data-realism.md).
+:func:`build_with_truth` also returns every evaluated pair's true P(correct). Everything is drawn for the
+full 112-model pool (``n_models=n`` gives the first ``n`` columns) from independent streams spawned from
+``seed``: same seed => identical frames.
 """
 from __future__ import annotations
 
@@ -231,7 +200,8 @@ def _largest_remainder(total: int, weights) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 def build(params: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Generate ``(queries, models, scores)`` in the canonical format (see locus.data.canonical):
-    :func:`build_with_truth` without the truth."""
+    :func:`build_with_truth` without the truth. ``category`` is the finer label EmbedLLM uses:
+    ``mmlu_<subject>``, ``gpqa_<subset>_<format>``, else the benchmark name."""
     queries, models, scores, _ = build_with_truth(params)
     return queries, models, scores
 
@@ -288,7 +258,25 @@ def build_with_truth(params: dict | None = None, *, constants: dict | None = Non
 
 
 def _correctness_v1(p, bench_idx, names, topic_keys, steps, guess_scale, pool, r_items, r_models, r_outcomes):
-    """Version 1: ``(p_correct, correct)`` [queries x 112] of the multidimensional IRT model (module docstring)."""
+    """Version 1: ``(p_correct, correct)`` [queries x 112] of the multidimensional IRT model with guessing:
+    ``P(correct) = c_q + (1 - c_q) * sigmoid(D_q * (w_q . theta_m - b_q))`` and a Bernoulli draw.
+
+    - ``w_q`` (11 skills: knowledge, stem, math, arithmetic, code, biomed, logic, social, physical,
+      truthful, expert) is the query's *topic* loading, jittered per query. Because the topic is
+      written into the text, the model-query interaction is visible to an encoder-based router.
+    - ``b_q`` = benchmark offset + topic offset + item noise (+ a visible complexity term: more
+      numbers / steps in a math word problem make it harder). The benchmark offsets are calibrated
+      by bisection so that the pool's mean accuracy hits a plausible target per benchmark
+      (:data:`TARGET_ACCURACY`: GPQA near chance, PIQA/ASDiv high, MMLU ~0.55).
+    - ``c_q``: guessing floor, Beta-distributed around 1/#options (0 for free-form GSM8K/ASDiv, lower
+      for GPQA's generative/chain-of-thought formats). It is shared by all models on the query
+      (models that do not know an answer are drawn to the same distractor), so hard items can
+      defeat the whole pool and the oracle stays well below 1.
+    - ``theta_m`` = general strength (log2 params, family quality, noise) + specialisation-tag
+      effects (math/code/biomed/science models better on their skills; safety, roleplay, base
+      worse on some) + a family vector shared by a family + idiosyncratic per-skill noise. The
+      near-duplicate pairs of the pool (5-39, 62-71, 6-87) share abilities up to small noise and
+      the same uniform draws for their Bernoulli outcomes, so they answer almost identically."""
     theta = _abilities(pool, r_models, p["specialization"])                                    # [112, K]
     W, D, b, c = _items(bench_idx, names, topic_keys, steps, guess_scale, r_items)
     skill = _skill(theta, W)                                             # [n, 112]

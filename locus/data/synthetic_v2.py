@@ -1,61 +1,17 @@
 """Correctness of the synthetic pool, generator version 2 (``generator: 2`` of locus.data.synthetic).
 
-Version 1 is an exact low-rank IRT model whose skill loadings are written into the query text:
-exactly the function class of the EmbedLLM / IRT-Net baselines, with models far more alike than real
-ones and correctness dominated by difficulty shared by all. Version 2 keeps version 1's queries (same
-texts, benchmarks, topics, splits and partial-evaluation masks for a seed, so one set of encodings
-serves both) and replaces the correctness model. Its constants (:data:`CONSTANTS`) were chosen by
-matching pool statistics of real evaluation data only, never by how a routing method scores:
-docs/data-realism.md, scripts/calibrate_synthetic.py.
-
-Model m on query q (logits; every Gaussian term is drawn independently per cell of its index)::
+Version 1 is an exact low-rank IRT model whose skill loadings are written into the query text: exactly the
+function class of the EmbedLLM / IRT-Net baselines, with models far more alike than real ones. Version 2
+keeps version 1's queries (same texts, splits and masks for a seed, so one set of encodings serves both)
+and replaces the correctness model. Its constants (:data:`CONSTANTS`) were chosen by matching pool
+statistics of real evaluation data only, never by how a routing method scores: docs/data-realism.md,
+scripts/calibrate_synthetic.py. Model m on query q (each term explained in :func:`correctness`)::
 
     eta[q, m] = k_q * g_m                         general ability x item slope
               + SKILL_SCALE * (w_q . s_m)         specialisation (low rank, partly visible in the text)
               - beta_q - delta[bench(q)]          item difficulty, calibrated benchmark offset
               + L[q, lineage(m)] + F[q, family(m)] + E[q, m]     item effects beyond any low rank
     P(correct) = phi[m, bench(q)] * (c_q + (1 - c_q) * sigmoid(eta[q, m]))
-
-- **General ability** ``g_m`` (:func:`general_ability`): ``SIZE_SLOPE`` per doubling of ``params_b`` +
-  ``RECENCY_SLOPE`` per year of the base model's release (:data:`LINEAGES`: BLOOM 2022 ... Llama-3
-  2024) + a few family / tag adjustments (:data:`FAMILY_ADJUST`, :data:`TAG_GENERAL`) + noise
-  ``GENERAL_SD``: a strong ordering by size and recency (Llama-3-70B on top, Pythia/BLOOM at the bottom).
-- **Item slopes** ``k_q`` = ``GENERAL_SLOPE`` x benchmark factor (:data:`BENCHMARK_SLOPE`: ability
-  hardly helps on GPQA, which stays near chance for everyone) x log-normal(``SLOPE_SD``) random slopes.
-- **Specialisation** ``s_m`` = ``specialization`` x (tag effects :data:`TAG_SKILLS` + family skill
-  vector + per-skill noise) over version 1's 11 skills, centred over the pool. The loading ``w_q``
-  mixes the visible topic's loading with that of a *hidden* topic of the same benchmark (share
-  ``HIDDEN_MIX``), then jitters it: what a query asks is only partly determined by its text, so
-  neighbourhoods in encoding space are less pure than the templates would make them.
-- **Difficulty** ``beta_q``: topic offset (``TOPIC_SD``) + ``STEP_DIFFICULTY`` per visible step + item
-  noise (``ITEM_SD``); ``delta`` is found by bisection so that the pool's mean P(correct) per benchmark
-  meets version 1's targets (:data:`locus.data.synthetic.TARGET_ACCURACY`: GPQA near chance, ...).
-- **Lineage and family item effects** ``L`` (``LINEAGE_SD``, per base model: :data:`FAMILY_LINEAGE`,
-  :data:`MODEL_LINEAGE` for the authors' ``other_unknown`` family, read from name and exact size) and
-  ``F`` (``FAMILY_SD``, per family; every ``other_unknown`` model is its own family): fine-tunes and
-  merges of one base model share item-level idiosyncrasies beyond what their abilities predict.
-- **Idiosyncratic effect** ``E`` (``MODEL_SD``): per (query, model), explained by no low-rank model.
-- **Format compliance** ``phi[m, b]`` = sigmoid(``FORMAT_LOGIT`` + ``FORMAT_SLOPE`` g_m + tag offsets
-  :data:`TAG_FORMAT` + ``FORMAT_SD`` noise per (model, benchmark)): the chance that a model answers in
-  the form the benchmark's scorer accepts. Weak, base, role-play and safety models fail whole
-  benchmarks (the safety classifiers answer almost nothing), as real pools show (LLMRouter's
-  llama3-chatqa models score 0.17-0.20): the long lower tail of the accuracy distribution.
-- **Guessing floor** ``c_q``: Beta around 1/#options (0 for free-form answers, lower for GPQA's
-  generative and chain-of-thought formats) with concentration ``GUESS_CONCENTRATION``.
-- **Shared luck**: the outcome is ``noise < ndtri(P)`` with standard-normal ``noise`` correlated over all
-  models on a query (share ``LUCK_QUERY``: a distractor that attracts everyone), within a lineage
-  (``LUCK_LINEAGE``) and within a family (``LUCK_FAMILY``). Every cell keeps exactly its P(correct)
-  (the truth of :func:`locus.data.synthetic.build_with_truth`); only the joint draws are correlated.
-- **Near-duplicates** (:data:`NEAR_DUPLICATES`): every model of a group copies the first one's
-  ability, skills, lineage, family and format compliance (small noise ``DUPLICATE_SD``), its ``E``
-  column up to the correlation ``DUPLICATE_RHO``, and its outcome noise, so the group answers almost alike.
-
-The logit scale is large (item and idiosyncratic sds of 10 and 5.5): real evaluations decode greedily,
-so a model's answer to an item is nearly deterministic and what looks like noise is item-level
-idiosyncrasy. Everything is drawn for the full 112-model pool (``n_models=n`` keeps the first ``n``
-columns) from the seeded streams it is given: same seed => identical probabilities and outcomes.
-Cost: the whole build of 8,000 queries x 112 models takes about 1.2 s (version 1: 1.1 s), 36,000 queries
-about 4.4 s, single-threaded.
 """
 from __future__ import annotations
 
@@ -108,7 +64,7 @@ CALIBRATION_TARGETS = {
 }
 
 # Near-duplicate groups (model ids; the first is the one copied): 5-39, 62-71, 6-87 and 8-87, the closest
-# pairs reported for the real EmbedLLM pool (issue 11); 6 and 8 both near 87 makes {6, 8, 87} one group.
+# pairs reported for the real EmbedLLM pool; 6 and 8 both near 87 makes {6, 8, 87} one group.
 NEAR_DUPLICATES = ((5, 39), (62, 71), (6, 8, 87))
 
 # base model -> release (year, fractional). Used for the recency trend of the general ability.
@@ -179,7 +135,47 @@ def correctness(bench_idx, benchmarks, topic_keys, steps, guess_scale, n_options
 
     `bench_idx` [queries] indexes `benchmarks` (names) and `targets` (target mean accuracy of each);
     `n_options` [queries] (0 = free-form); `rngs` = (items, models, outcomes, effects) generators.
-    """
+
+    The terms (every Gaussian term is drawn independently per cell of its index):
+
+    - **General ability** ``g_m`` (:func:`general_ability`): ``SIZE_SLOPE`` per doubling of ``params_b`` +
+      ``RECENCY_SLOPE`` per year of the base model's release (:data:`LINEAGES`: BLOOM 2022 ... Llama-3
+      2024) + a few family / tag adjustments (:data:`FAMILY_ADJUST`, :data:`TAG_GENERAL`) + noise
+      ``GENERAL_SD``: a strong ordering by size and recency (Llama-3-70B on top, Pythia/BLOOM at the bottom).
+    - **Item slopes** ``k_q`` = ``GENERAL_SLOPE`` x benchmark factor (:data:`BENCHMARK_SLOPE`: ability
+      hardly helps on GPQA, which stays near chance for everyone) x log-normal(``SLOPE_SD``) random slopes.
+    - **Specialisation** ``s_m`` = ``specialization`` x (tag effects :data:`TAG_SKILLS` + family skill
+      vector + per-skill noise) over version 1's 11 skills, centred over the pool. The loading ``w_q``
+      mixes the visible topic's loading with that of a *hidden* topic of the same benchmark (share
+      ``HIDDEN_MIX``), then jitters it: what a query asks is only partly determined by its text, so
+      neighbourhoods in encoding space are less pure than the templates would make them.
+    - **Difficulty** ``beta_q``: topic offset (``TOPIC_SD``) + ``STEP_DIFFICULTY`` per visible step + item
+      noise (``ITEM_SD``); ``delta`` is found by bisection so that the pool's mean P(correct) per benchmark
+      meets version 1's targets (:data:`locus.data.synthetic.TARGET_ACCURACY`: GPQA near chance, ...).
+    - **Lineage and family item effects** ``L`` (``LINEAGE_SD``, per base model: :data:`FAMILY_LINEAGE`,
+      :data:`MODEL_LINEAGE` for the authors' ``other_unknown`` family, read from name and exact size) and
+      ``F`` (``FAMILY_SD``, per family; every ``other_unknown`` model is its own family): fine-tunes and
+      merges of one base model share item-level idiosyncrasies beyond what their abilities predict.
+    - **Idiosyncratic effect** ``E`` (``MODEL_SD``): per (query, model), explained by no low-rank model.
+    - **Format compliance** ``phi[m, b]`` = sigmoid(``FORMAT_LOGIT`` + ``FORMAT_SLOPE`` g_m + tag offsets
+      :data:`TAG_FORMAT` + ``FORMAT_SD`` noise per (model, benchmark)): the chance that a model answers in
+      the form the benchmark's scorer accepts. Weak, base, role-play and safety models fail whole
+      benchmarks (the safety classifiers answer almost nothing), as real pools show (LLMRouter's
+      llama3-chatqa models score 0.17-0.20): the long lower tail of the accuracy distribution.
+    - **Guessing floor** ``c_q``: Beta around 1/#options (0 for free-form answers, lower for GPQA's
+      generative and chain-of-thought formats) with concentration ``GUESS_CONCENTRATION``.
+    - **Shared luck**: the outcome is ``noise < ndtri(P)`` with standard-normal ``noise`` correlated over all
+      models on a query (share ``LUCK_QUERY``: a distractor that attracts everyone), within a lineage
+      (``LUCK_LINEAGE``) and within a family (``LUCK_FAMILY``). Every cell keeps exactly its P(correct)
+      (the truth of :func:`locus.data.synthetic.build_with_truth`); only the joint draws are correlated.
+    - **Near-duplicates** (:data:`NEAR_DUPLICATES`): every model of a group copies the first one's
+      ability, skills, lineage, family and format compliance (small noise ``DUPLICATE_SD``), its ``E``
+      column up to the correlation ``DUPLICATE_RHO``, and its outcome noise, so the group answers almost alike.
+
+    The logit scale is large (item and idiosyncratic sds of 10 and 5.5): real evaluations decode greedily,
+    so a model's answer to an item is nearly deterministic and what looks like noise is item-level
+    idiosyncrasy. Everything is drawn for the full 112-model pool (``n_models=n`` keeps the first ``n``
+    columns) from the seeded streams it is given: same seed => identical probabilities and outcomes."""
     c = {**CONSTANTS, **(constants or {})}
     r_items, r_models, r_outcomes, r_effects = rngs
     n, n_m = len(bench_idx), len(pool)

@@ -2,24 +2,17 @@
 "Ablation on Embedding Dimension"): the by-dataset layout of :mod:`locus.experiments.tables` whose row
 groups are *settings* of the method instead of methods.
 
-Kinds (``locus table KIND``):
+Kinds (``locus table KIND``): ``dim-ablation-routing`` / ``dim-ablation-correctness`` (rows = embedding
+dimension d × training size, one query encoder; ``tab:routing_acc_by_dataset_full_embed_dim_ablation`` /
+``tab:correctness_pred_by_dataset_full_emb_dim_ablation``) and ``encoder-ablation-routing`` /
+``encoder-ablation-correctness`` (rows = query encoder × training size at one d;
+``tab:routing_acc_by_dataset_full_encoder_ablation`` / ``tab:correctness_pred_by_dataset_full_encoder_ablation``).
 
-- ``dim-ablation-routing`` / ``dim-ablation-correctness``: ``tab:routing_acc_by_dataset_full_embed_dim_ablation``
-  / ``tab:correctness_pred_by_dataset_full_emb_dim_ablation``; rows = model embedding dimension d (the
-  runs' ``params.dim``) × training size, all runs on one query encoder;
-- ``encoder-ablation-routing`` / ``encoder-ablation-correctness``:
-  ``tab:routing_acc_by_dataset_full_encoder_ablation`` / ``tab:correctness_pred_by_dataset_full_encoder_ablation``;
-  rows = sentence encoder of the queries (the runs' ``encoder``) × training size, at one d.
-
-The runs are ordinary run directories (a LOCUS run at another d or with another encoder is just another
-run path). Each run's ``method`` is relabelled to its setting key (:func:`setting_key`: ``d32``, or the
-encoder's name), so the collection, aggregation over seeds, paired bootstrap and rendering of the
-by-dataset tables do the rest: mean ± std over seeds, the dagger on cells not significantly different
-from the best setting of their column, and in the CSV every row's difference to the *reference setting*
-(the configured d or encoder, labelled "(default)") with its interval. The comparability checks stay:
-one data set and sampling scheme, each (setting, size, seed) once, and every other parameter shared by
-all settings; only the encoder ablation may mix encoders (:func:`locus.experiments.comparison.check_comparable`
-with ``vary=("encoder",)``). The paper's ablation tables have no Oracle / Random rows; neither have these.
+The runs are ordinary run directories; each run's ``method`` is relabelled to its setting key
+(:func:`setting_key`: ``d32`` or the encoder's name), so the by-dataset tables' aggregation, paired
+bootstrap (differences to the *reference setting*, labelled "(default)") and rendering do the rest. The
+comparability checks stay, and only the encoder ablation may mix encoders. Like the paper's ablation
+tables, these have no Oracle / Random rows.
 """
 from __future__ import annotations
 
@@ -165,7 +158,12 @@ def order_settings(by: str, values: dict, reference, settings=None) -> list[str]
 def collect(paths, by: str, reference, split: str = "test", method: str | None = None,
             settings=None) -> tuple[Collection, dict, str]:
     """Load and check the runs of an ablation: (collection whose "methods" are the setting keys, in row
-    order; {key: (LaTeX, plain) label}; the ablated method)."""
+    order; {key: (LaTeX, plain) label}; the ablated method).
+
+    The comparability checks of the method tables stay: one data set and sampling scheme, each (setting,
+    size, seed) once, every other parameter shared by all settings; only the encoder ablation may mix encoders
+    (:func:`locus.experiments.comparison.check_comparable` with ``vary=("encoder",)``). Cells then show mean ±
+    std over seeds, with the dagger on cells not significantly different from the best setting of their column."""
     runs, method = select_method(load_metrics(paths, split), method)
     runs, values = relabel(runs, by)
     check_shared_params(runs, by)

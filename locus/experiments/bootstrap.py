@@ -1,32 +1,18 @@
 """Paired bootstrap over test queries: how sure is the difference between two methods' accuracies?
 
 Two methods compared on one test set share their queries, so the question is answered by resampling
-*queries* (with replacement) and recomputing both methods' accuracies on the same resample each time
-(a paired bootstrap): the spread of the difference over resamples gives its confidence interval. This
-module holds that computation as two pure functions:
+*queries* (with replacement) and recomputing both methods' accuracies on the same resample each time:
 
-- :func:`per_query`: one run's [queries x models] logits and labels -> per query, the numerator and
-  denominator of routing accuracy (hit@1) and correctness accuracy, by exactly the rules of
-  :mod:`locus.evaluation` (routing only among the models labelled on the query, ties to the lower
-  model_id, via :func:`locus.evaluation.ranking`; correctness = [sigmoid(logit) >= 0.5] == [label >= 0.5]
-  over labelled pairs), so that ``sum(num) / sum(den)`` over any set of queries is the metric that
-  :func:`locus.evaluation.evaluate` reports on that set; given the true probabilities of a generated
-  data set, also the expected routing accuracy (:data:`EXPECTED`: the routed model's true P(correct)).
-  With several seeds the caller averages each method's ``num`` and ``den`` over seeds per query first
-  (the ratio is then the mean of the seeds' metrics whenever the seeds label the same pairs, as runs of
-  one data set and model set do).
-- :func:`paired_differences`: the methods' per-query values of one column (same queries) and the pairs
-  (a, b) to compare -> for each pair the difference acc(a) - acc(b) and its percentile confidence
-  interval, from :func:`scipy.stats.bootstrap` with ``paired=True`` (one call per column: every pair
-  sees the very same resampled queries).
+- :func:`per_query`: one run's logits and labels -> per query the numerator and denominator of routing
+  and correctness accuracy, so that ``sum(num) / sum(den)`` over any set of queries is the metric of
+  :func:`locus.evaluation.evaluate` on that set;
+- :func:`paired_differences`: per pair of methods (a, b) the difference acc(a) - acc(b) and its percentile
+  interval from :func:`scipy.stats.bootstrap` with ``paired=True`` (every pair sees the same resamples).
 
-Percentile rather than BCa intervals: the statistic is a difference of two means over hundreds of
-queries, whose bootstrap distribution is close to symmetric and unbiased, so BCa moves the bounds by
-about one query's weight at most (measured on a test split of 799 queries, 6 methods, 3 seeds: at most
-0.13 points); but BCa is undefined for degenerate distributions (identical methods, a method that is
-always right: NaN where the percentile interval is the exact [0, 0] or [1, 1]) and needs a leave-one-out
-jackknife per column. Resampling is seeded (:class:`Settings`): the same inputs give the same intervals,
-whatever else the table holds. Values are fractions here.
+Percentile rather than BCa intervals: a difference of two means over hundreds of queries has a nearly
+symmetric, unbiased bootstrap distribution, so BCa would barely move the bounds, while it is undefined
+for degenerate distributions (identical methods, a method always right) and needs a jackknife per column.
+Resampling is seeded (:class:`Settings`): the same inputs give the same intervals. Values are fractions.
 """
 from __future__ import annotations
 
@@ -85,7 +71,12 @@ def per_query(logits, labels, truth=None) -> dict[str, tuple[np.ndarray, np.ndar
     correctness_acc: (right predictions, labelled pairs) of the query's row;
     expected_routing: (true probability that the routed model -- the very model of routing_acc -- is
     right, 1), or (0, 0) for a query without any label.
-    """
+
+    The rules are exactly those of :mod:`locus.evaluation`: routing only among the models labelled on the
+    query, ties to the lower model_id (:func:`locus.evaluation.ranking`); correctness = [sigmoid(logit) >= 0.5]
+    == [label >= 0.5] over labelled pairs. With several seeds the caller averages each method's ``num`` and
+    ``den`` over seeds per query first (the ratio is then the mean of the seeds' metrics whenever the seeds
+    label the same pairs, as runs of one data set and model set do)."""
     logits = np.asarray(logits, dtype=np.float64)
     labels = np.asarray(labels, dtype=np.float64)
     if logits.shape != labels.shape or logits.ndim != 2:

@@ -1,21 +1,17 @@
 """Collect the ``metrics.json`` of many runs into tidy DataFrames and aggregate them over seeds.
 
-A run's ``metrics.json`` (written by :func:`locus.runs.execute`) holds the run settings (method, params,
-train_size, seed, sampling, encoder, dataset), the val/test metrics overall and per benchmark, and the
-reference rows (oracle / random / best single model chosen on val). Tables and figures compare runs, so
-this module is the one place that
+A run's ``metrics.json`` (written by :func:`locus.runs.execute`) holds the run settings, the val/test
+metrics overall and per benchmark, and the reference rows (oracle / random / best single model chosen on
+val). This module is the one place that
 
 - reads and checks the files (:func:`load_metrics`): every problem names the file and the fix;
-- refuses comparisons that make no sense (:func:`check_comparable`): one table = one data set, one
-  encoder, one sampling scheme; one (method, train_size) cell = one parameter setting, each seed once;
+- refuses comparisons that make no sense (:func:`check_comparable`): one table = one data set, encoder
+  and sampling scheme; one (method, train_size) cell = one parameter setting, each seed once;
 - flattens them (:func:`method_frame`, :func:`reference_frame`) into long rows
-  ``method, train_size, seed, benchmark, metric, value`` where ``benchmark`` is ``"Overall"`` or a
-  benchmark name;
-- aggregates over seeds (:func:`aggregate`): mean, sample standard deviation (ddof = 1; 0 for one
-  seed) and the number of seeds;
-- reads the runs' per-query test scores with the data set's labels (:func:`query_values`): per query,
-  the values the paired bootstrap of :mod:`locus.experiments.bootstrap` resamples, averaged over each
-  cell's seeds (with a generated data set's truth also the expected routing accuracy of every run).
+  ``method, train_size, seed, benchmark, metric, value`` (``benchmark``: ``"Overall"`` or a name);
+- aggregates over seeds (:func:`aggregate`): mean, sample std (ddof = 1; 0 for one seed), seeds;
+- reads the runs' per-query test scores with the data set's labels (:func:`query_values`), the values
+  the paired bootstrap of :mod:`locus.experiments.bootstrap` resamples.
 
 Values stay fractions here; rendering turns them into percentages.
 """

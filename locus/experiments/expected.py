@@ -1,20 +1,17 @@
 """Expected routing accuracy from a generated data set's truth (``truth.parquet``, :mod:`locus.data.truth`).
 
 A routing table's observed accuracy is a mean of 0/1 labels over a few hundred test queries, so two
-methods that route alike can differ by a point from the label noise alone. When the data set carries the
-generator's true probability ``p[q, m]`` that model ``m`` answers query ``q`` correctly, the tables also
-report, on the same split:
+methods that route alike can differ by a point from the label noise alone. With the generator's true
+probability ``p[q, m]`` that model ``m`` answers query ``q`` correctly, the tables also report:
 
-- per run, the **expected routing accuracy**: the mean over queries of ``p`` of the model the method
-  routes to -- the very model of the observed routing accuracy (:func:`locus.experiments.bootstrap.per_query`:
-  only models evaluated on the query, ties to the lower model_id) -- aggregated over seeds like the
-  observed metrics, with the same paired bootstrap (metric ``expected_routing``);
+- per run, the **expected routing accuracy** (``expected_routing``): the mean over queries of ``p`` of
+  the very model the method routes to (:func:`locus.experiments.bootstrap.per_query`), aggregated and
+  bootstrapped like the observed metrics;
 - the **Bayes ceiling** (``bayes_ceiling``): the mean over queries of ``max_m p[q, m]`` over the models
   evaluated on the query: no router choosing among them can expect more;
-- the **best single model** (``best_single_train``): the expected accuracy of the model with the highest
-  mean true probability on the *training* split (never selected on the reported split), routed like the
-  observed "best single" row (where it was not evaluated on a query, the ranking falls back to the
-  lowest model_id evaluated there).
+- the **best single model** (``best_single_train``): the model with the highest mean true probability
+  on the *training* split, routed like the observed "best single" row (where it was not evaluated on a
+  query, the ranking falls back to the lowest model_id evaluated there).
 
 Values are fractions here; rendering turns them into percentages.
 """

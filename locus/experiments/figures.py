@@ -5,13 +5,9 @@ Kinds:
 
 - ``sample-efficiency``: paper ``fig:train_sample_eff``: test routing accuracy (mean ± std over seeds)
   vs training evaluations per model, with each curve's isotonic fit (dashed) and "k× fewer samples"
-  arrows for the reference method where the factor is exact and its bootstrap interval excludes 1.
-  Inputs: the runs (``--runs`` directories or their ``--metrics`` files) and, for the intervals, the
-  canonical data set (``--data``: labels of the per-query paired bootstrap over the runs'
-  ``scores_{split}.parquet``; without it no intervals: every factor ``no_interval``, no arrow).
-  Writes ``<stem>.pdf``, ``<stem>.png``, ``<stem>.csv`` (measured curves, fits and factors with their
-  intervals, :func:`plot_frame`) and ``<stem>.json`` (the headline factors,
-  :mod:`locus.experiments.sample_efficiency`; an interval end censored above is written ``"inf"``).
+  arrows for the reference method where the factor is exact and its bootstrap interval excludes 1
+  (:func:`sample_efficiency`). Writes ``<stem>.pdf``, ``.png``, ``.csv`` (:func:`plot_frame`) and
+  ``.json`` (the headline factors; an interval end censored above is written ``"inf"``).
 
 Titles name the data set by the label given (the workflow passes each data set's own label), else by
 the data set's name recorded in the runs.
@@ -107,7 +103,11 @@ def sample_efficiency(metrics=None, out=None, methods=None, reference_method: st
                       boot_seed: int = 0) -> dict:
     """Read the runs (`metrics` files or `runs` directories), compute curves, fits and factors (with
     their paired bootstrap intervals when the data set `data` is given), write the figure and its data;
-    returns the summary written as JSON."""
+    returns the summary written as JSON.
+
+    Inputs: the runs (``--runs`` directories or their ``--metrics`` files) and, for the intervals, the
+    canonical data set (``--data``: labels of the per-query paired bootstrap over the runs'
+    ``scores_{split}.parquet``; without it no intervals: every factor ``no_interval``, no arrow)."""
     from locus.atomic import write_json
     from locus.experiments.bootstrap import METRICS as BOOT_METRICS
     from locus.experiments.comparison import query_values

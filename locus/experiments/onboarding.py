@@ -1,23 +1,18 @@
 """New-model onboarding (paper §4.2, figure ``sample_eff_ood_test``): how well LOCUS embeds models it has
 never seen, from a few of their evaluations, without retraining.
 
-Protocol:
-
-- **held-out models** (:func:`held_out_ids`): never in training; by default the data set's
-  ``held_out`` column (the paper's 16 hold-outs of appendix A in the embedded pool), or a list of names;
-- **training models** (:func:`training_models`): the first ``count`` models of one seeded permutation of
-  the remaining models, so the sets of a growing ``count`` are nested; ``count`` 0 = all remaining. A run
-  trained this way (``locus train --hold-out ... --train-models count``) sees nothing of the held-out
-  models; the "all models" row is an ordinary run of the whole pool (its encoder saw the held-out
-  models' training evaluations, as the paper's top row);
+- **held-out models** (:func:`held_out_ids`): never in training; the data set's ``held_out`` column (the
+  paper's 16 hold-outs in the embedded pool) or a list of names;
+- **training models** (:func:`training_models`): the first ``count`` of one seeded permutation of the
+  others, so growing counts are nested (0 = all). Such a run (``locus train --hold-out ... --train-models``)
+  sees nothing of the held-out models; the "all models" row is an ordinary run of the whole pool (its
+  encoder saw the held-out models' training evaluations, as the paper's top row);
 - **onboarding** (:func:`onboarding_scores`): each held-out model is embedded by one forward pass of a
-  run's encoder from ``k`` of its evaluated **training-split** queries (seeded draw, the same for every
-  run, so the rows differ only by the encoder), and the decoder predicts its test queries. The cell is
-  the correctness accuracy over all test pairs of the held-out models (micro mean), averaged over
-  ``repeats`` draws.
+  run's encoder from ``k`` of its **training-split** evaluations (the same seeded draw for every run, so
+  rows differ only by the encoder) and the decoder predicts its test queries. A cell is the correctness
+  accuracy over all test pairs of the held-out models (micro mean), averaged over ``repeats`` draws.
 
-Everything here reads saved run directories through :mod:`locus.run_artifacts`; the figure is
-:func:`locus.render.onboarding.onboarding_figure`.
+Runs are read through :mod:`locus.run_artifacts`; the figure is :func:`locus.render.onboarding.onboarding_figure`.
 """
 from __future__ import annotations
 

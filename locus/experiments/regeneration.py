@@ -1,28 +1,19 @@
 """Regenerating EmbedLLM embeddings (paper App. H, figures ``relearning_embedllm_embeddings``,
-``relear_embedllm_heatmap_cosine_distance``, ``relearn_embedllm_heatmap_test_disagreement``).
+``relear_embedllm_heatmap_cosine_distance`` (sic), ``relearn_embedllm_heatmap_test_disagreement``).
 
-An EmbedLLM-style model G(e, x) = MLP_ψ(e ⊙ W x) (method ``embedllm``; ``hidden_layers`` hidden ReLU layers
-of width 64, 0 = the released EmbedLLM) is trained jointly with its model embeddings. Then G_ψ is frozen and
-every model's embedding is **re-learned** (:meth:`EmbedLLM.embed`: a new N(0, 1) embedding fitted by
-full-batch Adam on BCE) from
+An EmbedLLM-style model G(e, x) = MLP_ψ(e ⊙ W x) (method ``embedllm``, ``hidden_layers`` ReLU layers) is
+trained with its model embeddings; then G_ψ is frozen and every embedding is **re-learned**
+(:meth:`EmbedLLM.embed`) from ``same`` (exactly the run's training evaluations of the model, the paper's
+main case), ``overlap`` α (a set sharing the fraction α with them, :func:`locus.geometry.views.alternative_set`)
+or ``subsample`` n (:func:`locus.geometry.views.subsample`). Per setting: the mean over models of the cosine
+distance between original and re-learned embedding (:func:`row_cosine_distances`) and the **test
+disagreement**, the share of evaluated test pairs whose thresholded prediction differs between the two
+under the same G_ψ (:func:`prediction_disagreement`; paper: up to 8.1%).
 
-- ``same``: exactly the run's training evaluations of that model (``train_pairs.parquet``), the paper's
-  main case ("clones" of the pool's models with identical evaluation data);
-- ``overlap`` α: a set sharing the fraction α with them, the rest drawn from the model's evaluated
-  training-split queries outside them (:func:`locus.geometry.views.alternative_set`);
-- ``subsample`` n: n of them without replacement (:func:`locus.geometry.views.subsample`).
-
-Per setting we measure the mean over models of the cosine distance between original and re-learned
-embedding (:func:`row_cosine_distances`) and the **test disagreement**: the share of evaluated test
-(query, model) pairs whose thresholded prediction (logit > 0) differs between the original and the
-re-learned embedding under the same G_ψ (:func:`prediction_disagreement`; paper: up to 8.1%).
-
-For contrast the same settings are measured for LOCUS, whose embedding is one forward pass of its encoder
-over the evaluations (the geometry reference run, :func:`locus.geometry.views.load_reference`): on the same
-evaluations it reproduces its embeddings (distance ≈ 0, disagreement 0). Draws are seeded per (kind,
-model, setting, repeat) with :func:`locus.geometry.views.rng_for`, so EmbedLLM and LOCUS runs trained on
-the same training queries see the same perturbed sets. Validation and test queries never build an
-embedding. Figures: :mod:`locus.render.regeneration`.
+For contrast LOCUS (the geometry reference run) is measured on the same settings: its embedding is one
+forward pass, so on the same evaluations it reproduces itself. Draws are seeded per (kind, model,
+setting, repeat) (:func:`locus.geometry.views.rng_for`), so EmbedLLM and LOCUS see the same perturbed sets;
+validation and test queries never build an embedding. Figures: :mod:`locus.render.regeneration`.
 """
 from __future__ import annotations
 

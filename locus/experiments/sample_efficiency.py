@@ -1,43 +1,17 @@
 """Training-time sample efficiency (paper figure ``fig:train_sample_eff``).
 
-Curves: per method and training size n (training evaluations per model), mean ± std over seeds of a
-test metric (routing accuracy by default), as measured (``curves``). Factors are read off a monotone
-version of each curve (``smooth``): the isotonic regression (increasing, equal weights, on log2 n;
-:func:`isotonic`) of the seed-averaged means, so a single noisy peak cannot set them. The measured
-points stay what the figure plots (with the fit as a thin dashed line) and what the CSV calls ``curve``.
+Curves: per method and training size n (training evaluations per model), mean ± std over seeds of a test
+metric (routing accuracy by default), as measured (:func:`curves`). Factors are read off the isotonic fit
+(increasing, on log2 n) of each seed-averaged curve (:func:`smooth`), so a single noisy peak cannot set
+them; the figure plots the measured points with the fit as a thin dashed line.
 
-Sample-efficiency factor of a reference method R (LOCUS) over a method M at a target accuracy a:
-``k(a) = n_M(a) / n_R(a)``, where ``n_X(a)`` is the smallest number of samples at which X's smoothed
-curve reaches a. Curves are interpolated piecewise-linearly in (log n, accuracy), which is how they look
-on the paper's log2 axis, and ``n_X(a)`` is the *first* crossing. "R reaches accuracy a with k× fewer
-samples than M."
-
-The ``crossing`` of a factor is ``exact`` only when both crossings lie inside the measured ranges. When
-M is already at or above a at its smallest size the true factor is at most the computed one
-(``upper_bound``); when M never reaches a it is larger than ``max n_M / n_R(a)`` (``lower_bound``,
-reported with n_M = NaN). Headline numbers (the maximum factor and the factor at the reference point)
-use exact factors only. When both curves start above the target the factor is ``indeterminate``;
-targets R never reaches do not occur (they come from R's own curve) but would read
-``not_reached_by_reference``.
-
-Targets: a target is named by a size n on the reference curve: ``a = R(n)``, R's smoothed curve at n,
-for a log-spaced grid of sizes over R's measured range (measured sizes and the reference point
-included). The reference point (default: R's measured size nearest the geometric middle of its range,
-512 for 256/512/1024 and for 64..4096; the paper quotes its factors near 450 LOCUS samples) gives the
-headline target ``a = R(n_ref)``.
-
-Uncertainty (with per-query values, :mod:`locus.experiments.sample_efficiency_ci`): the test queries
-are resampled with replacement (paired: one resample for every method, size and seed), every curve is
-recomputed (seed mean, then isotonic fit) and every factor is recomputed at the *same target sizes*:
-the target is ``R(n)`` of the resampled reference curve. (A fixed accuracy would not do: the headline
-target often lies on the plateau the isotonic fit gives the top of R's curve, which about half of the
-resampled curves never reach.) Crossings outside the measured range make a resample's factor censored;
-the 95% percentile interval treats censored-above as +inf (``sample_efficiency_ci``). ``status``:
-``significant`` when the interval excludes 1 (both ends > 1, or both < 1), ``not_significant``
-otherwise, ``no_interval`` without per-query values. The figure annotates a factor only when it is
-exact and significant: the reference point's, or the largest exact one where the reference point has
-no exact factor. The interval of the largest factor is taken at the target chosen on the measured
-curves (it does not account for that choice).
+Sample-efficiency factor of a reference method R (LOCUS) over M at a target accuracy a:
+``k(a) = n_M(a) / n_R(a)``, ``n_X(a)`` = the first crossing of a by X's fit, interpolated piecewise-linearly
+in (log n, accuracy) (:func:`factor`; when a crossing falls outside the measured range the factor is only
+a bound). Targets are named by sizes on R's curve, ``a = R(n)`` (:func:`target_grid`); the headline
+target is R at the reference point (:func:`default_reference_point`). Intervals: a paired bootstrap over
+test queries (:mod:`locus.experiments.sample_efficiency_ci`), the targets re-read on each resampled
+reference curve; the figure annotates a factor only when it is exact and significant (:func:`efficiency`).
 """
 from __future__ import annotations
 
@@ -127,7 +101,13 @@ def interpolate(sizes, accs, n: float) -> float:
 
 
 def factor(ref_sizes, ref_accs, sizes, accs, target: float) -> dict:
-    """Sample-efficiency factor of the reference curve over another at one target accuracy."""
+    """Sample-efficiency factor of the reference curve over another at one target accuracy.
+
+    ``crossing`` is ``exact`` only when both crossings lie inside the measured ranges. When M is already at
+    or above a at its smallest size the true factor is at most the computed one (``upper_bound``); when M
+    never reaches a it is larger than ``max n_M / n_R(a)`` (``lower_bound``, with n_M = NaN). When both curves
+    start above the target the factor is ``indeterminate``; targets R never reaches cannot occur (they come
+    from R's own curve) but would read ``not_reached_by_reference``."""
     n_ref, s_ref = first_crossing(ref_sizes, ref_accs, target)
     n_m, s_m = first_crossing(sizes, accs, target)
     if s_ref == "not_reached":
@@ -151,13 +131,15 @@ def target_sizes(ref_sizes, points: int = 65, extra=()) -> np.ndarray:
 
 
 def target_grid(ref_sizes, ref_accs, points: int = 65) -> pd.DataFrame:
-    """``n, target`` along the reference curve: `points` log-spaced sizes plus the measured ones."""
+    """``n, target`` along the reference curve: `points` log-spaced sizes over R's measured range plus the
+    measured ones (and the reference point)."""
     grid = target_sizes(ref_sizes, points)
     return pd.DataFrame({"n": grid, "target": [interpolate(ref_sizes, ref_accs, n) for n in grid]})
 
 
 def default_reference_point(ref_sizes) -> int:
-    """The measured size nearest (in log n) to the geometric middle of the range."""
+    """The measured size nearest (in log n) to the geometric middle of the range (512 for
+    256/512/1024 and for 64..4096; the paper quotes its factors near 450 LOCUS samples)."""
     sizes = np.sort(np.asarray(ref_sizes, dtype=float))
     mid = 0.5 * (math.log2(sizes[0]) + math.log2(sizes[-1]))
     return int(sizes[np.argmin(np.abs(np.log2(sizes) - mid))])
@@ -194,7 +176,15 @@ def efficiency(curve: pd.DataFrame, reference: str, reference_point: int | None 
     n_reference, n_method, factor, crossing, ci_low, ci_high, share_defined, status, annotated``;
     ``summary["methods"][method]`` has ``max`` (largest exact factor, with its target, sizes and interval,
     or None), ``at_reference_point`` and ``annotated`` (which of the two the figure draws, or None).
-    """
+
+    Headline numbers (the maximum factor and the factor at the reference point) use exact factors only. On
+    each resample every factor is recomputed at the *same target sizes* (the target is ``R(n)`` of the
+    resampled reference curve): a fixed accuracy would not do, as the headline target often lies on the
+    plateau the isotonic fit gives the top of R's curve, which many resampled curves never reach. ``status``
+    is ``significant`` when the 95% interval excludes 1, ``not_significant`` otherwise, ``no_interval``
+    without per-query values. The figure annotates the reference point's factor, or the largest exact one
+    where the reference point has none; the interval of the largest factor is taken at the target chosen on
+    the measured curves (it does not account for that choice)."""
     if reference not in set(curve["method"]):
         raise DataError(f"reference method {reference!r} has no runs (methods: "
                         f"{', '.join(sorted(set(curve['method'])))}); pass --reference-method or its metrics")

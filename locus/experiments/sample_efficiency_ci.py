@@ -1,32 +1,17 @@
 """Uncertainty of sample-efficiency factors: paired bootstrap over test queries.
 
-The factors of :mod:`locus.experiments.sample_efficiency` are read off accuracy curves measured on one
-finite test set, so their uncertainty is that of the test set. This module resamples the test *queries*
-with replacement (``n_boot`` times, :class:`numpy.random.Generator` seeded with ``seed``; the very same
-resample for every method, training size and seed), recomputes every curve point on each resample and
-hands the resampled curves to :func:`locus.experiments.sample_efficiency.efficiency`, which smooths and
-reads them exactly like the measured ones and takes percentile intervals with :func:`interval`.
+The factors of :mod:`locus.experiments.sample_efficiency` are read off curves measured on one finite test
+set, so their uncertainty is that of the test set. The test *queries* are resampled with replacement
+(``n_boot`` times, seeded; the very same resample for every method, training size and seed), every curve
+point is recomputed on each resample and the resampled curves are smoothed and read exactly like the
+measured ones, then summarised by percentile intervals:
 
-- :func:`resampled_curves`: per-query values of the runs (:func:`locus.experiments.comparison.query_values`:
-  per query the numerator and denominator of the metric by the rules of :mod:`locus.evaluation`, via
-  :func:`locus.experiments.bootstrap.per_query`, averaged over each cell's seeds) -> per method the
-  [resamples x sizes] curve points. ``sum(num) / sum(den)`` of a cell is the mean over its seeds of the
-  metric whenever the seeds label the same pairs (runs of one data set and model set do); it is checked
-  against the metrics.json mean, so the intervals belong to the plotted points.
-- :func:`crossings`, :func:`factor_bounds`: the first crossing of ``sample_efficiency.first_crossing``
-  and the factor of ``sample_efficiency.factor``, vectorised over resamples and targets, with each
-  resample's factor as an interval ``[lo, hi]`` (censoring, below).
+- :func:`resampled_curves`: the runs' per-query values (:func:`locus.experiments.comparison.query_values`)
+  -> per method the [resamples x sizes] curve points, checked against the metrics.json means so that
+  the intervals belong to the plotted points;
+- :func:`crossings`, :func:`factor_bounds`: the first crossings and factors of ``sample_efficiency``,
+  vectorised over resamples and targets, each resample's factor an interval ``[lo, hi]`` (censoring);
 - :func:`interval`: the percentile interval of censored values.
-
-Censoring. In a resample a crossing may fall outside the measured sizes, and the factor is then only
-bounded: the baseline never reaches the target (``k > max n_M / n_R``: ``[that, +inf]``), the reference
-is already there at its smallest size (``n_R`` is an upper bound: ``[k, +inf]``), the baseline is already
-there at its smallest size (``[0, k]``), both are (``[0, +inf]``). The interval takes its lower end from
-the lower ends and its upper end from the upper ends (``lo`` at the ``(1 - confidence) / 2`` quantile,
-lower order statistic; ``hi`` at ``(1 + confidence) / 2``, higher order statistic): a conservative
-percentile interval that contains the one the uncensored factors would give, and treats "censored
-above" as +inf exactly where that matters. ``share_defined`` is the share of resamples where both
-crossings fall inside the measured ranges (an exact factor).
 """
 from __future__ import annotations
 
@@ -117,7 +102,17 @@ def crossings(sizes, accs, targets) -> tuple[np.ndarray, np.ndarray]:
 
 def factor_bounds(ref_sizes, ref_accs, sizes, accs, targets) -> tuple[np.ndarray, np.ndarray]:
     """``(lo, hi)`` [B x T]: the bounds of each resample's factor ``n_M(a) / n_R(a)`` (equal where both
-    crossings are exact; see the module docstring for the censored cases)."""
+    crossings are exact; censored cases below).
+
+    Censoring. In a resample a crossing may fall outside the measured sizes, and the factor is then only
+    bounded: the baseline never reaches the target (``k > max n_M / n_R``: ``[that, +inf]``), the reference
+    is already there at its smallest size (``n_R`` is an upper bound: ``[k, +inf]``), the baseline is already
+    there at its smallest size (``[0, k]``), both are (``[0, +inf]``). The interval takes its lower end from
+    the lower ends and its upper end from the upper ends (``lo`` at the ``(1 - confidence) / 2`` quantile,
+    lower order statistic; ``hi`` at ``(1 + confidence) / 2``, higher order statistic): a conservative
+    percentile interval that contains the one the uncensored factors would give, and treats "censored
+    above" as +inf exactly where that matters. ``share_defined`` is the share of resamples where both
+    crossings fall inside the measured ranges (an exact factor)."""
     n_r, c_r = crossings(ref_sizes, ref_accs, targets)
     n_m, c_m = crossings(sizes, accs, targets)
     with np.errstate(invalid="ignore", divide="ignore"):

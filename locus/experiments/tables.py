@@ -8,20 +8,11 @@ Kinds (paper layouts):
 - ``routing-by-dataset`` / ``correctness-by-dataset``: appendix B ``tab:routing_acc_by_dataset_full`` /
   ``tab:correctness_pred_by_dataset_full``; rows = approach × training size, columns = Overall + benchmarks.
 
-The CSV (same stem as the .tex, ``.csv``) holds every printed number (percentages) and its emphasis.
-Captions name the data set by the label given (the workflow passes each data set's own label), else by
-the data set's name recorded in the runs.
-
-Uncertainty of every comparison (:func:`significance`): with several seeds a cell shows mean ± std over
-seeds; always, the runs' per-query test scores and the data set's labels give a paired bootstrap over
-test queries (:mod:`locus.experiments.bootstrap`) of each approach's difference to the reference method
-(LOCUS by default; CSV ``diff_to_reference_pct``, ``ci_low_pct``, ``ci_high_pct``) and of the difference
-between the best approach of each compared column and every other approach: a cell whose interval of
-(best - cell) includes 0 is marked with a dagger (:data:`locus.render.latex.MARK`).
-
-With a generated data set's truth (``--truth``, routing kinds) the tables add the expected routing accuracy
-of every approach (metric ``expected_routing``, with the same bootstrap), the Bayes ceiling and the best
-single model chosen on the training split's true probabilities (:mod:`locus.experiments.expected`).
+The CSV beside the .tex holds every printed number (percentages) and its emphasis. Captions name the data
+set by the label given, else by the name recorded in the runs. Every comparison carries a paired bootstrap
+over test queries (:func:`significance`); with a generated data set's truth (``--truth``, routing kinds)
+the tables add the expected routing accuracy, the Bayes ceiling and the best single model chosen on the
+training split's true probabilities (:mod:`locus.experiments.expected`).
 """
 from __future__ import annotations
 
@@ -117,7 +108,13 @@ def significance(kind: str, coll: Collection, values: QueryValues, settings: boo
 
     The best approach is the one printed in bold (ranked on the printed means, :func:`latex.emphasis`;
     the first of tied ones); a cell sharing the best printed mean is never marked.
-    """
+
+    Uncertainty of every comparison (:func:`significance`): with several seeds a cell shows mean ± std over
+    seeds; always, the runs' per-query test scores and the data set's labels give a paired bootstrap over
+    test queries (:mod:`locus.experiments.bootstrap`) of each approach's difference to the reference method
+    (LOCUS by default; CSV ``diff_to_reference_pct``, ``ci_low_pct``, ``ci_high_pct``) and of the difference
+    between the best approach of each compared column and every other approach: a cell whose interval of
+    (best - cell) includes 0 is marked with a dagger (:data:`locus.render.latex.MARK`)."""
     check_reference(coll, reference)
     agg = coll.method_agg
     rows = []

@@ -1,24 +1,18 @@
 """Time complexity of LOCUS (paper appendix G, ``fig:time_complexity_locus``): ``locus bench
 --time-complexity OUT.pdf`` and the workflow's ``time_complexity_figure`` rule.
 
-Two series are timed with the harness of :mod:`locus.benchmark` (random inputs of the paper's shape,
-d_phi = 768, the network built from LOCUS's parameters, one device, CUDA synchronised; each point is a cold
-warm-up call reported apart, then ``repeat`` warm calls: median, min and max):
+Two series are timed with the harness of :mod:`locus.benchmark` (random inputs of the paper's shape, the
+network built from LOCUS's parameters, one device; a cold call reported apart, then ``repeat`` warm calls):
 
 - ``embed``: embedding ``n_models`` models in one call (:meth:`LocusMethod._embed_sets`, as after training)
-  from ``n`` evaluations each (every model scored on the same ``n`` random queries), for every pool size
-  x evaluation count;
+  from ``n`` evaluations each (all scored on the same ``n`` random queries), per pool size x evaluation count;
 - ``predict``: the correctness logits of ``n`` unseen queries x the largest pool
-  (:meth:`LocusMethod._grid_logits`); the model embeddings are random (the decoder's cost does not depend
-  on their values).
+  (:meth:`LocusMethod._grid_logits`), random model embeddings (the cost does not depend on their values).
 
-Each series is measured in every precision asked for (LOCUS's ``precision`` parameter: ``float32``, the
-default, and ``bfloat16``, autocast; its accuracy effect: :mod:`locus.experiments.precision_effect`); the
-``precision`` column tells them apart and the figure draws bfloat16 dashed.
-
-:func:`build_frame` (pure) turns the measurements into the plotted frame, one row per point, with the FLOPs of
-this implementation, the device, threads and torch version, and the reference points: the paper's V100
-numbers (:data:`locus.benchmark.PAPER`) and this implementation's targets on 2 CPU cores (:data:`TARGETS`).
+Each series is measured in every precision asked for (LOCUS's ``precision``: ``float32`` or ``bfloat16``
+autocast, drawn dashed; its accuracy effect: :mod:`locus.experiments.precision_effect`). :func:`build_frame`
+(pure) adds the FLOPs, device, threads and torch version, and the reference points: the paper's V100 numbers
+(:data:`locus.benchmark.PAPER`) and this implementation's CPU targets (:data:`TARGETS`).
 """
 from __future__ import annotations
 

@@ -1,28 +1,17 @@
 """Time to accuracy: LOCUS training recipes side by side (``locus figure time-to-accuracy``).
 
-Input: run directories of the same data, training size and seed(s) trained with different recipes (the
-``recipe`` parameter of :class:`locus.methods.locus_method.LocusMethod`), read through
-:mod:`locus.run_artifacts` (``log.csv``: validation hit@1 against steps and wall-clock seconds, measured
-by the training loop and including its validation passes; ``metrics.json``: the recipe among the params), and
+Input: run directories of the same data, training size and seed(s) trained with different ``recipe``s of
+:class:`locus.methods.locus_method.LocusMethod`, read through :mod:`locus.run_artifacts` (``log.csv``:
+validation hit@1 against steps and wall-clock seconds, validation passes included; ``metrics.json``), and
 optionally each run's Snakemake benchmark file (peak resident memory, ``max_rss``).
 
-The reference recipe (default ``paper``) sets the target: ``target_fraction`` (default 0.99) of its best
-validation hit@1. Per recipe the summary gives its best validation hit@1, the step and seconds at which it
-first reached its best, the seconds at which it first reached the target, and the speed-up = reference
-seconds to its best / recipe seconds to the target. With runs of several seeds each seed is compared on
-its own and the summary gives each recipe's speed-ups over the seeds (median, minimum, maximum): one seed
-of a noisy curve is one draw. Beside it, the same comparison at matched validation looks: the reference read
-only every k steps, k = the other recipe's validation interval (the `paper` recipe validates every step,
-`fast` every 25th, and a maximum over 25 times as many noisy looks is higher by selection alone).
-Validation data only: test numbers are copied from ``metrics.json`` for context, never used to choose
-anything.
-
-With the canonical data set the runs were trained on (``data``), the summary also gives the level every
-router starts from: the validation hit@1 of the best single model on validation (a constant router, over the
-runs' models), and how many validation queries the target and each recipe's best lie above it. When the
-target is only a few queries above that level, a speed-up measures when a curve first crosses a few-query
-margin, and one seed says little about it; when the target is at or below that level
-(``target_met_by_constant_router``), the speed-up says nothing about learning and the report says so.
+The reference recipe (default ``paper``) sets the target: ``target_fraction`` of its best validation
+hit@1. Per recipe the summary gives its best, the step and seconds at which it first reached it, the
+seconds to the target, and the speed-up = reference seconds to its best / recipe seconds to the target;
+over several seeds, each seed is compared on its own (:func:`compare_seeds`). Beside it, the same
+comparison at matched validation looks (:func:`matched_looks`), and with the data set the level of a
+constant router (:func:`constant_router`). Validation data only: test numbers are copied from
+``metrics.json`` for context, never used to choose anything.
 """
 from __future__ import annotations
 
@@ -70,7 +59,13 @@ def peak_rss_mb(benchmark_tsv) -> float:
 
 def constant_router(dataset_dir, run: dict) -> tuple[float, int]:
     """(validation hit@1 of the best single model on validation among the run's models, validation queries)
-    from the canonical data set the run was trained on (checked by its fingerprint and validation queries)."""
+    from the canonical data set the run was trained on (checked by its fingerprint and validation queries).
+
+    The summary gives the level every router starts from: the validation hit@1 of the best single model on
+    validation (a constant router, over the runs' models), and how many validation queries the target and each
+    recipe's best lie above it. When the target is only a few queries above that level, a speed-up measures when a
+    curve first crosses a few-query margin, and one seed says little about it; when the target is at or below that
+    level (``target_met_by_constant_router``), the speed-up says nothing about learning and the report says so."""
     from locus import evaluation
     from locus.data.canonical import read_dataset
     from locus.data.encodings import data_fingerprint

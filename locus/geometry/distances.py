@@ -2,26 +2,15 @@
 and ``fig:performance_distance_correlation``), and the reading of the geometry inputs shared by
 :mod:`locus.geometry.families` and :mod:`locus.geometry.neighbours`.
 
-Definitions:
-
 - correctness of a (query, model) pair: the score binarised at 0.5 (:func:`correctness`; NaN = not
   evaluated, never "wrong");
 - disagreement of two models: the normalised Hamming distance of their correctness on the test queries
   both were evaluated on (:func:`disagreement`; pairs without a common query are NaN and skipped);
-- embedding distances: :func:`scipy.spatial.distance.pdist` (``cosine`` = 1 - cosine similarity,
-  ``euclidean``) over the run's model embeddings, which are built from training evaluations only (the
-  reader refuses a run whose training pairs touch a test query);
-- correlations over all model pairs: Pearson, Spearman and Kendall's tau-b (:mod:`scipy.stats`).
-
-Uncertainty (:func:`bootstrap_correlations`): the test queries are resampled with replacement, the
-disagreements recomputed on each resample (the embeddings stay fixed: they never saw a test query) and
-every correlation recomputed; 95% percentile intervals. The same resamples serve every method, so the
-difference of a method's correlation to the reference method's (LOCUS) gets a paired interval too. The
-interval covers the sampling of test queries only, not the training randomness of the single reference
-run (one seed) — say so when quoting it. Resampling adds sampling noise to every pair's disagreement, which
-pulls the resampled correlations slightly towards 0 (attenuation): on a small test set the interval can sit
-a little below the estimate (on a toy pool of 59 test queries, Pearson 0.51 with interval [0.19, 0.61]); with
-thousands of test queries the shift is a small fraction of the interval.
+- embedding distances: :func:`scipy.spatial.distance.pdist` (``cosine``, ``euclidean``) over the run's model
+  embeddings, built from training evaluations only (the reader refuses a run whose training pairs touch a
+  test query);
+- correlations over all model pairs: Pearson, Spearman and Kendall's tau-b (:mod:`scipy.stats`), with 95%
+  intervals from a paired bootstrap over test queries (:func:`bootstrap_correlations`).
 """
 from __future__ import annotations
 
@@ -117,7 +106,14 @@ def bootstrap_correlations(correct: dict, distances: dict, n_resamples: int, see
 
     `correct`: {key: [queries x models] correctness}, every key on the same queries (rows);
     `distances`: {(key, distance): condensed distances of key's models}. Every key sees the very same
-    resampled queries (paired)."""
+    resampled queries (paired).
+
+    The disagreements are recomputed on each resample (the embeddings stay fixed: they never saw a test
+    query), and the same resamples serve every method, so a method's difference to the reference method's
+    correlation gets a paired interval too. The interval covers the sampling of test queries only, not the
+    training randomness of the single reference run (one seed). Resampling adds noise to every pair's
+    disagreement, which pulls the resampled correlations slightly towards 0: on a small test set the interval
+    can sit a little below the estimate."""
     n_queries = {c.shape[0] for c in correct.values()}
     if len(n_queries) != 1:
         raise DataError("the correctness matrices of the bootstrap must share their test queries")

@@ -3,20 +3,15 @@ encoder and decoder of one trained run fixed, every model of the pool is re-embe
 evaluation set, and the test correctness and routing accuracy of the decoder with those embeddings are
 compared with the accuracy of the run's own (reference) embeddings. No training.
 
-Evaluation sets (drawn per model with :mod:`locus.geometry.views`, training-split queries only):
-
-- panel ``size``: ``n`` evaluations subsampled from the model's reference set (the run's training
-  evaluations of it, ``n_ref`` per model), for n in a grid up to ``n_ref`` (``n = n_ref`` is the reference
-  set itself: one draw);
-- panel ``overlap``: alternative sets sharing the fraction α with the reference set, the rest drawn from
-  the model's evaluated training queries outside it (:func:`locus.geometry.views.alternative_set`; sets are
-  smaller than ``n_ref`` when too few queries lie outside it, and the CSV records the sizes).
-
-Each (panel, setting, repeat) re-embeds every model with its own seeded draw (the generators of
-:func:`locus.geometry.views.rng_for`, so the same seed gives the same numbers and a model's draws are
-those of the convergence views), then scores the test split. Validation and test queries never enter
-an embedding. The curves are the mean ± std over repeats; the reference line is the accuracy of the run's
-own embeddings (= the run's test metrics), with the best single model (chosen on validation) beside it.
+Evaluation sets (drawn per model with :mod:`locus.geometry.views`, training-split queries only): panel
+``size``, ``n`` evaluations subsampled from the model's reference set (its ``n_ref`` training evaluations in
+the run; ``n = n_ref`` is the reference set itself); panel ``overlap``, sets sharing the fraction α with
+the reference set, the rest from the model's evaluated training queries outside it
+(:func:`locus.geometry.views.alternative_set`; smaller than ``n_ref`` when too few lie outside).
+Each (panel, setting, repeat) re-embeds every model with its own seeded draw
+(:func:`locus.geometry.views.rng_for`: the same draws as the convergence views), then scores the test
+split. The curves are the mean ± std over repeats (:func:`curves`); the reference line is the accuracy of
+the run's own embeddings, with the best single model (chosen on validation) beside it.
 """
 from __future__ import annotations
 

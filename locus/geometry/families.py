@@ -1,21 +1,16 @@
 """Model families in the embedding space (paper §4.3, ``fig:models_family_heirarchical_clustering``).
 
-Hierarchical clustering (:func:`scipy.cluster.hierarchy.linkage`) of the reference run's model
-embeddings on their pairwise distances, drawn as a dendrogram beside the distance heat map in dendrogram
-order, with the models of the highlighted tags (default ``math`` and ``code``, from the ``tags`` column of
-the data set's ``models.parquet``: tags joined by ``;``) coloured.
+Hierarchical clustering (:func:`scipy.cluster.hierarchy.linkage`) of the reference run's model embeddings
+on their pairwise distances, drawn as a dendrogram beside the distance heat map in dendrogram order, with
+the models of the highlighted tags (default ``math`` and ``code``, from ``models.parquet``'s ``tags``) coloured.
 
-Choices: Euclidean distance, as the paper's text says ("pairwise distances (Euclidean distance) between
-embeddings"); the paper does not name the linkage, so ``average`` (UPGMA) is the default: it works on any
-distance (Ward, centroid and median assume Euclidean geometry and are refused with another distance) and
-does not chain like single linkage. Leaves are put in optimal order (``optimal_ordering=True``: adjacent
-leaves as close as possible), which changes only the drawing, not the clusters.
+Choices: Euclidean distance, as the paper's text says; the paper does not name the linkage, so ``average``
+(UPGMA) is the default: it works on any distance (Ward, centroid and median assume Euclidean geometry and
+are refused with another distance) and does not chain like single linkage. Leaves are put in optimal order
+(adjacent leaves as close as possible), which changes only the drawing, not the clusters.
 
-Beyond the picture, :func:`tag_separation` measures how well each highlighted tag groups: the mean
-distance within the tag's models against the mean distance from them to the other models, the share of
-them whose nearest neighbour carries the same tag (against the chance share), and a one-sided permutation
-p-value (random model sets of the same size, seeded) for the within-tag mean distance. The cophenetic
-correlation says how faithfully the dendrogram keeps the distances.
+:func:`tag_separation` measures how well each highlighted tag groups; the cophenetic correlation says how
+faithfully the dendrogram keeps the distances.
 """
 from __future__ import annotations
 
@@ -66,7 +61,11 @@ def cluster(z, metric: str = "euclidean", method: str = "average") -> tuple[np.n
 
 
 def tag_separation(dist, members, n_perm: int = 1000, seed: int = 0) -> dict:
-    """How tightly the models flagged in `members` (bool [models]) sit together in `dist`."""
+    """How tightly the models flagged in `members` (bool [models]) sit together in `dist`.
+
+    The mean distance within the tag's models against the mean distance from them to the other models, the
+    share of them whose nearest neighbour carries the same tag (against the chance share), and a one-sided
+    permutation p-value (random model sets of the same size, seeded) for the within-tag mean distance."""
     dist = np.asarray(dist, dtype=np.float64)
     members = np.asarray(members, dtype=bool)
     n, m = int(members.sum()), len(members)

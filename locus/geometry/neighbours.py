@@ -1,24 +1,17 @@
 """Nearest neighbours in embedding space as proxies of a model (paper §4.4, ``fig:nearest_neighbor_proxies``)
 and as fallbacks of a router (appendix E.2, ``fig:fallback_routing``).
 
-- Neighbour order (:func:`neighbour_order`): every other model by ascending embedding distance (cosine
-  by default, as in the paper's text); ties go to the lower model position (= lower model_id), like the
-  ranking ties of :mod:`locus.evaluation`.
-- Proxies (:func:`proxy_agreement`): the test correctness agreement (1 - disagreement of
-  :func:`locus.geometry.distances.disagreement`, on common queries) of each model with its k-th nearest
-  neighbour, averaged over models (models without a common query with that neighbour are skipped).
-  References: a uniformly random other model (:func:`random_agreement`) and the best possible proxy
-  (:func:`best_agreement`: the k-th *most agreeing* other model, found with the test labels: a ceiling,
-  not a method).
-- Fallback routing (:func:`fallback_accuracy`): the run's router sends each test query to its
-  top-scored model (:func:`locus.evaluation.ranking`, the ranking of ``routing_metrics``: only models
-  evaluated on the query, ties to the lower model_id); that model is made unavailable and the query goes
-  to its k-th nearest neighbour among the models evaluated on the query (queries with fewer such
-  neighbours are left out of that k). Accuracy is the mean score of the chosen model, as routing accuracy
-  is; retention = fallback accuracy / the router's own accuracy. References: a random other model
-  (:func:`random_fallback`), the router's own (k+1)-th choice (:func:`router_fallback`: what a router whose
-  scores are available would do instead), the best single model chosen on validation and a uniformly
-  random model (:func:`locus.evaluation.reference_rows`).
+- Neighbour order (:func:`neighbour_order`): every other model by ascending embedding distance (cosine by
+  default, as in the paper's text); ties go to the lower model_id, like the ranking ties of
+  :mod:`locus.evaluation`.
+- Proxies (:func:`proxy_agreement`): the test correctness agreement (1 - disagreement, on common queries)
+  of each model with its k-th nearest neighbour, averaged over models; references: a random other model
+  (:func:`random_agreement`) and the best possible proxy found with the test labels (:func:`best_agreement`).
+- Fallback routing (:func:`fallback_accuracy`): the router's choice for a test query is made unavailable
+  and the query goes to that model's k-th nearest neighbour among the models evaluated on it; retention =
+  fallback accuracy / the router's own. References: a random other model (:func:`random_fallback`), the
+  router's own (k+1)-th choice (:func:`router_fallback`), the best single model chosen on validation and
+  a random model (:func:`locus.evaluation.reference_rows`).
 """
 from __future__ import annotations
 
@@ -60,7 +53,10 @@ def kth_neighbour(dist, k: int) -> np.ndarray:
 
 def proxy_agreement(order, agreement, ks) -> pd.DataFrame:
     """Per k: mean and std over models of the agreement with the k-th neighbour of `order`, and the
-    number of models with a defined agreement."""
+    number of models with a defined agreement.
+
+    Agreement = 1 - :func:`locus.geometry.distances.disagreement` on common queries; models without a common
+    query with that neighbour are skipped."""
     agreement = np.asarray(agreement, dtype=np.float64)
     rows = []
     for k in ks:
@@ -83,7 +79,8 @@ def random_agreement(agreement) -> float:
 
 
 def best_agreement(agreement, ks) -> np.ndarray:
-    """Per k: the mean over models of the k-th highest agreement with another model (NaN last)."""
+    """Per k: the mean over models of the k-th highest agreement with another model (NaN last).
+    Found with the test labels: a ceiling, not a method."""
     a = np.array(agreement, dtype=np.float64)
     np.fill_diagonal(a, -np.inf)
     ranked = -np.sort(-np.nan_to_num(a, nan=-np.inf), axis=1)
@@ -105,7 +102,11 @@ def routed_models(logits, labels) -> tuple[np.ndarray, np.ndarray]:
 
 def fallback_accuracy(routed, labels, order, ks) -> tuple[np.ndarray, np.ndarray]:
     """(accuracy per k, queries per k): each query of `labels` [queries x models] goes to the k-th nearest
-    neighbour (`order`, of :func:`neighbour_order`) of its routed model among the models labelled on it."""
+    neighbour (`order`, of :func:`neighbour_order`) of its routed model among the models labelled on it.
+
+    The routed model is the top-scored one (:func:`locus.evaluation.ranking`, the ranking of ``routing_metrics``:
+    only models evaluated on the query, ties to the lower model_id). Queries with fewer than k such neighbours
+    are left out of that k. Accuracy is the mean score of the chosen model, as routing accuracy is."""
     labels = np.asarray(labels, dtype=np.float64)
     cand = np.asarray(order)[np.asarray(routed)]  # [queries x models-1]
     lab = np.take_along_axis(labels, cand, axis=1)
@@ -132,7 +133,8 @@ def random_fallback(routed, labels) -> float:
 
 
 def router_fallback(logits, labels, ks) -> tuple[np.ndarray, np.ndarray]:
-    """(accuracy per k, queries per k) of the router's own (k+1)-th choice among the labelled models."""
+    """(accuracy per k, queries per k) of the router's own (k+1)-th choice among the labelled models:
+    what a router whose scores are available would do instead."""
     labels = np.asarray(labels, dtype=np.float64)
     order = evaluation.ranking(logits, labels)
     ranked = np.take_along_axis(labels, order, axis=1)

@@ -1,36 +1,18 @@
 """Model portfolio selection from the embedding geometry (paper section 4.4, appendix E.3).
 
-Selection sees only the model embeddings ``z_m`` (and, for budgets, each model's parameter count
-``c_m`` = ``params_b`` of models.parquet, in billions); test labels enter only the evaluation.
+Selection sees only the model embeddings ``z_m`` (and, for budgets, each model's parameter count ``c_m`` =
+``params_b`` of models.parquet, in billions); test labels enter only the evaluation.
 
-- **Kernel** (eq. ``rbf_kernel``): ``K(z_i, z_j) = exp(-d(z_i, z_j)^2 / sigma^2)`` with ``d`` the cosine
-  distance ``1 - cos`` (the paper's example; ``euclidean`` is offered too) and the bandwidth ``sigma`` =
-  the median pairwise distance between the pool's embeddings (pairs ``i < j``; the paper's choice).
-  When that median is 0 (most embeddings identical) the largest pairwise distance is used, and 1 when
-  every distance is 0 or the pool has a single model.
-- **Coverage** (eq. ``sum_similarity_objective``): ``J(S) = sum_i max_{s in S} K(z_i, z_s)``, summed
-  over the whole pool (selected models included, each covering itself with ``K = 1``); ``J({}) = 0``.
-- **k-center** (:func:`k_center`): farthest-first in similarity space. Start from the global kernel
-  medoid ``argmax_m mean_i K(z_i, z_m)``, then repeatedly add the least-covered model
-  ``argmin_m max_{s in S} K(z_m, z_s)``. Incremental: the first k picks are the k-center portfolio.
-- **k-medoids** (:func:`k_medoids`): PAM (Kaufman & Rousseeuw) of the maintained ``kmedoids`` package
-  on the dissimilarity ``1 - K`` (minimising ``sum_i min_s (1 - K)`` = maximising ``J``), initialised
-  with the k-center portfolio, swapping while a swap improves the objective (at most ``max_iter``
-  rounds), so it never ends below its initialisation.
-- **coverage-greedy** (:func:`coverage_greedy`): under a total budget ``sum c_m <= C``, repeatedly add
-  the affordable model with the largest marginal coverage gain per parameter
-  ``Delta(m | S) / c_m``, ``Delta(m | S) = sum_i max(0, K(z_i, z_m) - b_i)``, ``b_i`` = the best
-  similarity of model i to ``S`` (0 for the empty set); stop when no model fits the remaining budget.
-- **Random baselines** (:func:`random_subsets`, :func:`random_feasible_subsets`): uniform k-subsets;
-  random *feasible* subsets = models taken in a uniformly random order, each kept while it fits the
-  remaining budget (a maximal random subset under the budget, as the greedy also fills its budget).
-  Seeded with ``numpy.random.default_rng(seed)``.
+- **Kernel** (eq. ``rbf_kernel``, :func:`rbf_kernel`): ``K(z_i, z_j) = exp(-d(z_i, z_j)^2 / sigma^2)``, ``d``
+  the cosine distance (``euclidean`` too), ``sigma`` the median pairwise distance (:func:`median_bandwidth`);
+- **Coverage** (eq. ``sum_similarity_objective``, :func:`coverage`): ``J(S) = sum_i max_{s in S} K(z_i, z_s)``;
+- **k-center** (:func:`k_center`), **k-medoids** (:func:`k_medoids`, PAM of the ``kmedoids`` package),
+  **coverage-greedy** under a parameter budget (:func:`coverage_greedy`), and the random baselines
+  (:func:`random_subsets`, :func:`random_feasible_subsets`; seeded);
+- :func:`portfolio_routing`: the portfolio routing accuracy of appendix E.3, each test query routed to the
+  argmax of the method's predicted scores among the portfolio's models only.
 
 Ties are broken towards the lower position (= lower model id: models are in ascending id order).
-:func:`portfolio_routing` is the portfolio routing accuracy of appendix E.3: each test query goes to
-the argmax of the method's predicted scores among the portfolio's models only, scored with
-:func:`locus.evaluation.routing_metrics` (same ties; models without a label for a query are not
-routed to, and a query with no labelled portfolio model is left out, as everywhere in locus).
 """
 from __future__ import annotations
 
@@ -60,7 +42,9 @@ def pairwise_distances(z: np.ndarray, metric: str = "cosine") -> np.ndarray:
 
 
 def median_bandwidth(d: np.ndarray) -> float:
-    """The paper's bandwidth: the median of the pairwise distances ``d[i, j]``, ``i < j`` (see module)."""
+    """The paper's bandwidth: the median of the pairwise distances ``d[i, j]``, ``i < j``. When that median
+    is 0 (most embeddings identical) the largest pairwise distance is used, and 1 when every distance is 0
+    or the pool has a single model."""
     upper = np.asarray(d, dtype=np.float64)[np.triu_indices(len(d), k=1)]
     if upper.size == 0 or upper.max() <= 0:
         return 1.0
@@ -83,7 +67,8 @@ def embedding_kernel(z: np.ndarray, metric: str = "cosine") -> tuple[np.ndarray,
 
 
 def coverage(K: np.ndarray, selected) -> float:
-    """``J(S) = sum_i max_{s in S} K[i, s]`` (0 for the empty set)."""
+    """``J(S) = sum_i max_{s in S} K[i, s]`` (0 for the empty set), summed over the whole pool (selected
+    models included, each covering itself with ``K = 1``)."""
     cols = np.asarray(list(selected), dtype=np.int64)
     return float(np.asarray(K)[:, cols].max(axis=1).sum()) if cols.size else 0.0
 
@@ -100,7 +85,10 @@ def kernel_medoid(K: np.ndarray) -> int:
 
 
 def k_center(K: np.ndarray, k: int) -> np.ndarray:
-    """Farthest-first in similarity space from the global kernel medoid: k positions in pick order."""
+    """Farthest-first in similarity space from the global kernel medoid: k positions in pick order.
+
+    Start from ``argmax_m mean_i K(z_i, z_m)``, then repeatedly add the least-covered model
+    ``argmin_m max_{s in S} K(z_m, z_s)``. Incremental: the first k picks are the k-center portfolio."""
     K = np.asarray(K, dtype=np.float64)
     _check_k(k, len(K))
     order = [kernel_medoid(K)]
@@ -115,7 +103,10 @@ def k_center(K: np.ndarray, k: int) -> np.ndarray:
 
 
 def k_medoids(K: np.ndarray, k: int, init=None, max_iter: int = 100) -> np.ndarray:
-    """PAM (``kmedoids.pam``) on ``1 - K`` from `init` (default: the k-center portfolio); k positions."""
+    """PAM (``kmedoids.pam``) on ``1 - K`` from `init` (default: the k-center portfolio); k positions.
+
+    Minimising ``sum_i min_s (1 - K)`` maximises ``J``; swaps are made while one improves the objective (at
+    most ``max_iter`` rounds), so the result never ends below its initialisation."""
     import kmedoids
 
     K = np.asarray(K, dtype=np.float64)
@@ -133,7 +124,11 @@ def k_medoids(K: np.ndarray, k: int, init=None, max_iter: int = 100) -> np.ndarr
 
 def coverage_greedy(K: np.ndarray, costs, budget: float) -> np.ndarray:
     """Greedy marginal coverage gain per parameter under ``sum(costs[S]) <= budget``: positions in pick
-    order (empty when no model fits). Costs must be > 0."""
+    order (empty when no model fits). Costs must be > 0.
+
+    Each step adds the affordable model with the largest ``Delta(m | S) / c_m``, ``Delta(m | S) = sum_i
+    max(0, K(z_i, z_m) - b_i)``, ``b_i`` = the best similarity of model i to ``S`` (0 for the empty set); it stops
+    when no model fits the remaining budget."""
     K = np.asarray(K, dtype=np.float64)
     costs = np.asarray(costs, dtype=np.float64)
     if costs.shape != (len(K),) or not (np.isfinite(costs) & (costs > 0)).all():
@@ -167,7 +162,8 @@ def random_subsets(n: int, k: int, trials: int, seed: int) -> np.ndarray:
 
 
 def random_feasible_subsets(costs, budget: float, trials: int, seed: int) -> list[np.ndarray]:
-    """`trials` random maximal subsets under the budget (random order, keep each model that still fits)."""
+    """`trials` random maximal subsets under the budget (random order, keep each model that still fits),
+    as the greedy also fills its budget."""
     costs = np.asarray(costs, dtype=np.float64)
     rng = np.random.default_rng(seed)
     tol = 1e-9 * max(1.0, float(budget))
@@ -240,7 +236,9 @@ def routing_batch(ranked: Ranked, subsets) -> tuple[np.ndarray, np.ndarray, np.n
 
 def portfolio_routing(logits: np.ndarray, labels: np.ndarray, selected, ranked: Ranked | None = None) -> dict:
     """Routing restricted to the `selected` positions: {routing_acc, oracle, n_queries} (fractions); the
-    same numbers as :func:`locus.evaluation.routing_metrics` on those columns (a test checks it)."""
+    same numbers as :func:`locus.evaluation.routing_metrics` on those columns (a test checks it).
+    Models without a label for a query are not routed to, and a query with no labelled portfolio model is
+    left out, as everywhere in locus."""
     ranked = rank(logits, labels) if ranked is None else ranked
     acc, oracle, n = routing_batch(ranked, [list(selected)])
     return {"routing_acc": float(acc[0]), "oracle": float(oracle[0]), "n_queries": int(n[0])}

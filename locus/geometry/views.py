@@ -1,30 +1,18 @@
 """Embedding views (paper sections 4.3-4.4, appendix E): how LOCUS model embeddings move when the
 evaluation set behind them changes, computed with a trained LOCUS run and no further training.
 
-Every embedding here is one forward pass of the run's encoder (:meth:`LocusMethod.embed`) over a set
-of (query encoding, score) pairs of **training-split** queries; test (and validation) queries never
-build an embedding. The run's ``embeddings.parquet`` holds the *reference embeddings* ``z_ref``: each
-model embedded from its *reference set*, the run's training evaluations of that model
-(``train_pairs.parquet``; with the default shared sampling the same ``n_ref`` queries for every model).
+Every embedding here is one forward pass of the run's encoder (:meth:`LocusMethod.embed`) over (query
+encoding, score) pairs of **training-split** queries; validation and test queries never build one. The
+run's ``embeddings.parquet`` holds the *reference embeddings* ``z_ref``, each model embedded from its
+*reference set* (its training evaluations in the run, ``train_pairs.parquet``). Evaluation sets (pure
+functions): **subsampled** (:func:`subsample`), **overlap α** (:func:`overlap_sizes`, :func:`alternative_set`:
+sharing the fraction α with the reference set, the rest from the model's evaluated training queries
+outside it) and **hypothetical** (:func:`accuracy_profile`, :func:`hypothetical_labels`).
 
-Evaluation sets (pure functions below, unit-tested on hand-made cases):
-
-- **subsampled** (:func:`subsample`): ``n`` of a model's reference evaluations, without replacement;
-- **overlap α** (:func:`overlap_sizes`, :func:`alternative_set`): a set sharing the fraction α with the
-  reference set, the rest drawn from the model's evaluated training queries *outside* it. The paper keeps
-  its size at ``n_ref``; when there are too few outside queries (the default data: 6,400 training queries,
-  ``n_ref`` = 4,096, so 2,304 outside), the size is capped at ``min(n_ref, ⌊n_outside / (1 − α)⌋)`` so
-  that the overlap stays exactly α (a smaller set for small α; the CSVs record every set's size);
-- **hypothetical** (:func:`accuracy_profile`, :func:`hypothetical_labels`): queries drawn uniformly from the
-  training split with synthetic correctness ~ Bernoulli(the model's accuracy on that query's benchmark,
-  measured on all its training-split evaluations; its overall training accuracy for a benchmark it was
-  never evaluated on).
-
-Randomness: every draw takes its own generator seeded from (``seed``, kind, model id, setting, repeat)
-(:func:`rng_for`), so the same seed gives the same numbers and one setting does not shift another.
-This module also computes and writes the views that perturb the reference sets (convergence curves,
-robustness t-SNE); :mod:`locus.geometry.hypothetical` those that do not (hypothetical embeddings, query
-t-SNE). Figures: :mod:`locus.render.views`.
+Every draw takes its own generator seeded from (``seed``, kind, model id, setting, repeat) (:func:`rng_for`),
+so one setting does not shift another. This module writes the views that perturb the reference sets
+(convergence curves, robustness t-SNE); :mod:`locus.geometry.hypothetical` those that do not. Figures:
+:mod:`locus.render.views`.
 """
 from __future__ import annotations
 
@@ -67,7 +55,10 @@ def overlap_sizes(n_ref: int, n_outside: int, alpha: float) -> tuple[int, int]:
     fraction `alpha` with a reference set of `n_ref` queries, `n_outside` queries being available outside.
 
     The set has ``n_ref`` queries when enough outside queries exist, else ``⌊n_outside / (1 − α)⌋`` (the
-    largest size with overlap exactly α up to rounding); ``n_in = round(α · size)``."""
+    largest size with overlap exactly α up to rounding); ``n_in = round(α · size)``.
+    The paper keeps the size at ``n_ref``; with too few outside queries (the default data: 6,400 training
+    queries, ``n_ref`` = 4,096, so 2,304 outside) the cap keeps the overlap exactly α, and the CSVs record
+    every set's size."""
     if not 0.0 <= alpha <= 1.0 or math.isnan(alpha):
         raise ConfigError(f"overlap fraction must be in [0, 1], got {alpha}")
     if n_ref < 1 or n_outside < 0:
@@ -140,7 +131,9 @@ def accuracy_profile(scores: pd.DataFrame, benchmark_of: pd.Series) -> tuple[pd.
 
 def hypothetical_labels(benchmarks, profile: dict, fallback: float, rng: np.random.Generator) -> np.ndarray:
     """Synthetic 0/1 correctness (float32) of queries with the given benchmarks: Bernoulli(profile
-    [benchmark]), `fallback` for a benchmark missing (or NaN) in the profile."""
+    [benchmark]), `fallback` for a benchmark missing (or NaN) in the profile.
+    Queries are drawn uniformly from the training split; the profile is the model's accuracy per benchmark on
+    all its training-split evaluations, its overall training accuracy for a benchmark it was never evaluated on."""
     p = np.array([profile.get(b, np.nan) for b in benchmarks], dtype=np.float64)
     p = np.where(np.isnan(p), fallback, p)
     if ((p < 0) | (p > 1)).any():

@@ -1,31 +1,18 @@
 """EmbedLLM ("TextMF", Zhuang et al., ICLR 2025) and EmbedLLM+ (LOCUS App. B / App. H).
 
-Each model m has a free, learned embedding P_m in R^dim (PyTorch default init N(0, 1)); a query
-encoding phi(x) gets Gaussian input noise (std ``noise``, training only) and a learned projection
-W phi(x) + c to R^dim; the predictor reads their elementwise product::
+Each model m has a learned embedding P_m in R^dim (init N(0, 1)); a query encoding phi(x) gets Gaussian
+input noise (``noise``, training only) and a projection W phi(x) + c; ``logit(m, x) = MLP_psi(P_m ⊙ (W
+phi(x) + c))``, MLP_psi = Linear(dim -> 1) (EmbedLLM) or ``hidden_layers`` ReLU layers first (EmbedLLM+).
 
-    logit(m, x) = MLP_psi(P_m ⊙ (W phi(x) + c))
-
-EmbedLLM: MLP_psi is a single Linear(dim -> 1) (``hidden_layers`` = 0). EmbedLLM+: ``hidden_layers``
-ReLU layers of width ``hidden_dim`` before that linear output (default 2 x 64, no dropout).
-
-Decisions (see docs / README):
-- Single-logit BCE instead of the released 2-class CrossEntropy: CE over [incorrect, correct] is
-  BCE on the logit difference, so the function class is identical and the routing score is the same
-  quantity (the released code routes on logit[1] - logit[0]).
-- Batches are made of whole queries (all training evaluations of ~batch_size/#models random queries,
-  reshuffled every epoch; the released loader iterates rows in CSV order, shuffle=False), and the
-  input noise is drawn per query and step instead of per row: the projection then runs once per
-  query, which makes CPU training about 10x faster (see torch_utils.query_batches).
-- Adam with the released lr 1e-4 and weight decay 1e-5, but the number of epochs is chosen by early
-  stopping on the validation split (``select_by``, default val BCE; ``patience`` 10 epochs, at most
-  ``max_epochs`` 300) instead of the released fixed 50 epochs: with 256-1024 queries per model
-  50 epochs x batch 2048 is too few steps (on data like the default, the best validation BCE comes
-  after ~40-60 epochs at n = 1024 and later for smaller n). lr 1e-3 reaches the same test
-  accuracies ~3x faster (measured), so it is a safe override when time matters.
-- ``embed`` (the App. H "regenerating embeddings" protocol): the projection and MLP are frozen and
-  one new embedding, initialised N(0, 1) from the method's seed, is fitted by full-batch Adam on BCE
-  (``embed_steps`` steps at ``embed_lr``, same weight decay), without input noise.
+Decisions:
+- Single-logit BCE instead of the released 2-class CrossEntropy: the same function class and routing score.
+- Batches of whole queries, input noise per query and step: the projection runs once per query, which
+  makes CPU training much faster (torch_utils.query_batches).
+- The released lr 1e-4 and weight decay 1e-5, but epochs chosen by early stopping on validation
+  (``select_by``, ``patience``, ``max_epochs``) instead of a fixed 50: with 256-1024 queries per model
+  50 epochs are too few steps. lr 1e-3 reaches the same test accuracies sooner: a safe override.
+- ``embed`` (App. H "regenerating embeddings"): projection and MLP frozen, one new embedding (init
+  N(0, 1) from the seed) fitted by full-batch Adam on BCE (``embed_steps``, ``embed_lr``), no input noise.
 """
 from __future__ import annotations
 

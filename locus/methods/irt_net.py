@@ -1,28 +1,18 @@
 """IRT-Net (Chen et al. 2025, arXiv 2510.00844): a multidimensional two-parameter IRT model.
 
-P(model m answers query x) = sigmoid(a_x · theta_m - b_x) where
-- theta_m in R^dim is a free, learned ability vector per model (the model embedding; N(0, 1) init);
-- a_x in R^dim (discrimination) and b_x (difficulty) are predicted from the query encoding by a
-  mixture-of-experts network: one shared expert plus ``n_experts`` routed experts, each
-  Linear(d_phi -> expert_hidden) -> ReLU -> Dropout -> Linear(expert_hidden -> expert_out); the
-  routed outputs are mixed by a softmax over the gate logits of the ``top_k`` experts selected by
-  gate logit + a non-learned balancing bias; h_x = shared + mixture; a_x = Linear(h_x),
-  b_x = Linear(h_x) -> scalar. Gaussian input noise (std ``noise``) during training only.
+P(model m answers query x) = sigmoid(a_x · theta_m - b_x): theta_m in R^dim is a free ability vector per
+model (the model embedding; N(0, 1) init); a_x (discrimination) and b_x (difficulty) come from the query
+encoding through a mixture of experts (:class:`QueryMoE`: one shared expert plus ``n_experts`` routed
+ones, the ``top_k`` selected by gate logit + a non-learned balancing bias). Gaussian input noise
+(``noise``) during training only.
 
-Released hyper-parameters are kept (dim 232, 39 experts, top_k 39, hidden 512, output 256, dropout
-0.5, noise 0.05, Adam lr 1e-4 and weight decay 1e-4 on all parameters, ReduceLROnPlateau(factor
-0.1, patience 2) on the validation loss, at most 30 epochs, early stopping patience 5 on the
-validation correctness accuracy, the released model-selection rule).
-
-Decisions (see docs / README):
-- The auxiliary-loss-free load-balancing bias (+/- ``bias_update_speed`` per step) is implemented
-  but inert at top_k = n_experts (the released setting): it changes neither the selected experts
-  nor their softmax weights.
-- Batches are made of whole queries (torch_utils.query_batches): the mixture of experts runs once
-  per query per step, and the input noise is drawn per query and step rather than per row.
-- The balancing bias update uses the mean gate logit over the batch's unique queries.
-- ``embed``: network frozen (eval mode, no noise, no dropout); one theta, initialised N(0, 1) from the
-  method's seed, is fitted by full-batch Adam on BCE — a convex logistic regression in theta.
+The released hyper-parameters and model-selection rule are kept (the class defaults). Decisions:
+- The auxiliary-loss-free balancing bias (+/- ``bias_update_speed`` per step, from the mean gate logit over
+  the batch's unique queries) is implemented but inert at top_k = n_experts (the released setting).
+- Batches of whole queries (torch_utils.query_batches): the experts run once per query per step, and the
+  input noise is drawn per query and step rather than per row.
+- ``embed``: network frozen (eval mode, no noise, no dropout); one theta (init N(0, 1) from the seed) is
+  fitted by full-batch Adam on BCE, a convex logistic regression in theta.
 """
 from __future__ import annotations
 
@@ -45,7 +35,11 @@ def _uniform(shape, fan_in: int) -> nn.Parameter:
 
 
 class QueryMoE(nn.Module):
-    """Shared expert + dense/top-k mixture of routed experts, then the IRT heads (a_x, b_x)."""
+    """Shared expert + dense/top-k mixture of routed experts, then the IRT heads (a_x, b_x).
+
+    Each expert is Linear(d_phi -> expert_hidden) -> ReLU -> Dropout -> Linear(expert_hidden -> expert_out);
+    the routed outputs are mixed by a softmax over the gate logits of the ``top_k`` selected experts;
+    h_x = shared + mixture, a_x = Linear(h_x), b_x = Linear(h_x) -> scalar."""
 
     def __init__(self, d_phi: int, dim: int, n_experts: int, top_k: int, hidden: int, out: int, dropout: float):
         super().__init__()

@@ -1,19 +1,16 @@
 """K-Means router (LOCUS App. B; UniRoute / Avengers style): embedding-free, non-parametric.
 
-The training queries' L2-normalised encodings are clustered by K-Means (scikit-learn, k-means++,
-fixed seed = the run's seed, ``n_init`` restarts). For a query x and model m, p_m(x) is m's mean
-training score over its evaluated training queries in the cluster whose centre is nearest to x.
+The training queries' L2-normalised encodings are clustered by K-Means (scikit-learn, k-means++, seed =
+the run's seed, ``n_init`` restarts). p_m(x) is m's mean training score over its evaluated training
+queries in the cluster whose centre is nearest to x.
 
-Decisions (see docs / README):
-- Cosine geometry: encodings are L2-normalised before clustering and assignment (as Avengers);
-  assignment = nearest centre in Euclidean distance, ties to the lower cluster index.
-- A model with no training evaluation in a cluster (possible with partial evaluations) gets its
-  global mean training score there.
-- K is tuned on the validation split over ``K_grid`` restricted to K <= n_train / ``min_cluster_size``
-  (so clusters are not tiny; the smallest grid value is kept if none qualifies, capped at n_train),
-  by ``select_by`` (default validation routing accuracy; a tie keeps the smaller K); ``K`` > 0 fixes it.
-- Logits and the tie-breaker are the kNN router's (``tie_eps`` x global mean training score, then
-  lower model_id), see :mod:`locus.methods.knn_router`.
+Decisions:
+- Cosine geometry (as Avengers): encodings are L2-normalised before clustering and assignment
+  (nearest centre in Euclidean distance, ties to the lower cluster index).
+- A model with no training evaluation in a cluster gets its global mean training score there.
+- K is tuned on validation over ``K_grid`` restricted to K <= n_train / ``min_cluster_size`` (so clusters
+  are not tiny; the smallest grid value if none qualifies) by ``select_by`` (a tie keeps the smaller K);
+  ``K`` > 0 fixes it. Logits and tie-breaking are the kNN router's (:mod:`locus.methods.knn_router`).
 - scikit-learn runs under a thread limit of ``threads`` (threadpoolctl) for reproducibility.
 """
 from __future__ import annotations

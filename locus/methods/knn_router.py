@@ -1,25 +1,19 @@
 """kNN router (LOCUS App. B; RouterBench / RouterEval style): embedding-free, non-parametric.
 
-For a query x and model m, p_m(x) is m's mean training score over the k training queries nearest
-to x *among the queries m was evaluated on* (cosine similarity on L2-normalised encodings), so
-partial evaluations work: every model has its own neighbour set when evaluations differ.
+For a query x and model m, p_m(x) is m's mean training score over the k training queries nearest to x
+*among the queries m was evaluated on* (cosine similarity on L2-normalised encodings, which ranks like
+Euclidean distance; ties to the lower prompt_id), so partial evaluations work.
 
-Decisions (see docs / README):
-- Cosine similarity; on normalised vectors it ranks neighbours like Euclidean distance (the
-  EmbedLLM kNN baseline). Ties in similarity go to the training query with the lower prompt_id.
-- k is tuned on the validation split over ``k_grid`` (capped at the number of training queries of
-  a model), by ``select_by`` (default validation routing accuracy; a tie keeps the smaller k);
-  ``k`` > 0 fixes it instead.
-- logit = log(p / (1 - p)) with p clipped to [``clip``, 1 - ``clip``], plus a deterministic
-  tie-breaker ``tie_eps`` x (the model's mean training score) in [0, ``tie_eps``]: averaged 0/1
-  labels tie often, and a tie then goes to the model that is better overall. The shift is far below
-  the smallest logit gap between distinct neighbour means (>= 4/k) and never moves a logit from >= 0
-  to < 0, so correctness decisions are unchanged. Remaining ties (equal training means) are broken
-  by the common evaluation: lower model_id wins.
+Decisions:
+- k is tuned on validation over ``k_grid`` (capped at a model's training queries) by ``select_by``
+  (a tie keeps the smaller k); ``k`` > 0 fixes it.
+- logit = log(p / (1 - p)), p clipped to [``clip``, 1 - ``clip``], plus ``tie_eps`` x (the model's mean
+  training score): averaged 0/1 labels tie often, and a tie then goes to the model better overall. The
+  shift is far below the smallest gap between distinct neighbour means (>= 4/k) and never crosses 0, so
+  correctness decisions are unchanged; remaining ties go to the lower model_id.
 
-The helpers at the bottom (normalisation, training matrix, logits, tuning) are shared with the K-Means
-router. The checkpoint stores the training encodings and the score matrix (its gaps as a boolean mask,
-``train_evaluated``: saved arrays must be finite, see :mod:`locus.weights`).
+The helpers at the bottom are shared with the K-Means router. The checkpoint stores the training
+encodings and scores (gaps as a boolean mask ``train_evaluated``: saved arrays must be finite).
 """
 from __future__ import annotations
 

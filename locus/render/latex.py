@@ -1,31 +1,19 @@
-"""Aggregated run metrics -> booktabs LaTeX tables in the paper's layouts, plus the numbers as a DataFrame.
+r"""Aggregated run metrics -> booktabs LaTeX tables in the paper's layouts, plus the numbers as a DataFrame.
 
 Conventions shared by every table (paper style):
 
 - values are percentages with 2 decimals; with several seeds a cell reads ``mean ± std`` (sample std,
-  ``{\\scriptsize$\\pm$0.12}``), with one seed just the mean;
-- within each compared column the best method value is **bold** and the second best underlined; ranks
-  are decided on the *printed* (rounded) means, so equal-looking numbers get equal emphasis; reference
-  rows (oracle, best single model, random) are never emphasised;
-- a missing cell prints ``--``;
-- with the paired bootstrap comparisons of :func:`locus.experiments.tables.significance`, a method cell
-  whose difference to the best of its column is not significant (the interval of best - cell includes 0)
-  carries :data:`MARK` (a dagger) after the number;
-- the output is a complete ``table``/``table*`` environment needing ``\\usepackage{booktabs,multirow}``.
+  ``{\scriptsize$\pm$0.12}``), with one seed just the mean; a missing cell prints ``--``;
+- within each compared column the best method value is **bold** and the second best underlined, ranked
+  on the *printed* (rounded) means; reference rows (oracle, best single model, random) are never emphasised;
+- with the paired bootstrap of :func:`locus.experiments.tables.significance`, a method cell whose
+  difference to the best of its column is not significant carries :data:`MARK` (a dagger);
+- the output is a complete ``table``/``table*`` environment needing ``\usepackage{booktabs,multirow}``.
 
 Each ``*_table`` function returns ``(tex, numbers)``; ``numbers`` is the long DataFrame written beside the
-.tex as CSV: ``approach, label, kind, metric, train_size, benchmark, mean_pct, std_pct, n_seeds, emphasis``
-(``kind`` = method or reference; for reference rows ``n_seeds`` counts the runs they were pooled over,
-and ``train_size`` is empty where they are pooled over all sizes), then the bootstrap columns of method
-rows (empty for reference rows): ``reference, diff_to_reference_pct, ci_low_pct, ci_high_pct`` (this
-approach minus the reference method and its interval), ``best, diff_to_best_pct, best_ci_low_pct,
-best_ci_high_pct`` (the column's best approach minus this one), ``not_significant_vs_best`` (the dagger),
-``n_queries`` (test queries resampled), ``n_boot`` (resamples) and ``confidence`` (interval level).
-
-Routing tables of a data set with the generator's truth add rows of metric ``expected_routing`` (the mean true
-P(correct) of the routed model, with the same bootstrap columns) in a second block under the heading
-:data:`EXPECTED_HEADING`, and the reference rows ``bayes_ceiling`` and ``best_single_train`` (metric
-``expected_routing``, ``train_size`` empty, ``n_seeds`` 0: properties of the data set, not of runs).
+.tex as CSV (columns: :func:`_frame`). Routing tables of a data set with the generator's truth add a block
+of metric ``expected_routing`` under :data:`EXPECTED_HEADING` and the reference rows ``bayes_ceiling``
+and ``best_single_train``.
 """
 from __future__ import annotations
 
@@ -133,7 +121,20 @@ def _record(approach, label, kind, metric, size, bench, stats, emph, sig: dict |
 
 
 def _frame(records: list[dict]) -> pd.DataFrame:
-    """The CSV frame; counts stay integers where reference rows leave them empty."""
+    """The CSV frame; counts stay integers where reference rows leave them empty.
+
+    Columns: ``approach, label, kind, metric, train_size, benchmark, mean_pct, std_pct, n_seeds, emphasis``
+    (``kind`` = method or reference; for reference rows ``n_seeds`` counts the runs they were pooled over,
+    and ``train_size`` is empty where they are pooled over all sizes), then the bootstrap columns of method
+    rows (empty for reference rows): ``reference, diff_to_reference_pct, ci_low_pct, ci_high_pct`` (this
+    approach minus the reference method and its interval), ``best, diff_to_best_pct, best_ci_low_pct,
+    best_ci_high_pct`` (the column's best approach minus this one), ``not_significant_vs_best`` (the dagger),
+    ``n_queries`` (test queries resampled), ``n_boot`` (resamples) and ``confidence`` (interval level).
+
+    Routing tables of a data set with the generator's truth add rows of metric ``expected_routing`` (the mean
+    true P(correct) of the routed model, with the same bootstrap columns), and the reference rows
+    ``bayes_ceiling`` and ``best_single_train`` (metric ``expected_routing``, ``train_size`` empty, ``n_seeds``
+    0: properties of the data set, not of runs)."""
     frame = pd.DataFrame(records, columns=CSV_COLUMNS)
     for c in ("train_size", "n_queries", "n_boot"):
         frame[c] = frame[c].astype("Int64")

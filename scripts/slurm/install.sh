@@ -4,11 +4,10 @@
 # Usage (as root, Debian 12 / Ubuntu):  scripts/slurm/install.sh
 #
 # Installs munge, slurmctld, slurmd, slurm-client, slurmdbd and mariadb-server with apt-get,
-# without recommends, and only those not yet installed (a second call is a no-op, ~0.1 s).
+# without recommends, and only those not yet installed (a second call is a no-op).
 # The packages' postinst scripts try to start services; in a container without an init system
 # they print "policy-rc.d denied execution of start", which is harmless: scripts/slurm/start.sh
 # starts the daemons itself, in a private state directory.
-# Measured on Debian 12 (2 cores): apt-get update ~2 s, install of all six ~30 s.
 # Exit status: 0 when everything is installed, 1 when it cannot be (not root, no apt-get, no network).
 set -euo pipefail
 

@@ -13,7 +13,7 @@
 # (default) and "gpu" (same node; the node has one fake GPU); account "locus" for user root.
 # Every wait has a hard limit; on failure the log tails are printed, everything started so
 # far is stopped (stop.sh, by PID file; LOCUS_KEEP_ON_FAIL=1 keeps it for debugging) and the
-# exit status is 1. Takes 5-10 s (mostly slurmdbd creating its tables).
+# exit status is 1.
 # Optional: LOCUS_TEST_PARTITION / LOCUS_TEST_GPU_PARTITION / LOCUS_TEST_ACCOUNT (names),
 # LOCUS_TEST_PORT_BASE (first port tried, default 16817; four consecutive free ports are used).
 set -euo pipefail

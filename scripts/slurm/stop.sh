@@ -6,7 +6,6 @@
 # Cancels the cluster's remaining jobs, then stops each daemon by the PID file in STATE_DIR/run
 # (never by process name): SIGTERM, wait up to 10 s, then SIGKILL. A PID is only signalled when
 # /proc/PID/exe is the expected daemon, so a stale PID file cannot hit an unrelated process.
-# Takes ~1-3 s.
 # Safe to call twice and on a half-started cluster. The state dir itself is left in place.
 set -uo pipefail
 STATE=${1:?usage: stop.sh STATE_DIR}
