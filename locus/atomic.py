@@ -24,8 +24,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
-_CHUNK = 1 << 20
-
 
 def current_umask() -> int:
     """The process umask, read without changing it where the OS allows (Linux /proc)."""
@@ -139,11 +137,9 @@ class FileSetError(Exception):
 
 
 def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
+    """Hex SHA-256 of a file's bytes (the one file-hashing helper of the package)."""
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(_CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def write_file_set(directory: str | os.PathLike, writers: Mapping[str, Callable[[Path], None]],

@@ -19,6 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 
 import numpy as np
 
@@ -210,17 +211,17 @@ def run_benchmark(device: str = "cpu", threads: int = 0, quick: bool = False, re
     for n in shapes.train_sizes:
         phi, pairs = random_inputs(torch, n, m, device, rng)
         sets = lm.sets(pairs, m)
-        t = measure(lambda: lm.train_step(phi, sets, batch), repeat, device)
+        t = measure(partial(lm.train_step, phi, sets, batch), repeat, device)
         passes = int(np.ceil(m / len(batch)))
         add(f"train step, n={n}: {len(batch)} models x <= {p['max_tokens']} tokens (locus default)", t,
             note=f"{passes} step(s) = one pass over {m} models: {passes * t['median_s']:.2f} s")
         val_q = torch.from_numpy(rng.normal(size=(shapes.val_queries, D_PHI)).astype(np.float32)).to(device)
         add(f"validation pass, n={n}: embed {m} models + score {shapes.val_queries} queries",
-            measure(lambda: lm.validate(phi, sets, val_q), repeat, device),
+            measure(partial(lm.validate, phi, sets, val_q), repeat, device),
             embed_flops(m, n, n, p) + predict_grid_flops(shapes.val_queries, m, p))
         if shapes.authors_epoch:
             full = torch.arange(m, device=device)
-            t = measure(lambda: lm.train_step(phi, sets, full, all_tokens=True), repeat, device)
+            t = measure(partial(lm.train_step, phi, sets, full, all_tokens=True), repeat, device)
             add(f"train step, n={n}: all {m} models x {n} tokens (authors' epoch)", t,
                 note=f"authors' code: {AUTHORS['epoch'][n]} s" if paper and n in AUTHORS["epoch"] else "")
 
@@ -274,36 +275,3 @@ def format_table(result: dict) -> str:
         spread = f"{r['min_s']:.4f}-{r['max_s']:.4f}"
         lines.append(f"{r['what']:<{width}}  {cold}  {r['median_s']:9.4f}  {spread:>17}  {g}  {r['note']}".rstrip())
     return "\n".join(lines)
-
-
-def time_to_accuracy(out_dir, data_dir, encodings_path, train_size: int, seed: int, params_json: str = "{}",
-                     device: str | None = None, threads: int = 0, progress=print) -> dict:
-    """`locus bench --time-to-accuracy DIR`: LOCUS trained once per recipe (paper, fast) on the same data,
-    n and seed into DIR/<recipe>/, then the comparison of :mod:`locus.experiments.time_to_accuracy` as
-    DIR/time_to_accuracy.{pdf,png,csv,json}. Peak memory is not recorded here (both runs share one
-    process); the workflow's rule records each run's from its own job."""
-    from pathlib import Path
-
-    from locus.errors import ConfigError
-    from locus.experiments import time_to_accuracy as tta
-    from locus.params import method_params, set_threads
-    from locus.runs import execute
-
-    if data_dir is None or encodings_path is None:
-        raise ConfigError("--time-to-accuracy needs --data (canonical data set) and --encodings (its encodings)")
-    params = method_params("locus", params_json)
-    if "recipe" in params:
-        raise ConfigError("--params: leave out 'recipe'; --time-to-accuracy trains every recipe")
-    if device is not None:
-        params["device"] = device
-    set_threads(threads)
-    out_dir = Path(out_dir)
-    run_dirs = []
-    for recipe in ("paper", "fast"):
-        progress(f"training LOCUS with recipe {recipe} (n = {train_size}, seed {seed})")
-        run_dirs.append(out_dir / recipe)
-        execute("locus", {**params, "recipe": recipe}, data_dir, encodings_path, train_size, seed, run_dirs[-1])
-    summary = tta.write(run_dirs, out_dir / "time_to_accuracy.pdf", data=data_dir)
-    for line in tta.report_lines(summary):
-        progress(line)
-    return summary

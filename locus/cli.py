@@ -25,7 +25,6 @@ import re
 import sys
 from pathlib import Path
 
-import locus.commands
 from locus.errors import ConfigError, LocusError
 from locus.outputs import check_output
 
@@ -172,8 +171,11 @@ def device_arg(kinds=("cpu", "cuda", "mps")):
 # --------------------------------------------------------------------------------------------------
 # parser and entry point
 # --------------------------------------------------------------------------------------------------
+COMMANDS_DIR = Path(__file__).parent / "commands"  # found by path: the commands import this module, not it them
+
+
 def _command_modules():
-    for info in sorted(pkgutil.iter_modules(locus.commands.__path__), key=lambda i: i.name):
+    for info in sorted(pkgutil.iter_modules([str(COMMANDS_DIR)]), key=lambda i: i.name):
         if not info.name.startswith("_"):
             yield importlib.import_module(f"locus.commands.{info.name}")
 

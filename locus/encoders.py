@@ -29,6 +29,9 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from filelock import FileLock
+
+from locus.atomic import sha256_file
 from locus.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -56,11 +59,11 @@ HUB_PROBE_TIMEOUT_S = 3.0
 # cache dir and offline mode
 # ----------------------------------------------------------------------------------------------
 def default_cache_dir() -> Path:
-    """``$LOCUS_CACHE_DIR/encoders`` if set, else ``${XDG_CACHE_HOME:-~/.cache}/locus/encoders``."""
-    if os.environ.get("LOCUS_CACHE_DIR"):
-        return Path(os.environ["LOCUS_CACHE_DIR"]).expanduser() / "encoders"
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base).expanduser() / "locus" / "encoders"
+    """``$LOCUS_CACHE_DIR/encoders`` if set, else ``${XDG_CACHE_HOME:-~/.cache}/locus/encoders`` (on Linux;
+    :func:`locus.data.download.cache_dir`)."""
+    from locus.data.download import cache_dir
+
+    return cache_dir("encoders")
 
 
 @contextlib.contextmanager
@@ -150,7 +153,7 @@ def ensure_mpnet(cache_dir: str | os.PathLike | None = None, rehash: bool = Fals
     if _marker_ok(target, rehash):
         return target
     cache.mkdir(parents=True, exist_ok=True)
-    with _file_lock(cache / f".{MPNET}.lock"):
+    with FileLock(cache / f".{MPNET}.lock"):
         if _marker_ok(target, rehash):  # another process finished while we waited
             return target
         if target.exists():
@@ -237,37 +240,13 @@ def _marker_ok(model_dir: Path, rehash: bool) -> bool:
             if st.st_size != info["size"]:
                 return False
             if rehash:
-                if _sha256(path) != info["sha256"]:
+                if sha256_file(path) != info["sha256"]:
                     return False
             elif st.st_mtime_ns != info["mtime_ns"]:
                 return False
     except (OSError, ValueError, KeyError, TypeError):
         return False
     return True
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """Exclusive advisory lock (POSIX flock); a no-op where fcntl is unavailable."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # ----------------------------------------------------------------------------------------------

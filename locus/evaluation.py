@@ -21,6 +21,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 KS = (1, 3, 5)
+EXPECTED = "expected_routing"  # with the generator's truth: mean true P(correct) of the routed model
 VALIDATION_METRICS = ("val_routing", "val_acc", "val_bce")  # what `select_by` may name (validation_metrics)
 
 

@@ -31,6 +31,7 @@ EMBEDDINGS = "embeddings.parquet"
 METRICS = "metrics.json"
 LOG = "log.csv"
 SPLITS = ("val", "test")
+METRICS_REQUIRED = ("method", "train_size", "seed", "val", "test")  # entries every metrics.json has
 
 RUN_FILES_ALL = (CONFIG_FILE, WEIGHTS_FILE, TRAIN_PAIRS, "scores_val.parquet", "scores_test.parquet", METRICS, LOG)
 RUN_FILES_EMBEDDING = RUN_FILES_ALL + (EMBEDDINGS,)
@@ -125,18 +126,25 @@ def read_train_pairs(run_dir) -> pd.DataFrame:
     return df[["prompt_id", "model_id", "score"]].reset_index(drop=True)
 
 
-def read_metrics(run_dir) -> dict:
-    """metrics.json: a JSON object with at least method, train_size, seed, val and test."""
-    path = _file(run_dir, METRICS)
+def read_metrics(run, required=METRICS_REQUIRED) -> dict:
+    """metrics.json of the run directory `run`, or the metrics file `run` itself (``*.json``: tables and
+    figures are given the files): a JSON object with at least the entries `required`."""
+    run = Path(run)
+    path = run if run.suffix == ".json" or run.is_file() else _file(run, METRICS)
     try:
         metrics = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"{path}: metrics file not found; run `locus train` for this run first.") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{path}: not valid JSON ({exc}); re-run the training rule.") from exc
+        raise DataError(f"{path}: not a readable JSON metrics file, not valid JSON ({exc}); re-run the training "
+                        f"rule (`locus train`).") from None
     if not isinstance(metrics, dict):
-        raise DataError(f"{path}: must hold a JSON object; re-run the training rule.")
-    missing = [k for k in ("method", "train_size", "seed", "val", "test") if k not in metrics]
+        raise DataError(f"{path}: must hold a JSON object written by `locus train`, got {type(metrics).__name__}; "
+                        f"re-run the training rule.")
+    missing = [k for k in required if k not in metrics]
     if missing:
-        raise DataError(f"{path}: missing entries {missing}; re-run the training rule.")
+        raise DataError(f"{path}: missing entries {', '.join(missing)}; this is not a metrics.json written by "
+                        f"`locus train` (re-run the training rule).")
     return metrics
 
 

@@ -15,28 +15,19 @@ Integrity, checked on every load so a damaged checkpoint is a clear :class:`~loc
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 
-from locus.atomic import atomic_path, write_json
+from locus.atomic import atomic_path, sha256_file, write_json
 from locus.errors import DataError
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 CHECKSUM_KEY = "weights_sha256"
 _RERUN = "re-run the training rule (or `locus train ... --out` this directory)"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def check_finite(arrays: Mapping[str, np.ndarray], where: str, fix: str) -> None:

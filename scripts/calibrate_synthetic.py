@@ -121,7 +121,7 @@ def report(results: dict[int, dict]) -> bool:
     print()
     print("| benchmark | target accuracy | " + " | ".join(f"seed {s} mean (sd)" for s in seeds) + " |")
     print("|---|---|" + "---|" * len(seeds))
-    for i, bench in enumerate(sorted(synthetic.TARGET_ACCURACY)):
+    for bench in sorted(synthetic.TARGET_ACCURACY):
         rows = [next(b for b in results[s]["stats"]["benchmarks"] if b["benchmark"] == bench) for s in seeds]
         target = synthetic.TARGET_ACCURACY[bench]
         ok &= all(abs(r["mean"] - target) <= BENCHMARK_TOLERANCE for r in rows)

@@ -25,6 +25,22 @@ def skip_or_fail(requirement: str, message: str) -> None:
     pytest.skip(message)
 
 
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A tiny data set with its encodings and one LOCUS run in ``run/`` (tests/test_views.py's
+    ``write_tiny``), built once per test module that asks for it."""
+    import torch
+    from test_views import N_REF, PARAMS, write_tiny
+
+    from locus.runs import execute
+
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("views")
+    data, enc = write_tiny(root)
+    execute("locus", PARAMS, data, enc, N_REF, 0, root / "run")
+    return root
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return slurm_cluster.REPO

@@ -571,7 +571,7 @@ def test_llmrouter_download_and_rules_on_tiny_data(server, tmp_path, monkeypatch
     assert data.queries["split"].value_counts().to_dict() == {"train": 9, "val": 3, "test": 3}  # overlap dropped
     assert not (set(data.split_queries("test")["prompt"]) & set(qq.index[qq["split"] != "test"]))
     ma = data.models.set_index("name").loc["m-a", "model_id"]
-    assert data.scores.query("prompt_id == 0 and model_id == @ma")["score"].item() == pytest.approx(2 / 3)
+    assert data.scores.query("prompt_id == 0 and model_id == @ma", local_dict={"ma": ma})["score"].item() == pytest.approx(2 / 3)
     n_requests = len(_Handler.log)
     full = _valid(llmrouter.build({"dir": str(dest), "download": True}), split_overlap="keep_all")
     assert len(_Handler.log) == n_requests  # files present: nothing fetched again

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ast
 import errno
 import json
 from pathlib import Path
@@ -14,9 +13,6 @@ import pytest
 from locus import cli, outputs
 from locus.cli import main
 from locus.errors import ConfigError, DataError
-
-COMMANDS = Path(cli.__file__).parent / "commands"
-
 
 def metrics_file(tmp_path, method="locus", n=64, dataset="results/data/tiny"):
     block = {"overall": {"routing_acc": 0.6, "correctness_acc": 0.7}, "by_benchmark": {}}
@@ -115,14 +111,7 @@ def test_other_oserrors_keep_their_traceback(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------- commands
-def test_commands_do_not_import_each_other():
-    for path in COMMANDS.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
-                [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            assert not any(n.startswith("locus.commands") for n in names), f"{path.name} imports {names}"
-
-
+# (that commands never import each other is a contract of `lint-imports`: pyproject.toml, tests/test_lint.py)
 def test_command_kinds_match_the_package():
     from locus.commands import figure, table
     from locus.experiments import figures, tables

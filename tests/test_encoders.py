@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from locus import encoders
+from locus.atomic import sha256_file
 from locus.data.canonical import write_dataset
 from locus.data.encodings import data_fingerprint, read_encodings
 from locus.errors import ConfigError, DataError
@@ -87,7 +88,7 @@ def test_loading_leaves_offline_env_untouched(cache_dir, monkeypatch):
 # ----------------------------------------------------------------------------------------------
 def test_mpnet_extraction_verified_and_reused(models, cache_dir):
     model_dir = cache_dir / encoders.MPNET
-    assert encoders._sha256(model_dir / "model.safetensors") == encoders.MPNET_SHA256
+    assert sha256_file(model_dir / "model.safetensors") == encoders.MPNET_SHA256
     assert (model_dir / encoders.MARKER).is_file()
     assert not list(model_dir.rglob("desktop.ini"))
     assert not list(cache_dir.glob("*.zip")) and not list(cache_dir.glob(".*.tmp"))  # temporaries removed

@@ -15,8 +15,7 @@ from locus.geometry import views as v
 
 torch = pytest.importorskip("torch")
 
-from locus.cli import main  # noqa: E402
-from test_views import N_REF, N_TRAIN, REPO, tiny, views, write_tiny  # noqa: E402,F401  (tiny: fixture)
+from test_views import N_REF, N_TRAIN, REPO, views  # noqa: E402
 
 
 def test_summarize_means_and_stds():

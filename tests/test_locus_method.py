@@ -231,9 +231,9 @@ def check_lr_schedule_sets_the_rates_of_every_step(problem, device: str) -> None
         seen = []
         step = type(model)._train_step
 
-        def recording(self, net, opt, *args, **kwargs):
-            seen.append([g["lr"] for g in opt.param_groups])
-            return step(self, net, opt, *args, **kwargs)
+        def recording(self, net, opt, *args, _seen=seen, _step=step, **kwargs):
+            _seen.append([g["lr"] for g in opt.param_groups])
+            return _step(self, net, opt, *args, **kwargs)
 
         model._train_step = recording.__get__(model)
         model.fit(data)

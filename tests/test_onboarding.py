@@ -17,37 +17,37 @@ from locus.experiments import onboarding as ob
 torch = pytest.importorskip("torch")
 
 from locus.cli import main  # noqa: E402
-from locus.runs import execute  # noqa: E402
-from test_views import N_REF, PARAMS, REPO, tiny  # noqa: E402,F401  (tiny: fixture)
+from locus.runs import execute, held_out_ids, training_models  # noqa: E402
+from test_views import N_REF, PARAMS, REPO  # noqa: E402
 
 MODELS = pd.DataFrame({"model_id": [0, 10, 20, 30, 40, 50], "name": [f"org/model-{i}" for i in range(6)],
                        "held_out": [0, 0, 0, 0, 1, 1]})
 
 
 def test_held_out_ids_from_the_column_or_names():
-    assert ob.held_out_ids(MODELS).tolist() == [40, 50]
-    assert ob.held_out_ids(MODELS, ["org/model-3", "model-1"]).tolist() == [10, 30]
+    assert held_out_ids(MODELS).tolist() == [40, 50]
+    assert held_out_ids(MODELS, ["org/model-3", "model-1"]).tolist() == [10, 30]
     with pytest.raises(ConfigError, match="no held_out column"):
-        ob.held_out_ids(MODELS.drop(columns="held_out"))
+        held_out_ids(MODELS.drop(columns="held_out"))
     with pytest.raises(ConfigError, match="no held-out model"):
-        ob.held_out_ids(MODELS.assign(held_out=0))
+        held_out_ids(MODELS.assign(held_out=0))
     with pytest.raises(ConfigError, match="keep at least one"):
-        ob.held_out_ids(MODELS.assign(held_out=1))
+        held_out_ids(MODELS.assign(held_out=1))
     with pytest.raises(ConfigError, match="close names"):
-        ob.held_out_ids(MODELS, ["org/model-9x"])
+        held_out_ids(MODELS, ["org/model-9x"])
 
 
 def test_training_models_are_nested_seeded_and_exclude_the_held_out():
     ids, held = np.arange(20), [3, 7]
-    sets = [ob.training_models(ids, held, k, seed=1) for k in (2, 5, 10, 0)]
+    sets = [training_models(ids, held, k, seed=1) for k in (2, 5, 10, 0)]
     assert [len(s) for s in sets] == [2, 5, 10, 18]
     for small, large in zip(sets, sets[1:]):
         assert set(small) <= set(large)  # nested
     assert not set(sets[-1]) & {3, 7}
-    assert np.array_equal(sets[1], ob.training_models(ids, held, 5, seed=1))
-    assert not np.array_equal(sets[1], ob.training_models(ids, held, 5, seed=2))
+    assert np.array_equal(sets[1], training_models(ids, held, 5, seed=1))
+    assert not np.array_equal(sets[1], training_models(ids, held, 5, seed=2))
     with pytest.raises(ConfigError, match="19 requested, 18 models"):
-        ob.training_models(ids, held, 19, seed=0)
+        training_models(ids, held, 19, seed=0)
 
 
 def test_accuracy_grid_is_a_micro_mean_per_draw_then_a_mean_over_draws():

@@ -16,7 +16,6 @@ torch = pytest.importorskip("torch")
 from locus.cli import main  # noqa: E402
 from locus.geometry import views as v  # noqa: E402
 from locus.methods.locus_method import LocusMethod  # noqa: E402
-from test_views import tiny  # noqa: E402,F401  (tiny: fixture)
 
 
 def test_compare_hand_made():

@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 
 from locus.cli import main  # noqa: E402
 from locus.runs import execute  # noqa: E402
-from test_views import N_REF, REPO, tiny  # noqa: E402,F401  (tiny: fixture)
+from test_views import N_REF, REPO  # noqa: E402
 
 EMB_PARAMS = {"dim": 8, "hidden_layers": 0, "max_epochs": 3, "patience": 3, "embed_steps": 60, "embed_lr": 0.2,
               "threads": 1}

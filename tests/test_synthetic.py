@@ -86,7 +86,10 @@ def test_accuracy_ordering_and_routing_headroom(small):
 def test_near_duplicate_models_agree_more_than_random_pairs(small):
     queries, models, scores = small
     y = scores["score"].to_numpy().reshape(len(queries), len(models))
-    agree = lambda a, b: (y[:, a] == y[:, b]).mean()
+
+    def agree(a, b):
+        return (y[:, a] == y[:, b]).mean()
+
     typical = np.mean([agree(a, b) for a, b in [(0, 2), (3, 4), (10, 20), (30, 40)]])
     for a, b in synthetic.NEAR_DUPLICATES:
         assert agree(a, b) > typical + 0.05

@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import math
 
-import pandas as pd
 import pytest
 
 from locus import benchmark as bench

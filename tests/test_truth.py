@@ -17,7 +17,8 @@ import pytest
 from locus.cli import main
 from locus.data import synthetic
 from locus.data.canonical import MANIFEST, write_dataset
-from locus.data.truth import SOURCES_WITH_TRUTH, TRUTH_FILE, read_truth
+from locus.data.canonical import read_truth
+from locus.data.truth import SOURCES_WITH_TRUTH, TRUTH_FILE
 from locus.errors import DataError
 from locus.experiments.bootstrap import EXPECTED, per_query
 from locus.render.latex import method_label

@@ -159,15 +159,6 @@ def write_tiny(root: Path, n_models=6, seed=0, text="question"):
     return root / "data", root / "enc.parquet"
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("views")
-    data, enc = write_tiny(root)
-    execute("locus", PARAMS, data, enc, N_REF, 0, root / "run")
-    return root
-
-
 def views(tiny, kind, out, *extra):
     return main(["views", kind, "--run", str(tiny / "run"), "--data", str(tiny / "data"),
                  "--encodings", str(tiny / "enc.parquet"), "--out", str(out), *extra])

@@ -122,13 +122,13 @@ def run(args) -> int:
     if len(precisions) > 1:
         raise ConfigError("--precision: one precision at a time, except with --time-complexity (one series each)")
     if args.time_to_accuracy is not None:
-        from locus.benchmark import time_to_accuracy
+        from locus.experiments.time_to_accuracy import train_and_write
 
         if args.precision:
             raise ConfigError("--precision does not apply to --time-to-accuracy (training runs in float32; set the "
                               "precision of the final embeddings with --params)")
-        summary = time_to_accuracy(args.time_to_accuracy, args.data, args.encodings, args.train_size, args.seed,
-                                   args.params, device=args.device, threads=args.threads, progress=print)
+        summary = train_and_write(args.time_to_accuracy, args.data, args.encodings, args.train_size, args.seed,
+                                  args.params, device=args.device, threads=args.threads, progress=print)
         print(f"wrote {args.time_to_accuracy}/time_to_accuracy.pdf (.png, .csv, .json)")
         return 0 if summary else 1
 

@@ -16,6 +16,7 @@ they are never written. The individual checks of :func:`validate` are in :mod:`l
 """
 from __future__ import annotations
 
+import difflib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from locus import atomic
 from locus.data.validation import (ORIGIN, ORIGIN_ROW, SHOW, describe_overlap, describe_pair,
                                    every_model_and_split_scored, format_ids, int_column, known_ids, known_splits,
                                    model_metadata, origin_files, require_columns, score_column, text_column)
-from locus.data.truth import TRUTH_FILE, check_truth, remove_stale_truth
+from locus.data.truth import REBUILD, TRUTH_FILE, check_truth, remove_stale_truth
 from locus.data.truth import manifest_entry as truth_entry
 from locus.errors import ConfigError, DataError
 
@@ -113,7 +114,7 @@ def read_dataset(directory: str | Path, duplicates: str = DEFAULT_DUPLICATE_POLI
             f"{directory}: {what}. Create it with an adapter rule "
             f"(e.g. `snakemake results/data/synthetic/queries.parquet`) or `locus data --help`."
         )
-    for key, name in FILES.items():
+    for name in FILES.values():
         if not (directory / name).is_file():
             present = sorted(p.name for p in directory.iterdir())
             raise DataError(
@@ -329,3 +330,74 @@ def write_dataset(directory: str | Path, queries: pd.DataFrame, models: pd.DataF
     if truth is None:  # after the swap: until then the old manifest still lists it; a reader refuses a stray one
         remove_stale_truth(directory)
     return data
+
+
+def resolve_model(name: str, names: dict, what: str) -> int:
+    """The model id of `name` (exact, else a unique case-insensitive match of the full name or of the part
+    after the organisation); otherwise a ConfigError listing close names."""
+    by_name = {v: k for k, v in names.items()}
+    if name in by_name:
+        return int(by_name[name])
+    low = str(name).lower()
+    hits = [k for k, v in names.items() if v.lower() == low or v.lower().split("/")[-1] == low.split("/")[-1]]
+    if len(hits) == 1:
+        return int(hits[0])
+    close = difflib.get_close_matches(str(name), list(by_name), n=5, cutoff=0.4)
+    if not close:
+        close = difflib.get_close_matches(low.split("/")[-1], [v.lower().split("/")[-1] for v in by_name], n=5)
+        close = [v for v in by_name if v.lower().split("/")[-1] in close]
+    why = f"matches {len(hits)} models" if hits else f"is not among the {len(names)} models"
+    raise ConfigError(f"{what}: {name!r} {why}; close names: "
+                      f"{', '.join(close) if close else 'none'} — use a full name from the data set's models.parquet.")
+
+
+def read_truth(data_dir: str | Path, data=None) -> pd.DataFrame | None:
+    """The validated truth of the canonical data set `data_dir` (columns :data:`TRUTH_COLUMNS`, sorted by
+    prompt_id, model_id), or None when the data set has none.
+
+    With a manifest, the truth file must be the one it records (checksum and row count); a truth file
+    the manifest does not record is refused (stale, or copied in). Without a manifest (a directory written
+    by hand) a present truth file is checked against the scores only. `data`: the data set already read
+    with :func:`read_dataset` (read here when None).
+    """
+    directory = Path(data_dir)
+    path = directory / TRUTH_FILE
+    data = read_dataset(directory) if data is None else data  # also checks every file the manifest lists
+    try:
+        manifest = atomic.read_manifest(directory, MANIFEST)
+    except atomic.FileSetError as exc:
+        raise DataError(f"{directory}: {exc}; {REBUILD}.") from None
+    if manifest is not None:
+        recorded = manifest.get("truth")
+        if recorded is None:
+            if path.exists():
+                raise DataError(f"{path}: not part of this data set: {directory / MANIFEST} records no truth file "
+                                f"(left over from an earlier build, or copied in). Delete it, or {REBUILD} to write "
+                                f"its own truth.")
+            return None
+        if TRUTH_FILE not in manifest["files"] or not isinstance(recorded, dict):
+            raise DataError(f"{directory / MANIFEST}: records truth but does not list {TRUTH_FILE} with its "
+                            f"checksum; {REBUILD}.")
+        try:
+            atomic.verify_file_set(directory, MANIFEST)
+        except atomic.FileSetError as exc:
+            raise DataError(f"{path}: {exc}: the truth file does not match the data set; {REBUILD} (delete "
+                            f"{TRUTH_FILE} and {MANIFEST} only if you edited the files on purpose).") from None
+    elif not path.exists():
+        return None
+    if not path.is_file():
+        raise DataError(f"{path}: is not a file; delete it, or {REBUILD}.")
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises many types
+        raise DataError(f"{path}: not a readable Parquet file ({exc}); {REBUILD}.") from None
+    truth = check_truth(frame, data.scores, str(path))
+    if manifest is not None and int(manifest["truth"].get("rows", -1)) != len(truth):
+        raise DataError(f"{path}: {len(truth)} rows, but {directory / MANIFEST} records "
+                        f"{manifest['truth'].get('rows')}; {REBUILD}.")
+    return truth
+
+
+def truth_matrix(truth: pd.DataFrame, prompt_ids, model_ids) -> np.ndarray:
+    """Dense [prompts x models] matrix of ``p_correct`` (NaN where the pair was not evaluated)."""
+    return pairs_to_matrix(truth, prompt_ids, model_ids, value="p_correct")

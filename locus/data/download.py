@@ -14,7 +14,6 @@ Design choices:
 """
 from __future__ import annotations
 
-import hashlib
 import http.client
 import logging
 import os
@@ -24,6 +23,9 @@ import urllib.request
 from pathlib import Path
 from typing import Mapping, Sequence
 
+import platformdirs
+
+from locus.atomic import sha256_file
 from locus.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -51,11 +53,9 @@ LLMROUTER_SIZES = {"train.json": 4_018_466, "test.json": 361_757}
 
 
 def cache_dir(*parts: str) -> Path:
-    """``$LOCUS_CACHE_DIR`` (or ``$XDG_CACHE_HOME/locus``, else ``~/.cache/locus``) joined with `parts`."""
-    root = os.environ.get("LOCUS_CACHE_DIR")
-    if not root:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        root = str(Path(xdg) / "locus") if xdg else str(Path.home() / ".cache" / "locus")
+    """``$LOCUS_CACHE_DIR``, else the user cache directory of locus (platformdirs; on Linux
+    ``$XDG_CACHE_HOME/locus``, else ``~/.cache/locus``) joined with `parts`."""
+    root = os.environ.get("LOCUS_CACHE_DIR") or platformdirs.user_cache_dir("locus", appauthor=False)
     return Path(root).expanduser().joinpath(*parts)
 
 
@@ -111,7 +111,7 @@ def _check_existing(dest: Path, size: int | None, sha: str | None) -> None:
             f"{dest}: has {actual:,} bytes but {size:,} are expected (incomplete or a different version). "
             f"Delete it and run the download again, or replace it with the right file."
         )
-    if sha is not None and _sha256(dest) != sha.lower():
+    if sha is not None and sha256_file(dest) != sha.lower():
         raise DataError(f"{dest}: SHA-256 differs from the expected {sha}; delete it and download it again.")
 
 
@@ -188,7 +188,7 @@ def _finish(part: Path, dest: Path, url: str, total: int | None, size: int | Non
             raise DataError(f"{url}: download interrupted: received {actual:,} of the {want:,} bytes {what}; "
                             f"the partial file {part} is kept, run the same command again to resume.")
     if sha is not None:
-        got = _sha256(part)
+        got = sha256_file(part)
         if got != sha.lower():
             part.unlink()
             raise DataError(f"{url}: SHA-256 {got} differs from the expected {sha}; the download was removed.")
@@ -202,14 +202,6 @@ def _total_from_content_range(value: str | None) -> int | None:
         return None
     tail = value.rsplit("/", 1)[1].strip()
     return int(tail) if tail.isdigit() else None
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(_CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _progress_bar(name: str, total: int | None, initial: int, enabled: bool):

@@ -24,9 +24,9 @@ import numpy as np
 from scipy import stats
 
 from locus import evaluation
+from locus.evaluation import EXPECTED
 
 METRICS = ("routing_acc", "correctness_acc")
-EXPECTED = "expected_routing"  # with the generator's truth: mean true P(correct) of the routed model
 _MAX_ELEMENTS = 4_000_000  # resampled values per array held at once (2 arrays x 8 bytes: 64 MB)
 
 

@@ -4,9 +4,10 @@ A run's ``metrics.json`` (written by :func:`locus.runs.execute`) holds the run s
 metrics overall and per benchmark, and the reference rows (oracle / random / best single model chosen on
 val). This module is the one place that
 
-- reads and checks the files (:func:`load_metrics`): every problem names the file and the fix;
-- refuses comparisons that make no sense (:func:`check_comparable`): one table = one data set, encoder
-  and sampling scheme; one (method, train_size) cell = one parameter setting, each seed once;
+- checks the files (:func:`load_metrics`, read by :func:`locus.run_artifacts.read_metrics`): every problem
+  names the file and the fix;
+- refuses comparisons that make no sense (:func:`check_comparable`): one table = one data set, one
+  encoder, one sampling scheme; one (method, train_size) cell = one parameter setting, each seed once;
 - flattens them (:func:`method_frame`, :func:`reference_frame`) into long rows
   ``method, train_size, seed, benchmark, metric, value`` (``benchmark``: ``"Overall"`` or a name);
 - aggregates over seeds (:func:`aggregate`): mean, sample std (ddof = 1; 0 for one seed), seeds;
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,15 +27,11 @@ import numpy as np
 import pandas as pd
 
 from locus.errors import DataError
+from locus.render.labels import OVERALL, dataset_name, order_benchmarks
 
-OVERALL = "Overall"
 REFERENCES = ("oracle", "best_single", "random")
 REQUIRED = ("method", "train_size", "seed", "encoder", "dataset")
 METHOD_COLUMNS = ["method", "train_size", "seed", "benchmark", "metric", "value", "path"]  # of method_frame
-
-# Display order of the paper's appendix tables; other benchmarks follow, sorted.
-PAPER_BENCHMARKS = ("MathQA", "LogiQA", "MedMCQA", "PIQA", "TruthfulQA", "MMLU", "GSM8K", "GPQA", "ASDiv",
-                    "SocialIQA")
 
 
 @dataclass(frozen=True)
@@ -64,26 +60,14 @@ def load_metrics(paths, split: str = "test") -> list[Run]:
     paths = [str(p) for p in paths]
     if not paths:
         raise DataError("no metrics files given: pass --metrics results/runs/.../metrics.json ...")
-    runs = []
-    for path in paths:
-        try:
-            metrics = json.loads(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DataError(f"{path}: metrics file not found; run `locus train` for this run first") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise DataError(f"{path}: not a readable JSON metrics file ({exc}); re-run `locus train`") from None
-        runs.append(Run(path, check_metrics(metrics, path, split)))
-    return runs
+    from locus import run_artifacts
+
+    return [Run(path, check_metrics(run_artifacts.read_metrics(path, REQUIRED), path, split)) for path in paths]
 
 
 def check_metrics(metrics, path: str, split: str = "test") -> dict:
-    """Return `metrics` if it has what tables need, else raise :class:`DataError` naming `path`."""
-    if not isinstance(metrics, dict):
-        raise DataError(f"{path}: expected a JSON object written by `locus train`, got {type(metrics).__name__}")
-    missing = [k for k in REQUIRED if k not in metrics]
-    if missing:
-        raise DataError(f"{path}: missing run field(s) {', '.join(missing)}; this is not a metrics.json written "
-                        "by `locus train` (re-run it)")
+    """Return `metrics` (as read by :func:`locus.run_artifacts.read_metrics`) if it has what tables need,
+    else raise :class:`DataError` naming `path`."""
     block = metrics.get(split)
     if not isinstance(block, dict) or not isinstance(block.get("overall"), dict):
         raise DataError(f"{path}: no '{split}' metrics (expected '{split}': {{'overall': {{...}}, "
@@ -166,26 +150,6 @@ def order_methods(runs: list[Run], methods=None) -> list[str]:
     return sorted(present, key=sort_key)
 
 
-def _key(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", str(name).lower())
-
-
-_PAPER_KEYS = {_key(b): i for i, b in enumerate(PAPER_BENCHMARKS)}
-
-
-def order_benchmarks(names) -> list[str]:
-    """Benchmarks in the paper's column order (matched ignoring case and punctuation), others sorted after."""
-    names = sorted(set(names))
-    known = sorted((n for n in names if _key(n) in _PAPER_KEYS), key=lambda n: _PAPER_KEYS[_key(n)])
-    return known + [n for n in names if _key(n) not in _PAPER_KEYS]
-
-
-def display_benchmark(name: str) -> str:
-    """The paper's spelling for a known benchmark ("mmlu" -> "MMLU"), else the name unchanged."""
-    i = _PAPER_KEYS.get(_key(name))
-    return PAPER_BENCHMARKS[i] if i is not None else str(name)
-
-
 def _value(x):
     try:
         v = float(x)
@@ -235,13 +199,6 @@ def describe_data(runs: list[Run]) -> tuple[str, str]:
     """(dataset, encoder) of comparable runs, for captions."""
     m = runs[0].metrics
     return str(m["dataset"]), str(m["encoder"])
-
-
-def dataset_name(dataset: str) -> str:
-    """The data set's name from the path recorded in metrics.json (``results/data/embedllm`` ->
-    ``embedllm``), for captions and titles when no label is given."""
-    text = str(dataset).rstrip("/\\")
-    return Path(text).name or text or "unnamed data set"
 
 
 @dataclass
@@ -318,12 +275,11 @@ def query_values(runs: list[Run], dataset_dir, split: str = "test", truth: pd.Da
     :mod:`locus.run_artifacts`, beside each metrics.json) against the labels of the canonical data set
     `dataset_dir` (the one the runs were trained on: checked by its fingerprint and the split's prompt
     ids), averaged over the seeds of each (method, train_size). With the data set's `truth`
-    (:func:`locus.data.truth.read_truth`) also the expected routing accuracy, per query and per run.
+    (:func:`locus.data.canonical.read_truth`) also the expected routing accuracy, per query and per run.
     `data`: the data set already read from `dataset_dir` (read here when None)."""
     from locus import run_artifacts
-    from locus.data.canonical import read_dataset
+    from locus.data.canonical import read_dataset, truth_matrix
     from locus.data.encodings import data_fingerprint
-    from locus.data.truth import truth_matrix
     from locus.experiments.bootstrap import EXPECTED, per_query
 
     data = read_dataset(dataset_dir) if data is None else data

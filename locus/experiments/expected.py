@@ -34,7 +34,8 @@ REFERENCE_COLUMNS = ["reference", "benchmark", "value", "model"]
 def table_truth(truth_path, data_dir, data) -> pd.DataFrame:
     """The validated truth for a table: `truth_path` must be the truth file of the table's data set
     `data_dir` (already read as `data`), and that data set must have one."""
-    from locus.data.truth import TRUTH_FILE, read_truth
+    from locus.data.canonical import read_truth
+    from locus.data.truth import TRUTH_FILE
 
     truth_path, data_dir = Path(truth_path), Path(data_dir)
     if truth_path.resolve() != (data_dir / TRUTH_FILE).resolve():
@@ -50,7 +51,7 @@ def table_truth(truth_path, data_dir, data) -> pd.DataFrame:
 def references(data, truth: pd.DataFrame, split: str = "test") -> pd.DataFrame:
     """Rows ``reference, benchmark, value, model`` of the Bayes ceiling and the best single model (chosen
     on the training split's true probabilities) on `split`, overall and per benchmark."""
-    from locus.data.truth import truth_matrix
+    from locus.data.canonical import truth_matrix
 
     train_ids = data.split_queries("train")["prompt_id"].to_numpy(np.int64)
     train_p = truth_matrix(truth, train_ids, data.model_ids)

@@ -22,46 +22,7 @@ import numpy as np
 import pandas as pd
 
 from locus.errors import ConfigError, DataError
-
-DRAW_ONBOARD = 5  # kind of draw for locus.geometry.views.rng_for (fixed: other views' draws never shift)
-
-
-# --------------------------------------------------------------------------------------------------
-# which models
-# --------------------------------------------------------------------------------------------------
-def held_out_ids(models: pd.DataFrame, names=None, source: str = "models.parquet") -> np.ndarray:
-    """Sorted ids of the held-out models: the models named in `names` (full names as in models.parquet),
-    or, when `names` is None, those with ``held_out`` = 1. No held-out model, or none left to train on, is a
-    ConfigError."""
-    from locus.geometry.views import resolve_model
-
-    by_id = dict(zip(models["model_id"].astype(int), models["name"].astype(str)))
-    if names is None:
-        if "held_out" not in models.columns:
-            raise ConfigError(f"{source} has no held_out column; name the held-out models (config "
-                              f"onboarding.held_out / --hold-out NAME,NAME,...).")
-        ids = models.loc[models["held_out"].fillna(0).astype(int) == 1, "model_id"].astype(int).tolist()
-    else:
-        ids = [resolve_model(n, by_id, "held-out model") for n in names]
-    ids = np.unique(np.asarray(ids, dtype=np.int64))
-    if len(ids) == 0:
-        raise ConfigError(f"{source}: no held-out model (the held_out column is 0 everywhere); name them with "
-                          f"onboarding.held_out / --hold-out.")
-    if len(ids) >= len(by_id):
-        raise ConfigError(f"all {len(by_id)} models are held out; keep at least one to train on.")
-    return ids
-
-
-def training_models(model_ids, held_out, count: int, seed: int) -> np.ndarray:
-    """Sorted ids of the first `count` models (0 = all) of a seeded permutation of `model_ids` minus
-    `held_out`; for one seed the sets of growing counts are nested."""
-    rest = np.setdiff1d(np.asarray(model_ids, dtype=np.int64), np.asarray(held_out, dtype=np.int64))
-    if count < 0 or count > len(rest):
-        raise ConfigError(f"training models: {count} requested, {len(rest)} models are not held out; choose "
-                          f"1..{len(rest)} (0 = all of them).")
-    order = np.random.default_rng([int(seed), DRAW_ONBOARD]).permutation(rest)
-    return np.sort(order[:count] if count else order)
-
+from locus.runs import DRAW_ONBOARD, held_out_ids
 
 # --------------------------------------------------------------------------------------------------
 # onboarding accuracy of one run

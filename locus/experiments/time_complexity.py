@@ -180,6 +180,8 @@ def measure_points(pool_sizes, eval_sizes, query_sizes, repeat: int = 3, device:
                    precisions=("float32",)) -> tuple[list[dict], dict, dict]:
     """Time every point in every precision (see the module docstring). Returns (measurements, LOCUS's
     parameters, meta)."""
+    from functools import partial
+
     import numpy as np
     import torch
 
@@ -208,7 +210,7 @@ def measure_points(pool_sizes, eval_sizes, query_sizes, repeat: int = 3, device:
             sets = lm.sets(pairs, m)
             for precision in precisions:
                 lm.method.params["precision"] = precision
-                add("embed", m, n, measure(lambda: lm.embed_all(phi, sets), repeat, device), precision)
+                add("embed", m, n, measure(partial(lm.embed_all, phi, sets), repeat, device), precision)
             del phi, pairs, sets
     m = max(pool_sizes)
     z = torch.from_numpy(rng.normal(size=(m, int(lm.p["dim"]))).astype(np.float32)).to(device)
@@ -217,7 +219,7 @@ def measure_points(pool_sizes, eval_sizes, query_sizes, repeat: int = 3, device:
         queries /= queries.norm(dim=1, keepdim=True)
         for precision in precisions:
             lm.method.params["precision"] = precision
-            add("predict", m, q, measure(lambda: lm.predict(z, queries), repeat, device), precision)
+            add("predict", m, q, measure(partial(lm.predict, z, queries), repeat, device), precision)
     lm.method.params["precision"] = lm.p["precision"]
     return out, lm.p, meta
 

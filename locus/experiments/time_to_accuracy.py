@@ -272,7 +272,7 @@ def memory_text(value: float) -> str:
 def report_lines(summary: dict) -> list[str]:
     if "per_seed" in summary:  # several seeds: each seed's lines, then the summary over seeds
         lines = []
-        for seed, one in summary["per_seed"].items():
+        for one in summary["per_seed"].values():
             lines += report_lines(one)
         for recipe, s in summary["recipes"].items():
             lines.append(f"over seeds {', '.join(map(str, summary['seeds']))}: {recipe}: speed-up median "
@@ -350,4 +350,34 @@ def write(run_dirs, out, benchmarks=None, reference: str = "paper", target_fract
     save_figure(time_to_accuracy_figure(frame, summary, title), paths["pdf"])
     write_csv(frame, paths["csv"])
     write_json(paths["json"], json_safe(summary))
+    return summary
+
+
+def train_and_write(out_dir, data_dir, encodings_path, train_size: int, seed: int, params_json: str = "{}",
+                    device: str | None = None, threads: int = 0, progress=print) -> dict:
+    """`locus bench --time-to-accuracy DIR`: LOCUS trained once per recipe (paper, fast) on the same data,
+    n and seed into DIR/<recipe>/, then the comparison of :func:`write` as
+    DIR/time_to_accuracy.{pdf,png,csv,json}. Peak memory is not recorded here (both runs share one
+    process); the workflow's rule records each run's from its own job."""
+    from locus.errors import ConfigError
+    from locus.params import method_params, set_threads
+    from locus.runs import execute
+
+    if data_dir is None or encodings_path is None:
+        raise ConfigError("--time-to-accuracy needs --data (canonical data set) and --encodings (its encodings)")
+    params = method_params("locus", params_json)
+    if "recipe" in params:
+        raise ConfigError("--params: leave out 'recipe'; --time-to-accuracy trains every recipe")
+    if device is not None:
+        params["device"] = device
+    set_threads(threads)
+    out_dir = Path(out_dir)
+    run_dirs = []
+    for recipe in ("paper", "fast"):
+        progress(f"training LOCUS with recipe {recipe} (n = {train_size}, seed {seed})")
+        run_dirs.append(out_dir / recipe)
+        execute("locus", {**params, "recipe": recipe}, data_dir, encodings_path, train_size, seed, run_dirs[-1])
+    summary = write(run_dirs, out_dir / "time_to_accuracy.pdf", data=data_dir)
+    for line in report_lines(summary):
+        progress(line)
     return summary

@@ -171,8 +171,8 @@ class Inputs:
         return [by_id[int(i)] for i in model_ids]
 
     def title(self, label: str | None, split: str = ", test split") -> str:
-        from locus.experiments.comparison import dataset_name
         from locus.render.figures import figure_title
+        from locus.render.labels import dataset_name
 
         m = self.runs[0].metrics
         return figure_title(label or dataset_name(m.get("dataset", self.data_dir)), str(m.get("encoder", "?")),

@@ -210,7 +210,9 @@ def fallback_frame(inputs, max_k: int = 10, metric: str = "cosine") -> pd.DataFr
         base = {"method": run.method, "distance": metric, "n_models": len(model_ids),
                 "train_size": run.metrics.get("train_size")}
 
-        def add(curve, value, k=None, n=len(labels)):
+        n_all = len(labels)
+
+        def add(curve, value, k=None, n=n_all, base=base, original=original):
             rows.append({**base, "curve": curve, "k": k, "accuracy": value, "retention": value / original
                          if original > 0 else float("nan"), "n_queries": int(n)})
 

@@ -333,7 +333,10 @@ def _row(inp, K, panel, method, subsets, k=None, budget=None, costs=None, names=
     """One curve point: mean (± sd over the subsets) routing accuracy and oracle in %."""
     acc, ora, _ = routing_batch(inp.ranked(), subsets)
     acc, ora = acc * 100, ora * 100
-    sd = (lambda a: float(np.std(a, ddof=1)) if len(a) > 1 else float("nan"))
+
+    def sd(a):
+        return float(np.std(a, ddof=1)) if len(a) > 1 else float("nan")
+
     return {"panel": panel, "method": method, "k": k, "budget_b": budget,
             "n_models": float(np.mean([len(s) for s in subsets])),
             "params_b": float(np.mean([costs[s].sum() for s in subsets])) if costs is not None else float("nan"),

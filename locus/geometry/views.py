@@ -16,7 +16,6 @@ so one setting does not shift another. This module writes the views that perturb
 """
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from locus.data.canonical import resolve_model
 from locus.errors import ConfigError, DataError
 
 # kinds of draws, for rng_for (fixed codes: changing one view's grid never changes another's draws)
@@ -155,25 +155,6 @@ def summarize_draws(draws: pd.DataFrame, by: str) -> pd.DataFrame:
     g = draws.groupby(by)["distance"]
     out = pd.DataFrame({"mean": g.mean(), "std": g.std(ddof=1).fillna(0.0), "draws": g.size()}).reset_index()
     return out.sort_values(by).reset_index(drop=True)
-
-
-def resolve_model(name: str, names: dict, what: str) -> int:
-    """The model id of `name` (exact, else a unique case-insensitive match of the full name or of the part
-    after the organisation); otherwise a ConfigError listing close names."""
-    by_name = {v: k for k, v in names.items()}
-    if name in by_name:
-        return int(by_name[name])
-    low = str(name).lower()
-    hits = [k for k, v in names.items() if v.lower() == low or v.lower().split("/")[-1] == low.split("/")[-1]]
-    if len(hits) == 1:
-        return int(hits[0])
-    close = difflib.get_close_matches(str(name), list(by_name), n=5, cutoff=0.4)
-    if not close:
-        close = difflib.get_close_matches(low.split("/")[-1], [v.lower().split("/")[-1] for v in by_name], n=5)
-        close = [v for v in by_name if v.lower().split("/")[-1] in close]
-    why = f"matches {len(hits)} models" if hits else f"is not among the {len(names)} models"
-    raise ConfigError(f"{what}: {name!r} {why}; close names: "
-                      f"{', '.join(close) if close else 'none'} — use a full name from the data set's models.parquet.")
 
 
 # --------------------------------------------------------------------------------------------------

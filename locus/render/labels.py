@@ -6,6 +6,8 @@ name is shown as itself (LaTeX-escaped), after the registered methods.
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 _SPECIAL = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_",
             "{": "\\{", "}": "\\}", "~": "\\textasciitilde{}", "^": "\\textasciicircum{}"}
@@ -62,3 +64,40 @@ def has_embeddings(method: str) -> bool:
         return flag
     from locus.methods.base import EmbeddingMethod
     return issubclass(cls, EmbeddingMethod)
+
+
+# --------------------------------------------------------------------------------------------------
+# benchmarks and data sets
+# --------------------------------------------------------------------------------------------------
+OVERALL = "Overall"  # the benchmark name of the all-queries rows
+
+# Display order of the paper's appendix tables; other benchmarks follow, sorted.
+PAPER_BENCHMARKS = ("MathQA", "LogiQA", "MedMCQA", "PIQA", "TruthfulQA", "MMLU", "GSM8K", "GPQA", "ASDiv",
+                    "SocialIQA")
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+
+
+_PAPER_KEYS = {_key(b): i for i, b in enumerate(PAPER_BENCHMARKS)}
+
+
+def order_benchmarks(names) -> list[str]:
+    """Benchmarks in the paper's column order (matched ignoring case and punctuation), others sorted after."""
+    names = sorted(set(names))
+    known = sorted((n for n in names if _key(n) in _PAPER_KEYS), key=lambda n: _PAPER_KEYS[_key(n)])
+    return known + [n for n in names if _key(n) not in _PAPER_KEYS]
+
+
+def display_benchmark(name: str) -> str:
+    """The paper's spelling for a known benchmark ("mmlu" -> "MMLU"), else the name unchanged."""
+    i = _PAPER_KEYS.get(_key(name))
+    return PAPER_BENCHMARKS[i] if i is not None else str(name)
+
+
+def dataset_name(dataset: str) -> str:
+    """The data set's name from the path recorded in metrics.json (``results/data/embedllm`` ->
+    ``embedllm``), for captions and titles when no label is given."""
+    text = str(dataset).rstrip("/\\")
+    return Path(text).name or text or "unnamed data set"

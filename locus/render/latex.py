@@ -21,9 +21,9 @@ import math
 
 import pandas as pd
 
-from locus.experiments.bootstrap import EXPECTED
-from locus.experiments.comparison import OVERALL, display_benchmark
+from locus.evaluation import EXPECTED
 from locus.render import labels
+from locus.render.labels import OVERALL, display_benchmark
 from locus.render.labels import escape  # noqa: F401  (re-exported)
 
 REFERENCE_LABELS = {"oracle": "Oracle", "best_single": "Best single model (chosen on val)", "random": "Random"}
@@ -206,7 +206,7 @@ def routing_table(method_agg: pd.DataFrame, ref_agg: pd.DataFrame, methods, size
         for meth in methods:
             cells = [_method_cell(meth, EXPECTED, s, OVERALL, stats, emph, sig, records) for s in sizes]
             out.append(f"{method_label(meth)} & " + " & ".join(cells + [""] * k) + " \\\\")
-        for ref, ref_label, values in _truth_references(truth_refs, [OVERALL], records):
+        for _ref, ref_label, values in _truth_references(truth_refs, [OVERALL], records):
             out.append(f"\\textit{{{ref_label}}} & " + " & ".join([fmt(values[0])] * k + [""] * k) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}"]
     return _wrap(out, caption, label, wide=False, size="\\small"), _frame(records)
@@ -293,7 +293,7 @@ def by_dataset_table(method_agg: pd.DataFrame, metric: str, methods, sizes, benc
         truth_rows = _truth_references(truth_refs, cols, records)
         if truth_rows:
             out.append("\\midrule")
-        for ref, ref_label, values in truth_rows:
+        for _ref, ref_label, values in truth_rows:
             out.append(f"\\textit{{{ref_label}}} & all & " + " & ".join(fmt(v) for v in values) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}"]
     return _wrap(out, caption, label, wide=True, size="\\scriptsize"), _frame(records)

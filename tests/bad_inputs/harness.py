@@ -178,8 +178,8 @@ def run_case(case: Case, ws: Workspace, monkeypatch) -> tuple[int, str, str]:
     stderr = err.getvalue()
     assert "Traceback" not in stderr, f"{case.id}: traceback\n{stderr}"
     assert rc == 2, f"{case.id}: exit code {rc}, expected 2\nstdout:\n{out.getvalue()}\nstderr:\n{stderr}"
-    lines = [l for l in stderr.splitlines() if l.strip()]
-    error_lines = [l for l in lines if "error:" in l]
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    error_lines = [line for line in lines if "error:" in line]
     assert len(error_lines) == 1, f"{case.id}: expected exactly one error line, got:\n{stderr}"
     assert re.search(case.message, error_lines[0], flags=re.IGNORECASE), (
         f"{case.id}: message does not match {case.message!r}:\n{error_lines[0]}")
