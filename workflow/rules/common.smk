@@ -45,11 +45,11 @@ def _coerce_command_line_lists(cfg, schema_path):
 
 
 _coerce_command_line_lists(config, _SCHEMA)
-validate(config, _SCHEMA)
+validate(config, _SCHEMA, set_default=True)  # the schema's defaults fill every missing key
 
 DATASET = config["dataset"]
 ENCODER = config["encoder"]
-SE = config.get("sample_efficiency", {})
+SE = config["sample_efficiency"]
 TABLE_METHODS = config["table_methods"]
 BY_DATASET_METHODS = config.get("by_dataset_methods", TABLE_METHODS)
 if DATASET not in config["datasets"]:
@@ -67,13 +67,13 @@ for _m in config["methods"]:
     if _m not in _known:
         _config_error(f"methods: {_m!r} is not a registered method; known: {', '.join(_known)}")
 for _where, _list in (("table_methods", TABLE_METHODS), ("by_dataset_methods", BY_DATASET_METHODS),
-                      ("sample_efficiency.methods", SE.get("methods", []))):
+                      ("sample_efficiency.methods", SE["methods"])):
     for _m in _list:
         if _m not in config["methods"]:
             _config_error(f"{_where}: method {_m!r} has no entry under `methods` (known: {', '.join(_known)})")
 for _m, _entry in config["methods"].items():
     _cls = _methods.method_class(_m)
-    _params = _entry.get("params", {}) or {}
+    _params = _entry["params"] or {}
     for _key, _home in (("dim", f"methods.{_m}.dim"), ("threads", "the top-level `threads`")):
         if _key in _params:
             _config_error(f"methods.{_m}.params.{_key}: set it with {_home} instead (one source for each value)")
@@ -84,13 +84,13 @@ for _m, _entry in config["methods"].items():
         _config_error(f"methods.{_m}.dim = {_entry['dim']}: " + (
             "this method has an embedding, give its dimension (> 0)" if "dim" in _cls.defaults
             else "this method has no embedding, use dim: 0"))
-if SE and SE.get("reference_method", "locus") not in SE.get("methods", []):
-    _config_error(f"sample_efficiency.reference_method {SE.get('reference_method', 'locus')!r} is not among "
-                  f"sample_efficiency.methods {SE.get('methods', [])}")
+if SE["reference_method"] not in SE["methods"]:
+    _config_error(f"sample_efficiency.reference_method {SE['reference_method']!r} is not among "
+                  f"sample_efficiency.methods {SE['methods']}")
 
 # --- encoder: packaged (offline) ones, the paper's hub ones, or names the user vouches for ----------
 _HUB_ENCODERS = ("paraphrase-albert-small-v2", "all-distilroberta-v1")
-_encoders_ok = set(_PACKAGED_ENCODERS) | set(_HUB_ENCODERS) | set(config.get("extra_encoders", []))
+_encoders_ok = set(_PACKAGED_ENCODERS) | set(_HUB_ENCODERS) | set(config["extra_encoders"])
 if ENCODER not in _encoders_ok:
     _config_error(f"encoder {ENCODER!r} is unknown; offline: {', '.join(sorted(_PACKAGED_ENCODERS))}; with internet "
                   f"also: {', '.join(_HUB_ENCODERS)}; for another sentence-transformers model add its short name "
@@ -105,7 +105,7 @@ def train_split_size(dataset):
         from locus.data import synthetic
 
         try:
-            return int(synthetic.split_sizes(entry.get("params", {}) or {})["train"])
+            return int(synthetic.split_sizes(entry["params"])["train"])
         except LocusError as exc:
             _config_error(f"datasets.{dataset}.params: {exc}")
     queries = Path(f"results/data/{dataset}/queries.parquet")
@@ -122,7 +122,7 @@ def train_split_size(dataset):
 _n_train = train_split_size(DATASET)
 if _n_train is not None:
     for _where, _sizes in (("train_sizes", config["train_sizes"]), ("sample_efficiency.train_sizes",
-                                                                    SE.get("train_sizes", []))):
+                                                                    SE["train_sizes"])):
         _too_big = [n for n in _sizes if n > _n_train]
         if _too_big:
             _config_error(f"{_where} {_too_big} exceed the {_n_train} training queries of data set {DATASET!r}; "
@@ -204,9 +204,9 @@ def as_json(value):
 
 # Embedding geometry (geometry.smk, portfolio.smk, views.smk): every analysis reads the runs at the
 # reference training size through these two helpers.
-GEO = config.get("geometry", {})
-GEO_N = int(GEO.get("reference_train_size", 4096))
-GEO_SEED = int(GEO.get("seed", 0))
+GEO = config["geometry"]
+GEO_N = int(GEO["reference_train_size"])
+GEO_SEED = int(GEO["seed"])
 
 
 def geometry_run_file(method, name):

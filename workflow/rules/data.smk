@@ -5,7 +5,7 @@ import re
 def _data_inputs(wildcards):
     """The csv source's input file is tracked by Snakemake (edits trigger a rebuild)."""
     entry = config["datasets"][wildcards.dataset]
-    if entry["source"] == "csv" and "path" in entry.get("params", {}):
+    if entry["source"] == "csv" and "path" in entry["params"]:
         return [entry["params"]["path"]]
     return []
 
@@ -33,8 +33,8 @@ for _name, _with_truth in (("data", True), ("data_without_truth", False)):
             **({"truth": f"results/data/{{dataset}}/{_TRUTH_FILE}"} if _with_truth else {}),
         params:
             source=lambda w: config["datasets"][w.dataset]["source"],
-            json=lambda w: as_json(config["datasets"][w.dataset].get("params", {})),
-            duplicates=config.get("duplicates", "last"),
+            json=lambda w: as_json(config["datasets"][w.dataset]["params"]),
+            duplicates=config["duplicates"],
         log:
             "results/logs/data/{dataset}.log",
         benchmark:
@@ -55,7 +55,7 @@ rule summary:
         ),
     params:
         label=lambda w: dataset_label(w.dataset),
-        duplicates=config.get("duplicates", "last"),
+        duplicates=config["duplicates"],
     log:
         "results/logs/summary/{dataset}.log",
     benchmark:

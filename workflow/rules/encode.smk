@@ -7,8 +7,8 @@ rule encode:
     output:
         "results/encodings/{dataset}/{encoder}.parquet",
     params:
-        batch_size=config.get("encode_batch_size", 64),
-    threads: config.get("encode_threads", 2)
+        batch_size=config["encode_batch_size"],
+    threads: config["encode_threads"]
     resources:
         mem_mb=4000,
         runtime=120,

@@ -3,18 +3,18 @@
 # seed, into its own run directories (so the timed runs are never shared with the tables' runs), then
 # validation hit@1 against wall-clock seconds. Not in `rule all` (a `paper` run costs about an hour).
 
-TTA = config.get("time_to_accuracy", {})
-if TTA.get("reference", "paper") not in TTA.get("recipes", ["paper", "fast"]):
-    _config_error(f"time_to_accuracy.reference {TTA.get('reference', 'paper')!r} is not among "
-                  f"time_to_accuracy.recipes {TTA.get('recipes', ['paper', 'fast'])}; add it to the recipes")
-TTA_SEEDS = TTA.get("seeds", [0])
+TTA = config["time_to_accuracy"]
+if TTA["reference"] not in TTA["recipes"]:
+    _config_error(f"time_to_accuracy.reference {TTA['reference']!r} is not among "
+                  f"time_to_accuracy.recipes {TTA['recipes']}; add it to the recipes")
+TTA_SEEDS = TTA["seeds"]
 TTA_DIR = "results/time_to_accuracy/{dataset}/{encoder}/n{n}/s{seed}/{recipe}"
 
 
 def tta_runs(name="metrics.json"):
     """Every (seed, recipe) run of the time-to-accuracy figure, seeds outer (the benchmarks follow this order)."""
-    return [TTA_DIR.format(dataset=DATASET, encoder=ENCODER, n=TTA.get("train_size", 256), seed=seed,
-                           recipe=r) + f"/{name}" for seed in TTA_SEEDS for r in TTA.get("recipes", ["paper", "fast"])]
+    return [TTA_DIR.format(dataset=DATASET, encoder=ENCODER, n=TTA["train_size"], seed=seed,
+                           recipe=r) + f"/{name}" for seed in TTA_SEEDS for r in TTA["recipes"]]
 
 
 def tta_benchmarks():
@@ -32,12 +32,12 @@ rule time_to_accuracy_run:
         n=r"\d+",
         seed=r"\d+",
     params:
-        json=lambda w: as_json({**(config["methods"].get("locus", {}).get("params") or {}), "recipe": w.recipe}),
-        dim=config["methods"].get("locus", {}).get("dim", 128),
-        sampling=config.get("sampling", "shared"),
-        duplicates=config.get("duplicates", "last"),
+        json=lambda w: as_json({**(config["methods"]["locus"]["params"] or {}), "recipe": w.recipe}),
+        dim=config["methods"]["locus"]["dim"],
+        sampling=config["sampling"],
+        duplicates=config["duplicates"],
         out=lambda w: TTA_DIR.format(**dict(w.items())),
-    threads: TTA.get("threads", 1)
+    threads: TTA["threads"]
     resources:
         mem_mb=8000,
         runtime=240,
@@ -66,8 +66,8 @@ rule time_to_accuracy_figure:
         json="results/figures/time_to_accuracy.json",
     params:
         runs=lambda w, input: " ".join(str(Path(m).parent) for m in input.metrics),
-        reference=TTA.get("reference", "paper"),
-        fraction=TTA.get("target_fraction", 0.99),
+        reference=TTA["reference"],
+        fraction=TTA["target_fraction"],
         label=dataset_label(DATASET),
     log:
         "results/logs/figures/time_to_accuracy.log",

@@ -6,10 +6,8 @@
 import shlex
 
 
-NB = {"max_k": 10, "metric": "cosine", "cluster_metric": "euclidean", "linkage": "average",
-      "highlight_tags": ["math", "code"], "permutations": 1000, "bootstrap_resamples": 200, "bootstrap_seed": 0,
-      "confidence": 0.95, "reference_method": "locus", **GEO.get("neighbours", {})}
-GEO_METHODS = list(GEO.get("methods", ["locus", "embedllm", "irt_net"]))
+NB = GEO["neighbours"]
+GEO_METHODS = list(GEO["methods"])
 for _m in GEO_METHODS:
     if _m not in config["methods"]:
         _config_error(f"geometry.methods: method {_m!r} has no entry under `methods`")
@@ -164,7 +162,7 @@ rule fallback_routing_figure:
 def geometry_all(wildcards):
     """Everything `rule geometry` builds: these outputs, and those of portfolio.smk and views.smk (included
     after this file, so their target lists are read when the DAG is built)."""
-    return GEOMETRY_TARGETS + list(globals().get("PORTFOLIO_TARGETS", [])) + list(globals().get("VIEWS_TARGETS", []))
+    return GEOMETRY_TARGETS + PORTFOLIO_TARGETS + VIEWS_TARGETS
 
 
 rule geometry:

@@ -4,8 +4,7 @@
 # whole pool's run of the tables (`onboarding_figure`, no training). Settings: `onboarding` in the config.
 import shlex
 
-ONB = {"train_size": 1024, "model_counts": [0], "sizes": [16, 32, 64, 128, 256, 512, 1024], "repeats": 1,
-       "seed": 0, "held_out": None, "all_models_row": True, **config.get("onboarding", {})}
+ONB = config["onboarding"]
 ONB_DIR = "results/onboarding/{dataset}/{encoder}/m{models}/n{n}/s{seed}"
 ONB_HOLD_OUT = "column" if ONB["held_out"] is None else ",".join(ONB["held_out"])
 if "locus" not in config["methods"]:
@@ -39,13 +38,13 @@ rule onboarding_run:
         n=r"\d+",
         seed=r"\d+",
     params:
-        json=as_json(config["methods"]["locus"].get("params", {}) or {}),
+        json=as_json(config["methods"]["locus"]["params"] or {}),
         dim=config["methods"]["locus"]["dim"],
         hold_out=shlex.quote(ONB_HOLD_OUT),
-        sampling=config.get("sampling", "shared"),
-        duplicates=config.get("duplicates", "last"),
+        sampling=config["sampling"],
+        duplicates=config["duplicates"],
         out=lambda w: ONB_DIR.format(**dict(w.items())),
-    threads: config.get("threads", 1)
+    threads: config["threads"]
     resources:
         mem_mb=8000,
         runtime=120,

@@ -6,8 +6,7 @@ import shlex
 
 PORTFOLIO_TARGETS = ["results/figures/model_portfolio.pdf"]
 
-PF = {"max_k": None, "budget_points": 30, "trials": 100, "seed": 0, "distance": "cosine", "max_iter": 100,
-      **GEO.get("portfolio", {})}
+PF = GEO["portfolio"]
 if "locus" not in config["methods"]:
     _config_error("geometry.portfolio: the portfolio figure selects from LOCUS's embeddings; add locus under "
                   "`methods`")

@@ -6,10 +6,9 @@
 # draws), and the heat maps and t-SNE built from those. Settings: `regeneration` in the config.
 import shlex
 
-REG = {"train_size": 512, "seed": 0, "hidden_layers": [0, 2], "dims": [32, 128], "hidden_dim": 64,
-       "params": {"embed_steps": 600, "embed_lr": 0.2}, "overlaps": [0.5], "sizes": [128],
-       "repeats": 1, "draw_seed": 0, "locus": True, "tsne": {}, **config.get("regeneration", {})}
-REG_TSNE = {"hidden_layers": REG["hidden_layers"][0], "dim": REG["dims"][-1], "perplexity": 30, **REG["tsne"]}
+REG = config["regeneration"]
+# the t-SNE cell defaults to the grid's first layer count and largest dimension
+REG_TSNE = {"hidden_layers": REG["hidden_layers"][0], "dim": REG["dims"][-1], **REG["tsne"]}
 REG_DIR = "results/regeneration/{dataset}/{encoder}/h{layers}/d{dim}/n{n}/s{seed}"
 REG_MEASURES = "results/regeneration/{dataset}/{encoder}/measures/h{layers}_d{dim}_n{n}_s{seed}.csv"
 REG_LOCUS_MEASURES = f"results/regeneration/{DATASET}/{ENCODER}/measures/locus.csv"
@@ -64,13 +63,13 @@ rule regeneration_run:
         n=r"\d+",
         seed=r"\d+",
     params:
-        json=lambda w: as_json({**(config["methods"].get("embedllm", {}).get("params", {}) or {}),
+        json=lambda w: as_json({**((config["methods"].get("embedllm") or {}).get("params") or {}),
                                 "hidden_dim": int(REG["hidden_dim"]), **(REG["params"] or {}),
                                 "hidden_layers": int(w.layers)}),
-        sampling=config.get("sampling", "shared"),
-        duplicates=config.get("duplicates", "last"),
+        sampling=config["sampling"],
+        duplicates=config["duplicates"],
         out=lambda w: REG_DIR.format(**dict(w.items())),
-    threads: config.get("threads", 1)
+    threads: config["threads"]
     resources:
         mem_mb=8000,
         runtime=120,

@@ -13,8 +13,7 @@ localrules:
     sample_efficiency_figure,
 
 
-BOOTSTRAP = {"n_resamples": 2000, "seed": 0, "confidence": 0.95, "reference_method": "locus",
-             **config.get("bootstrap", {})}
+BOOTSTRAP = config["bootstrap"]
 for _where, _list in (("table_methods", TABLE_METHODS), ("by_dataset_methods", BY_DATASET_METHODS)):
     if BOOTSTRAP["reference_method"] not in _list:
         _config_error(f"bootstrap.reference_method {BOOTSTRAP['reference_method']!r} is not among {_where} "
@@ -115,11 +114,11 @@ rule sample_efficiency_figure:
         csv="results/figures/train_sample_eff.csv",
         json="results/figures/train_sample_eff.json",
     params:
-        reference=SE.get("reference_method", "locus"),
+        reference=SE["reference_method"],
         label=dataset_label(DATASET),
         data=table_data_dir,
-        resamples=config.get("bootstrap", {}).get("n_resamples", 2000),
-        seed=config.get("bootstrap", {}).get("seed", 0),
+        resamples=int(BOOTSTRAP["n_resamples"]),
+        seed=int(BOOTSTRAP["seed"]),
     log:
         "results/logs/figures/train_sample_eff.log",
     benchmark:

@@ -6,10 +6,8 @@
 # 2): on the default 2-core run that is the whole machine, so Snakemake runs nothing beside it and the
 # timings are clean; with more cores give it more threads, or run it alone.
 
-TC = {"pool_sizes": [16, 56, 112], "eval_sizes": [64, 256, 1024, 4096], "query_sizes": [256, 1024, 4096],
-      "repeat": 3, "device": "auto", "threads": 2, "precisions": ["float32", "bfloat16"],
-      **config.get("time_complexity", {})}
-PE = {"train_sizes": [256, 1024], "threads": 2, **(config.get("precision_effect") or {})}
+TC = config["time_complexity"]
+PE = config["precision_effect"]
 if not set(PE["train_sizes"]) <= set(config["train_sizes"]):
     _config_error(f"precision_effect.train_sizes {PE['train_sizes']} must be among train_sizes {config['train_sizes']} "
                   "(the runs of the tables are re-scored); drop the others or add them to train_sizes")
@@ -34,8 +32,7 @@ rule time_complexity_figure:
         repeat=int(TC["repeat"]),
         device="" if TC["device"] == "auto" else f"--device {TC['device']}",
         precisions=",".join(TC["precisions"]),
-        json=as_json({**(config["methods"].get("locus", {}).get("params") or {}),
-                      "dim": config["methods"].get("locus", {}).get("dim", 128)}),
+        json=as_json({**(config["methods"]["locus"]["params"] or {}), "dim": config["methods"]["locus"]["dim"]}),
     threads: int(TC["threads"])
     resources:
         mem_mb=4000,

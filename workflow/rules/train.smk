@@ -30,11 +30,11 @@ for _rule_name, _group in _train_groups().items():
         wildcard_constraints:
             method="|".join(_group),
         params:
-            json=lambda w: as_json(config["methods"][w.method].get("params", {}) or {}),
-            sampling=config.get("sampling", "shared"),
-            duplicates=config.get("duplicates", "last"),
+            json=lambda w: as_json(config["methods"][w.method]["params"] or {}),
+            sampling=config["sampling"],
+            duplicates=config["duplicates"],
             out=lambda w: RUN_DIR.format(**dict(w.items())),
-        threads: config.get("threads", 1)
+        threads: config["threads"]
         # the longest runs first (n = 4,096: priority 4, n = 1,024: 1), so no long run is left to the
         # end alone on one core while the jobs that need both cores wait (docs/results.md)
         priority: lambda w: int(w.n) // 1024

@@ -8,26 +8,7 @@ VIEWS_NAMES = ("hypothetical_model_embedding", "query_encodings_tsne", "embeddin
                "overlap_convergence", "anchor_size_convergence", "perf_vs_size_and_overlap")
 VIEWS_TARGETS = [f"results/figures/{name}.pdf" for name in VIEWS_NAMES]
 
-VIEWS = {
-    "seed": 0,
-    "hypothetical_sizes": [64, 256, 1024, 4096],
-    "recall_at": [1, 2, 3, 5, 10],
-    "hypothetical_repeats": 1,
-    "tsne_queries": 2000,
-    "tsne_perplexity": 30,
-    "robustness_models": ["codellama/CodeLlama-13b-Instruct-hf", "meta-llama/Meta-Llama-3-70B-Instruct",
-                          "microsoft/phi-2", "Qwen/Qwen1.5-7B-Chat"],
-    "robustness_repeats": 2,
-    "convergence_model": "codellama/CodeLlama-13b-Instruct-hf",
-    "overlaps": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
-    "sizes": [16, 32, 64, 128, 256, 512, 1024, 2048, 4096],
-    "repeats": 5,
-    "neighbours": 3,
-    "evalset_sizes": [64, 256, 1024, 4096],
-    "evalset_overlaps": [0.0, 0.25, 0.5, 0.75, 1.0],
-    "evalset_repeats": 1,
-    **GEO.get("views", {}),
-}
+VIEWS = GEO["views"]
 for _key in ("sizes", "evalset_sizes"):
     if not [n for n in VIEWS[_key] if n <= GEO_N]:
         _config_error(f"geometry.views.{_key} {VIEWS[_key]}: all exceed geometry.reference_train_size {GEO_N}; "
@@ -100,7 +81,7 @@ rule hypothetical_model_embedding:
 
 
 # one panel per encoder the run builds encodings for anyway: the configured one, then the encoder ablation's
-TSNE_ENCODERS = list(dict.fromkeys([ENCODER, *globals().get("ABL", {}).get("encoders", [])]))
+TSNE_ENCODERS = list(dict.fromkeys([ENCODER, *ABL["encoders"]]))
 
 
 rule query_encodings_tsne:
