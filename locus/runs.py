@@ -20,14 +20,13 @@ import pandas as pd
 from locus import evaluation, methods
 from locus import run_artifacts as ra
 from locus.atomic import atomic_dir, write_json
+from locus.constants import SAMPLING
 from locus.data.canonical import EvalData, read_dataset
 from locus.data.encodings import check_matches, read_encodings, write_vectors
 from locus.errors import ConfigError, DataError
 from locus.methods.base import EmbeddingMethod, FitData
 
 log = logging.getLogger(__name__)
-
-SAMPLING = ("shared", "per_model")
 
 
 def training_pairs(data: EvalData, train_size: int, seed: int, sampling: str = "shared") -> pd.DataFrame:

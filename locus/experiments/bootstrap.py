@@ -38,6 +38,7 @@ import numpy as np
 from scipy import stats
 
 from locus import evaluation
+from locus.constants import BOOTSTRAP_RESAMPLES
 
 METRICS = ("routing_acc", "correctness_acc")
 EXPECTED = "expected_routing"  # with the generator's truth: mean true P(correct) of the routed model
@@ -48,7 +49,7 @@ _MAX_ELEMENTS = 4_000_000  # resampled values per array held at once (2 arrays x
 class Settings:
     """Bootstrap settings (config ``bootstrap``): resamples, seed of the resampling, interval level."""
 
-    n_resamples: int = 2000
+    n_resamples: int = BOOTSTRAP_RESAMPLES
     seed: int = 0
     confidence: float = 0.95
 

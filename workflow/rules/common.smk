@@ -10,6 +10,7 @@ from snakemake.utils import validate
 
 from locus import methods as _methods
 from locus import run_artifacts as _artifacts
+from locus.constants import RECIPES as _RECIPES
 from locus.data.truth import SOURCES_WITH_TRUTH as _TRUTH_SOURCES, TRUTH_FILE as _TRUTH_FILE
 from locus.encoders import PACKAGED as _PACKAGED_ENCODERS
 from locus.errors import LocusError
