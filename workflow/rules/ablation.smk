@@ -5,7 +5,7 @@
 # another encoder is just another RUN_DIR path, built by `train_run` (its `d{dim}` wildcard gives --dim;
 # the `encode` rule builds the encodings of any configured encoder). The runs at the configured d and
 # encoder are those of the other tables. Include after tables.smk (BOOTSTRAP, table_data_dir).
-# Config block `ablation` (defaults below, validated here at DAG-build time):
+# Config block `ablation` (defaults in the schema; cross-field checks here at DAG-build time):
 #   dims / dim_train_sizes: LOCUS's d of the dimension ablation (must contain methods.locus.dim, the
 #   reference row) and its training sizes; encoders / encoder_train_sizes: the query encoders (must
 #   contain `encoder`, the reference row) and theirs. Seeds: the top-level `seeds`.

@@ -2,9 +2,8 @@
 # model for several pool sizes, and correctness-prediction time vs unseen queries for the largest pool.
 # Random inputs of the paper's shape (d_phi = 768) and the network of the configured LOCUS parameters: no
 # data, encodings or runs are needed. `locus bench --time-complexity` does the same without Snakemake.
-# About 1.5-3 minutes on 2 CPU cores with the defaults. It asks for `time_complexity.threads` cores (default
-# 2): on the default 2-core run that is the whole machine, so Snakemake runs nothing beside it and the
-# timings are clean; with more cores give it more threads, or run it alone.
+# It asks for `time_complexity.threads` cores: on the default 2-core run that is the whole machine, so
+# Snakemake runs nothing beside it and the timings are clean; with more cores give it more threads.
 
 TC = config["time_complexity"]
 PE = config["precision_effect"]
