@@ -1,6 +1,7 @@
 # Shared helpers: config validation (schema, then cross-field checks against the method registry and
 # the data), wildcard constraints and the one place where run paths are spelled.
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -29,7 +30,7 @@ def _coerce_command_line_lists(cfg, schema_path):
 
     def resolve(spec):
         ref = spec.get("$ref", "")
-        return {**schema["$defs"][ref.rsplit("/", 1)[-1]], **spec} if ref.startswith("#/$defs/") else spec
+        return {**schema["$defs"][ref.removeprefix("#/$defs/")], **spec} if ref.startswith("#/$defs/") else spec
 
     def parse(key, raw):
         try:
@@ -67,8 +68,11 @@ _known = _methods.names()
 for _m in config["methods"]:
     if _m not in _known:
         _config_error(f"methods: {_m!r} is not a registered method; known: {', '.join(_known)}")
-for _where, _list in (("table_methods", TABLE_METHODS), ("by_dataset_methods", BY_DATASET_METHODS),
-                      ("sample_efficiency.methods", SE["methods"])):
+for _where, _list in (
+    ("table_methods", TABLE_METHODS),
+    ("by_dataset_methods", BY_DATASET_METHODS),
+    ("sample_efficiency.methods", SE["methods"]),
+):
     for _m in _list:
         if _m not in config["methods"]:
             _config_error(f"{_where}: method {_m!r} has no entry under `methods` (known: {', '.join(_known)})")
@@ -82,20 +86,29 @@ for _m, _entry in config["methods"].items():
     if _unknown:
         _config_error(f"methods.{_m}.params: unknown parameter(s) {_unknown}; known: {sorted(_cls.defaults)}")
     if ("dim" in _cls.defaults) != (_entry["dim"] > 0):
-        _config_error(f"methods.{_m}.dim = {_entry['dim']}: " + (
-            "this method has an embedding, give its dimension (> 0)" if "dim" in _cls.defaults
-            else "this method has no embedding, use dim: 0"))
+        _config_error(
+            f"methods.{_m}.dim = {_entry['dim']}: "
+            + (
+                "this method has an embedding, give its dimension (> 0)"
+                if "dim" in _cls.defaults
+                else "this method has no embedding, use dim: 0"
+            )
+        )
 if SE["reference_method"] not in SE["methods"]:
-    _config_error(f"sample_efficiency.reference_method {SE['reference_method']!r} is not among "
-                  f"sample_efficiency.methods {SE['methods']}")
+    _config_error(
+        f"sample_efficiency.reference_method {SE['reference_method']!r} is not among "
+        f"sample_efficiency.methods {SE['methods']}"
+    )
 
 # --- encoder: packaged (offline) ones, the paper's hub ones, or names the user vouches for ----------
 _HUB_ENCODERS = ("paraphrase-albert-small-v2", "all-distilroberta-v1")
 _encoders_ok = set(_PACKAGED_ENCODERS) | set(_HUB_ENCODERS) | set(config["extra_encoders"])
 if ENCODER not in _encoders_ok:
-    _config_error(f"encoder {ENCODER!r} is unknown; offline: {', '.join(sorted(_PACKAGED_ENCODERS))}; with internet "
-                  f"also: {', '.join(_HUB_ENCODERS)}; for another sentence-transformers model add its short name "
-                  f"to `extra_encoders`")
+    _config_error(
+        f"encoder {ENCODER!r} is unknown; offline: {', '.join(sorted(_PACKAGED_ENCODERS))}; with internet "
+        f"also: {', '.join(_HUB_ENCODERS)}; for another sentence-transformers model add its short name "
+        f"to `extra_encoders`"
+    )
 
 
 # --- training sizes must fit the data's training split ---------------------------------------------
@@ -122,12 +135,16 @@ def train_split_size(dataset):
 
 _n_train = train_split_size(DATASET)
 if _n_train is not None:
-    for _where, _sizes in (("train_sizes", config["train_sizes"]), ("sample_efficiency.train_sizes",
-                                                                    SE["train_sizes"])):
+    for _where, _sizes in (
+        ("train_sizes", config["train_sizes"]),
+        ("sample_efficiency.train_sizes", SE["train_sizes"]),
+    ):
         _too_big = [n for n in _sizes if n > _n_train]
         if _too_big:
-            _config_error(f"{_where} {_too_big} exceed the {_n_train} training queries of data set {DATASET!r}; "
-                          f"use sizes <= {_n_train} (or a larger data set)")
+            _config_error(
+                f"{_where} {_too_big} exceed the {_n_train} training queries of data set {DATASET!r}; "
+                f"use sizes <= {_n_train} (or a larger data set)"
+            )
 
 # The interpreter running Snakemake also runs the jobs (the venv's python on every node).
 LOCUS = f"{shlex.quote(sys.executable)} -m locus"
@@ -171,8 +188,9 @@ RUN_DIR = "results/runs/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}"
 
 
 def run_dir(dataset, encoder, method, n, seed):
-    return RUN_DIR.format(dataset=dataset, encoder=encoder, method=method, n=n,
-                          dim=config["methods"][method]["dim"], seed=seed)
+    return RUN_DIR.format(
+        dataset=dataset, encoder=encoder, method=method, n=n, dim=config["methods"][method]["dim"], seed=seed
+    )
 
 
 def run_file(dataset, encoder, method, n, seed, name):
@@ -197,6 +215,18 @@ def run_files_named(methods, sizes, name, seeds=None, dataset=None, encoder=None
         for n in sizes
         for s in (config["seeds"] if seeds is None else seeds)
     ]
+
+
+def input_dir(key, quote=False):
+    """A params function: the directory of the rule's input `key` (of its first file), derived from the
+    inputs rather than retyped; shell-quoted with `quote`."""
+
+    def get(wildcards, input):
+        files = getattr(input, key)
+        path = os.path.dirname(files if isinstance(files, str) else files[0])
+        return shlex.quote(path) if quote else path
+
+    return get
 
 
 def as_json(value):

@@ -11,8 +11,10 @@ if "locus" not in config["methods"]:
     _config_error("onboarding: the figure embeds with LOCUS; add locus under `methods`")
 _onb_split = train_split_size(DATASET)
 if _onb_split is not None and int(ONB["train_size"]) > _onb_split:
-    _config_error(f"onboarding.train_size {ONB['train_size']} exceeds the {_onb_split} training queries of data set "
-                  f"{DATASET!r}")
+    _config_error(
+        f"onboarding.train_size {ONB['train_size']} exceeds the {_onb_split} training queries of data set "
+        f"{DATASET!r}"
+    )
 
 
 def onboarding_run_dir(count):
@@ -33,10 +35,18 @@ rule onboarding_run:
         encodings=encodings("{dataset}", "{encoder}"),
     output:
         **{name.replace(".", "_"): f"{ONB_DIR}/{name}" for name in _artifacts.run_files("locus")},
+    log:
+        f"results/logs/{ONB_DIR.removeprefix('results/')}.log",
+    benchmark:
+        f"results/benchmarks/{ONB_DIR.removeprefix('results/')}.tsv"
     wildcard_constraints:
         models=r"\d+",
         n=r"\d+",
         seed=r"\d+",
+    threads: config["threads"]
+    resources:
+        mem_mb=8000,
+        runtime=120,
     params:
         json=as_json(config["methods"]["locus"]["params"] or {}),
         dim=config["methods"]["locus"]["dim"],
@@ -44,14 +54,6 @@ rule onboarding_run:
         sampling=config["sampling"],
         duplicates=config["duplicates"],
         out=lambda w: ONB_DIR.format(**dict(w.items())),
-    threads: config["threads"]
-    resources:
-        mem_mb=8000,
-        runtime=120,
-    log:
-        f"results/logs/{ONB_DIR.removeprefix('results/')}.log",
-    benchmark:
-        f"results/benchmarks/{ONB_DIR.removeprefix('results/')}.tsv"
     shell:
         "{LOCUS} train --method locus --data results/data/{wildcards.dataset} --encodings {input.encodings} "
         "--train-size {wildcards.n} --dim {params.dim} --seed {wildcards.seed} --params {params.json:q} "
@@ -66,22 +68,28 @@ rule onboarding_figure:
         encodings=encodings(DATASET, ENCODER),
     output:
         pdf="results/figures/sample_eff_ood_test.pdf",
-        png=report("results/figures/sample_eff_ood_test.png", caption="../report/sample_eff_ood_test.rst",
-                   category="Onboarding"),
+        png=report(
+            "results/figures/sample_eff_ood_test.png",
+            caption="../report/sample_eff_ood_test.rst",
+            category="Onboarding",
+        ),
         csv="results/figures/sample_eff_ood_test.csv",
-    params:
-        runs=" ".join(shlex.quote(d) for d in onboarding_runs()),
-        options=(f"--sizes {','.join(str(int(k)) for k in ONB['sizes'])} --repeats {int(ONB['repeats'])} "
-                 f"--seed {int(ONB['seed'])} --hold-out {shlex.quote(ONB_HOLD_OUT)} "
-                 f"--data-label {shlex.quote(dataset_label(DATASET))}"),
-    threads: 2
-    resources:
-        mem_mb=4000,
-        runtime=30,
     log:
         "results/logs/onboarding/sample_eff_ood_test.log",
     benchmark:
         "results/benchmarks/onboarding/sample_eff_ood_test.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        runs=" ".join(shlex.quote(d) for d in onboarding_runs()),
+        data=input_dir("data"),
+        options=(
+            f"--sizes {','.join(str(int(k)) for k in ONB['sizes'])} --repeats {int(ONB['repeats'])} "
+            f"--seed {int(ONB['seed'])} --hold-out {shlex.quote(ONB_HOLD_OUT)} "
+            f"--data-label {shlex.quote(dataset_label(DATASET))}"
+        ),
     shell:
-        "{LOCUS} onboarding --runs {params.runs} --data results/data/{DATASET} --encodings {input.encodings} "
+        "{LOCUS} onboarding --runs {params.runs} --data {params.data} --encodings {input.encodings} "
         "{params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"

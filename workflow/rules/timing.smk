@@ -8,8 +8,10 @@
 TC = config["time_complexity"]
 PE = config["precision_effect"]
 if not set(PE["train_sizes"]) <= set(config["train_sizes"]):
-    _config_error(f"precision_effect.train_sizes {PE['train_sizes']} must be among train_sizes {config['train_sizes']} "
-                  "(the runs of the tables are re-scored); drop the others or add them to train_sizes")
+    _config_error(
+        f"precision_effect.train_sizes {PE['train_sizes']} must be among train_sizes {config['train_sizes']} "
+        "(the runs of the tables are re-scored); drop the others or add them to train_sizes"
+    )
 if "locus" not in config["methods"]:
     _config_error("precision_effect: re-scores LOCUS's runs; add locus under `methods`")
 
@@ -21,9 +23,16 @@ def _tc_sizes(key):
 rule time_complexity_figure:
     output:
         pdf="results/figures/time_complexity.pdf",
-        png=report("results/figures/time_complexity.png", caption="../report/time_complexity.rst",
-                   category="Timing"),
+        png=report("results/figures/time_complexity.png", caption="../report/time_complexity.rst", category="Timing"),
         csv="results/figures/time_complexity.csv",
+    log:
+        "results/logs/timing/time_complexity.log",
+    benchmark:
+        "results/benchmarks/timing/time_complexity.tsv"
+    threads: int(TC["threads"])
+    resources:
+        mem_mb=4000,
+        runtime=15,
     params:
         pools=_tc_sizes("pool_sizes"),
         evals=_tc_sizes("eval_sizes"),
@@ -32,14 +41,6 @@ rule time_complexity_figure:
         device="" if TC["device"] == "auto" else f"--device {TC['device']}",
         precisions=",".join(TC["precisions"]),
         json=as_json({**(config["methods"]["locus"]["params"] or {}), "dim": config["methods"]["locus"]["dim"]}),
-    threads: int(TC["threads"])
-    resources:
-        mem_mb=4000,
-        runtime=15,
-    log:
-        "results/logs/timing/time_complexity.log",
-    benchmark:
-        "results/benchmarks/timing/time_complexity.tsv"
     shell:
         "{LOCUS} bench --time-complexity {output.pdf} --pool-sizes {params.pools} --eval-sizes {params.evals} "
         "--query-sizes {params.queries} --repeat {params.repeat} {params.device} --threads {threads} "
@@ -63,17 +64,18 @@ rule precision_effect_table:
     output:
         tex="results/tables/precision_effect.tex",
         csv="results/tables/precision_effect.csv",
-    params:
-        runs=lambda w, input: " ".join(str(Path(m).parent) for m in input.metrics),
-        label=dataset_label(DATASET),
-    threads: int(PE["threads"])
-    resources:
-        mem_mb=4000,
-        runtime=15,
     log:
         "results/logs/timing/precision_effect.log",
     benchmark:
         "results/benchmarks/timing/precision_effect.tsv"
+    threads: int(PE["threads"])
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    params:
+        runs=lambda w, input: " ".join(str(Path(m).parent) for m in input.metrics),
+        label=dataset_label(DATASET),
+        data=input_dir("data"),
     shell:
-        "{LOCUS} bench --precision-effect {output.tex} --runs {params.runs} --data results/data/" + DATASET + " "
+        "{LOCUS} bench --precision-effect {output.tex} --runs {params.runs} --data {params.data} "
         "--encodings {input.encodings} --data-label {params.label:q} --threads {threads} > {log} 2>&1"
