@@ -34,10 +34,12 @@ def test_snakefmt_check():
     snakefmt = Path(sys.executable).parent / "snakefmt"
     if not snakefmt.exists():
         pytest.skip("snakefmt is not installed beside this interpreter")
-    res = subprocess.run([str(snakefmt), "--check", "--line-length", SNAKEFMT_LINE_LENGTH, "Snakefile", "workflow"],
-                         cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, ("snakefmt would reformat (run `snakefmt --line-length 120 Snakefile workflow`):\n"
-                                 + res.stdout + res.stderr)
+    cmd = [str(snakefmt), "--line-length", SNAKEFMT_LINE_LENGTH, "Snakefile", "workflow"]
+    res = subprocess.run([*cmd, "--check"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    if res.returncode != 0:
+        diff = subprocess.run([*cmd, "--compact-diff"], cwd=REPO, capture_output=True, text=True, timeout=300)
+        pytest.fail("snakefmt would reformat (run `snakefmt --line-length 120 Snakefile workflow`):\n"
+                    + res.stderr + diff.stdout + diff.stderr)
 
 
 def unaccepted_lints(output: str) -> list[str]:
