@@ -2,7 +2,7 @@
 
 One source for each: the package modules that give these values their meaning import them from
 here (``locus.data.canonical``, ``locus.runs``, ``locus.experiments``), the commands use them as
-argparse choices and defaults, and ``tests/test_workflow_lint.py`` checks the workflow's schema
+argparse choices and defaults, and ``tests/test_workflow.py`` checks the workflow's schema
 against them. No imports, so building the command-line parser (``locus --help``) stays fast.
 """
 from __future__ import annotations

@@ -22,8 +22,7 @@ import importlib
 import logging
 
 from locus.cli import output_dir
-from locus.constants import (DEFAULT_DUPLICATE_POLICY, DEFAULT_SPLIT_OVERLAP, DUPLICATE_POLICIES,
-                             SPLIT_OVERLAP_POLICIES)
+from locus.constants import DEFAULT_DUPLICATE_POLICY, DEFAULT_SPLIT_OVERLAP, DUPLICATE_POLICIES, SPLIT_OVERLAP_POLICIES
 from locus.errors import ConfigError
 from locus.params import parse_params
 
