@@ -20,6 +20,7 @@ import pandas as pd
 from locus import evaluation, methods
 from locus import run_artifacts as ra
 from locus.atomic import atomic_dir, write_json
+from locus.constants import SAMPLING
 from locus.data.canonical import EvalData, read_dataset, resolve_model
 from locus.data.encodings import check_matches, read_encodings, write_vectors
 from locus.errors import ConfigError, DataError
@@ -27,7 +28,6 @@ from locus.methods.base import EmbeddingMethod, FitData
 
 log = logging.getLogger(__name__)
 
-SAMPLING = ("shared", "per_model")
 DRAW_ONBOARD = 5  # kind of draw for locus.geometry.views.rng_for (fixed: other views' draws never shift)
 
 

@@ -212,7 +212,7 @@ def test_kinds_and_labels_are_consistent():
     from locus.commands import table
 
     assert table.ABLATION_KINDS == ablation.KINDS
-    assert not set(table.KINDS) & set(table.ABLATION_KINDS)
+    assert not set(table.TABLE_KINDS) & set(table.ABLATION_KINDS)
     assert {(ablation.BY[k], ablation.METRIC[k]) for k in ablation.KINDS} == {
         (b, m) for b in ("dim", "encoder") for m in ("routing_acc", "correctness_acc")}
     assert ablation.setting_labels("dim", 128, 128) == ("128 (default)", "128 (default)")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -112,10 +114,21 @@ def test_other_oserrors_keep_their_traceback(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------------------------------------- commands
 # (that commands never import each other is a contract of `lint-imports`: pyproject.toml, tests/test_lint.py)
-def test_command_kinds_match_the_package():
+def test_command_choices_come_from_the_package_vocabularies():
+    """Commands take their choices from locus.constants, as the package does; building every parser still
+    imports no numeric library (why those vocabularies live in a module without imports)."""
+    from locus import constants
     from locus.commands import figure, table
-    from locus.experiments import figures, tables
-    assert table.KINDS == tables.KINDS and figure.KINDS == figures.KINDS
+    from locus.data import canonical
+    from locus.experiments import ablation, figures, tables
+    assert tables.KINDS is constants.TABLE_KINDS is table.TABLE_KINDS
+    assert ablation.KINDS is constants.ABLATION_KINDS is table.ABLATION_KINDS
+    assert figures.KINDS is constants.FIGURE_KINDS is figure.FIGURE_KINDS
+    assert canonical.DUPLICATE_POLICIES is constants.DUPLICATE_POLICIES
+    code = ("import sys; from locus import cli; cli.build_parser(); "
+            "print(sorted(m for m in ('numpy', 'pandas', 'scipy', 'torch') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_every_output_option_is_checked():

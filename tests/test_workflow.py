@@ -174,3 +174,36 @@ def test_figure_seeds_are_separate_from_table_seeds(tmp_path):
     res = snakemake("-n", "results/tables/routing.tex", "--directory", str(tmp_path), "--configfile", str(own))
     assert res.returncode == 0, res.stderr + res.stdout
     assert "/s5/" not in res.stdout and "locus/n256/d128/s0/metrics.json" in res.stdout
+
+
+def test_schema_vocabularies_and_defaults_are_the_package_ones():
+    """The schema (JSON, so it cannot import) spells the package's vocabularies and shared defaults; the
+    rules read every default from it (validate fills them in), so this is the one place they must agree."""
+    import yaml
+
+    from locus import constants
+    from locus.methods import locus_method
+
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    props = schema["properties"]
+    assert tuple(props["duplicates"]["enum"]) == constants.DUPLICATE_POLICIES
+    assert props["duplicates"]["default"] == constants.DEFAULT_DUPLICATE_POLICY
+    assert tuple(props["sampling"]["enum"]) == constants.SAMPLING
+    assert props["sampling"]["default"] == constants.DEFAULT_SAMPLING
+    assert props["bootstrap"]["properties"]["n_resamples"]["default"] == constants.BOOTSTRAP_RESAMPLES
+    tta = props["time_to_accuracy"]["properties"]
+    assert sorted(tta["recipes"]["items"]["enum"]) == sorted(tta["reference"]["enum"]) == sorted(constants.RECIPES)
+    assert sorted(locus_method.RECIPES) == sorted(constants.RECIPES)
+    precisions = props["time_complexity"]["properties"]["precisions"]
+    assert tuple(precisions["items"]["enum"]) == tuple(locus_method.PRECISIONS) == constants.PRECISIONS
+
+
+def test_rules_take_defaults_from_the_schema():
+    """No `.get(key, literal)` copy of a schema default in the rules: a config key is read as config[...]
+    after validation has filled in the schema's defaults (a default derived from another value may stay)."""
+    copies = [f"{path.name}:{n}: {line.strip()}"
+              for path in sorted((REPO / "workflow" / "rules").glob("*.smk"))
+              for n, line in enumerate(path.read_text().splitlines(), 1)
+              if re.search(r"\b(config|GEO|SE|TTA|REG|ABL|ONB|TC|PE|NB|PF|VIEWS)(\[[^]]+\])*\.get\([^,)]+,\s*"
+                           r"([\"'\[{\d-]|True|False|None)", line)]
+    assert not copies, "read these from config[...] and give the key a default in the schema:\n" + "\n".join(copies)

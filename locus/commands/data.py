@@ -22,6 +22,7 @@ import importlib
 import logging
 
 from locus.cli import output_dir
+from locus.constants import DEFAULT_DUPLICATE_POLICY, DEFAULT_SPLIT_OVERLAP, DUPLICATE_POLICIES, SPLIT_OVERLAP_POLICIES
 from locus.errors import ConfigError
 from locus.params import parse_params
 
@@ -36,11 +37,9 @@ SOURCES = {
     "llmrouter": "locus.data.llmrouter",
     "csv": "locus.data.csv_source",
 }
-# the data-set options and their canonical defaults; the same as locus.data.canonical.DATASET_OPTIONS
-# (repeated here so that `locus --help` does not import pandas; a test checks they agree)
-OPTION_CHOICES = {"duplicates": ("last", "max", "mean", "error"),
-                  "split_overlap": ("error", "keep_test", "keep_train", "keep_all")}
-OPTION_DEFAULTS = {"duplicates": "last", "split_overlap": "error"}
+# the data-set options and their canonical defaults (as locus.data.canonical.DATASET_OPTIONS)
+OPTION_CHOICES = {"duplicates": DUPLICATE_POLICIES, "split_overlap": SPLIT_OVERLAP_POLICIES}
+OPTION_DEFAULTS = {"duplicates": DEFAULT_DUPLICATE_POLICY, "split_overlap": DEFAULT_SPLIT_OVERLAP}
 
 log = logging.getLogger(__name__)
 

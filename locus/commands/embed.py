@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from locus.cli import existing_dir, int_at_least, output_file
+from locus.constants import PRECISIONS
 
 NAME = "embed"
 HELP = "embed a new model from its scored prompts (CSV/Parquet with prompt,score) and list its nearest models"
@@ -17,7 +18,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--model", default=None, metavar="NAME",
                         help="the model to embed when the score file has a 'model' column with several models")
     parser.add_argument("--encoder", default=None, help="sentence encoder (default: the run's encoder)")
-    parser.add_argument("--precision", choices=("float32", "bfloat16"), default=None,
+    parser.add_argument("--precision", choices=PRECISIONS, default=None,
                         help="arithmetic of the forward pass (LOCUS runs; default: the run's precision parameter, "
                              "float32 unless trained otherwise); bfloat16 is faster on CPUs with AVX512-BF16/AMX")
     parser.add_argument("--out", type=output_file(), default=None, help="write the embedding to this Parquet file")

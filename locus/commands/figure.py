@@ -8,14 +8,14 @@ the factors have no interval and none is annotated.
 from __future__ import annotations
 
 from locus.cli import comma_list, existing_dir, int_at_least, output_file
+from locus.constants import FIGURE_KINDS, SCORED_SPLITS
 
 NAME = "figure"
 HELP = "render a figure (PDF + PNG + CSV) from runs' metrics.json files"
-KINDS = ("sample-efficiency", "time-to-accuracy")  # = locus.experiments.figures.KINDS
 
 
 def add_arguments(p):
-    p.add_argument("kind", choices=KINDS, help="figure")
+    p.add_argument("kind", choices=FIGURE_KINDS, help="figure")
     p.add_argument("--metrics", nargs="+", default=None,
                    help="sample-efficiency: metrics.json files of the runs to plot")
     p.add_argument("--runs", nargs="+", default=None,
@@ -43,7 +43,7 @@ def add_arguments(p):
                    help="training size of the reference method at which to quote the factor "
                         "(default: its measured size nearest the geometric middle of its range)")
     p.add_argument("--metric", default="routing_acc", choices=["routing_acc", "correctness_acc", "hit@3", "hit@5"])
-    p.add_argument("--split", default="test", choices=["test", "val"])
+    p.add_argument("--split", default="test", choices=SCORED_SPLITS)
     p.add_argument("--data-label", default=None,
                    help="data set name for the title (default: the data set's name recorded in the runs)")
 

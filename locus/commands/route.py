@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from locus.cli import comma_list, existing_dir, positive_int
+from locus.constants import PRECISIONS
 
 NAME = "route"
 HELP = "rank the models of a trained run for one or more queries (predicted probability of a correct answer)"
@@ -18,7 +19,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--models", type=comma_list, default=None,
                         help="comma list of candidate model ids or names (default: all)")
     parser.add_argument("--encoder", default=None, help="sentence encoder (default: the run's encoder)")
-    parser.add_argument("--precision", choices=("float32", "bfloat16"), default=None,
+    parser.add_argument("--precision", choices=PRECISIONS, default=None,
                         help="arithmetic of the forward pass (LOCUS runs; default: the run's precision parameter, "
                              "float32 unless trained otherwise); bfloat16 is faster on CPUs with AVX512-BF16/AMX")
 

@@ -7,6 +7,7 @@ split, per-benchmark spread, closest model pairs) as Markdown; ``--json`` also w
 from __future__ import annotations
 
 from locus.cli import output_file
+from locus.constants import DEFAULT_DUPLICATE_POLICY, DUPLICATE_POLICIES
 
 NAME = "stats"
 HELP = "pool statistics of a data set: model disagreement, shared difficulty, routing headroom, closest models"
@@ -15,7 +16,7 @@ HELP = "pool statistics of a data set: model disagreement, shared difficulty, ro
 def add_arguments(p):
     p.add_argument("--data", required=True, help="canonical data set directory")
     p.add_argument("--json", default=None, type=output_file((".json",)), help="also write the statistics as JSON")
-    p.add_argument("--duplicates", default="last", choices=["last", "max", "mean", "error"],
+    p.add_argument("--duplicates", default=DEFAULT_DUPLICATE_POLICY, choices=DUPLICATE_POLICIES,
                    help="policy for several scores of one (prompt, model) in a data set written by hand")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from locus.cli import output_file
+from locus.constants import DEFAULT_DUPLICATE_POLICY, DUPLICATE_POLICIES
 
 NAME = "summary"
 HELP = "write a Markdown summary of a data set (sizes, accuracies, oracle, best single model)"
@@ -15,7 +16,7 @@ def add_arguments(p):
     p.add_argument("--data", required=True, help="canonical data set directory")
     p.add_argument("--out", required=True, type=output_file(), help="output Markdown file")
     p.add_argument("--label", default=None, help="data set label shown in the title (default: the directory name)")
-    p.add_argument("--duplicates", default="last", choices=["last", "max", "mean", "error"],
+    p.add_argument("--duplicates", default=DEFAULT_DUPLICATE_POLICY, choices=DUPLICATE_POLICIES,
                    help="policy for several scores of one (prompt, model) in a data set written by hand")
 
 

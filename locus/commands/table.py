@@ -11,12 +11,10 @@ from __future__ import annotations
 import argparse
 
 from locus.cli import comma_list, existing_dir, existing_file, int_at_least, output_file
+from locus.constants import ABLATION_KINDS, BOOTSTRAP_RESAMPLES, SCORED_SPLITS, TABLE_KINDS
 
 NAME = "table"
 HELP = "render a comparison table (LaTeX + CSV, with paired bootstrap CIs) from runs' metrics.json files"
-KINDS = ("routing", "routing-by-dataset", "correctness-by-dataset")  # = locus.experiments.tables.KINDS
-ABLATION_KINDS = ("dim-ablation-routing", "dim-ablation-correctness", "encoder-ablation-routing",
-                  "encoder-ablation-correctness")  # = locus.experiments.ablation.KINDS
 
 
 def level(text: str) -> float:
@@ -34,7 +32,7 @@ level.__name__ = "confidence level"
 
 
 def add_arguments(p):
-    p.add_argument("kind", choices=KINDS + ABLATION_KINDS,
+    p.add_argument("kind", choices=TABLE_KINDS + ABLATION_KINDS,
                    help="table layout; the *-ablation-* kinds compare settings of one method (rows = embedding "
                         "dimension d or query encoder x training size, the by-dataset layout) and need "
                         "--reference-setting")
@@ -60,13 +58,13 @@ def add_arguments(p):
                         "the best single model chosen on train (routing kinds only)")
     p.add_argument("--data-label", default=None,
                    help="data set name for the caption (default: the data set's name recorded in the runs)")
-    p.add_argument("--split", default="test", choices=["test", "val"], help="which split's metrics (default test)")
+    p.add_argument("--split", default="test", choices=SCORED_SPLITS, help="which split's metrics (default test)")
     p.add_argument("--label", default=None, help="LaTeX \\label (default: the paper's label for the kind)")
     p.add_argument("--reference-method", default=None,
                    help="method every approach's bootstrap difference is taken to (default locus; not for the "
                         "ablation kinds: see --reference-setting)")
-    p.add_argument("--bootstrap-resamples", type=int_at_least(1), default=2000,
-                   help="paired bootstrap resamples of the test queries (default 2000)")
+    p.add_argument("--bootstrap-resamples", type=int_at_least(1), default=BOOTSTRAP_RESAMPLES,
+                   help=f"paired bootstrap resamples of the test queries (default {BOOTSTRAP_RESAMPLES})")
     p.add_argument("--bootstrap-seed", type=int_at_least(0), default=0, help="seed of the resampling (default 0)")
     p.add_argument("--confidence", type=level, default=0.95, help="confidence level of the intervals (default 0.95)")
 

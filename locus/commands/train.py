@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from locus.cli import int_at_least, output_dir, positive_int, threads_arg
+from locus.constants import DEFAULT_DUPLICATE_POLICY, DEFAULT_SAMPLING, DUPLICATE_POLICIES, SAMPLING
 
 NAME = "train"
 HELP = "fit one method on a run's training evaluations, score val/test and write the run directory"
@@ -16,9 +17,9 @@ def add_arguments(p):
                    help="embedding dimension (overrides params 'dim'; 0 = method has none)")
     p.add_argument("--seed", type=int_at_least(0), default=0)
     p.add_argument("--params", default="{}", help="method parameters as a JSON object")
-    p.add_argument("--sampling", default="shared", choices=["shared", "per_model"],
+    p.add_argument("--sampling", default=DEFAULT_SAMPLING, choices=SAMPLING,
                    help="shared: one training query set for all models (authors); per_model: drawn per model")
-    p.add_argument("--duplicates", default="last", choices=["last", "max", "mean", "error"])
+    p.add_argument("--duplicates", default=DEFAULT_DUPLICATE_POLICY, choices=DUPLICATE_POLICIES)
     p.add_argument("--threads", type=threads_arg, default=0, help="torch threads (0: torch default)")
     p.add_argument("--hold-out", default=None, metavar="column|NAME,NAME,...",
                    help="leave these models out of training (new-model onboarding): 'column' = the data set's "

@@ -25,6 +25,8 @@ import numpy as np
 import pandas as pd
 
 from locus import atomic
+from locus.constants import (DEFAULT_DUPLICATE_POLICY, DEFAULT_SPLIT_OVERLAP, DUPLICATE_POLICIES,
+                             SPLIT_OVERLAP_POLICIES, SPLITS)
 from locus.data.validation import (ORIGIN, ORIGIN_ROW, SHOW, describe_overlap, describe_pair,
                                    every_model_and_split_scored, format_ids, int_column, known_ids, known_splits,
                                    model_metadata, origin_files, require_columns, score_column, text_column)
@@ -34,11 +36,6 @@ from locus.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
-SPLITS = ("train", "val", "test")
-DUPLICATE_POLICIES = ("last", "max", "mean", "error")
-DEFAULT_DUPLICATE_POLICY = "last"  # the authors' code keeps the last row per (prompt, model)
-SPLIT_OVERLAP_POLICIES = ("error", "keep_test", "keep_train", "keep_all")
-DEFAULT_SPLIT_OVERLAP = "error"
 DATASET_OPTIONS = {"duplicates": DUPLICATE_POLICIES, "split_overlap": SPLIT_OVERLAP_POLICIES}
 
 QUERY_COLUMNS = ("prompt_id", "prompt", "benchmark", "category", "split")

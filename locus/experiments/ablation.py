@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from locus.constants import ABLATION_KINDS
 from locus.errors import DataError
 from locus.experiments import bootstrap, tables
 from locus.experiments.comparison import OVERALL, Collection, Run, collect_runs, load_metrics, query_values
@@ -28,8 +29,7 @@ from locus.outputs import check_outputs
 from locus.render import labels, latex, write_csv
 from locus.render.labels import escape
 
-KINDS = ("dim-ablation-routing", "dim-ablation-correctness", "encoder-ablation-routing",
-         "encoder-ablation-correctness")
+KINDS = ABLATION_KINDS
 BY = {k: k.split("-", 1)[0] for k in KINDS}  # "dim" | "encoder"
 LAYOUT = {k: "routing-by-dataset" if k.endswith("routing") else "correctness-by-dataset" for k in KINDS}
 METRIC = {k: "routing_acc" if k.endswith("routing") else "correctness_acc" for k in KINDS}

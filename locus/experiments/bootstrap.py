@@ -24,6 +24,7 @@ import numpy as np
 from scipy import stats
 
 from locus import evaluation
+from locus.constants import BOOTSTRAP_RESAMPLES
 from locus.evaluation import EXPECTED
 
 METRICS = ("routing_acc", "correctness_acc")
@@ -34,7 +35,7 @@ _MAX_ELEMENTS = 4_000_000  # resampled values per array held at once (2 arrays x
 class Settings:
     """Bootstrap settings (config ``bootstrap``): resamples, seed of the resampling, interval level."""
 
-    n_resamples: int = 2000
+    n_resamples: int = BOOTSTRAP_RESAMPLES
     seed: int = 0
     confidence: float = 0.95
 

@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from locus.constants import FIGURE_KINDS
 from locus.errors import ConfigError
 from locus.experiments import sample_efficiency as se
 from locus.experiments.comparison import collect
 from locus.outputs import check_outputs
 
-KINDS = ("sample-efficiency", "time-to-accuracy")  # time-to-accuracy: locus.experiments.time_to_accuracy
+KINDS = FIGURE_KINDS  # time-to-accuracy: locus.experiments.time_to_accuracy
 METRICS = ("routing_acc", "correctness_acc", "hit@3", "hit@5")
 CSV_COLUMNS = ["kind", "method", "train_size", "mean", "std", "n_seeds", "reference_curve_n", "target",
                "n_reference", "n_method", "factor", "crossing", "ci_low", "ci_high", "share_defined", "status",

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from locus.constants import TABLE_KINDS
 from locus.errors import DataError
 from locus.experiments import bootstrap, expected
 from locus.experiments.bootstrap import EXPECTED
@@ -30,7 +31,7 @@ from locus.render import latex, write_csv
 from locus.render.labels import escape
 from locus.render.latex import MARK
 
-KINDS = ("routing", "routing-by-dataset", "correctness-by-dataset")
+KINDS = TABLE_KINDS
 LABELS = {"routing": "tab:concise_routing_correctness", "routing-by-dataset": "tab:routing_acc_by_dataset_full",
           "correctness-by-dataset": "tab:correctness_pred_by_dataset_full"}
 METRIC = {"routing": "routing_acc", "routing-by-dataset": "routing_acc", "correctness-by-dataset": "correctness_acc"}

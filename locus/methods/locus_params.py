@@ -16,8 +16,8 @@ from typing import Any
 from locus.errors import ConfigError
 from locus.methods.base import SELECT_BY
 
-PRECISIONS = ("float32", "bfloat16")  # values of `precision` (embedding and prediction)
-RECIPE_NAMES = ("fast", "paper")
+from locus.constants import PRECISIONS  # noqa: F401  (re-exported: values of `precision`)
+from locus.constants import RECIPES as RECIPE_NAMES
 
 
 def _param(default, doc: str, *, at_least=None, above=None, below=None, at_most=None, choices=None,

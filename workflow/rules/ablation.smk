@@ -5,10 +5,11 @@
 # another encoder is just another RUN_DIR path, built by `train_run` (its `d{dim}` wildcard gives --dim;
 # the `encode` rule builds the encodings of any configured encoder). The runs at the configured d and
 # encoder are those of the other tables. Include after tables.smk (BOOTSTRAP, table_data_dir).
-# Config block `ablation` (defaults below, validated here at DAG-build time):
+# Config block `ablation` (defaults in the schema; cross-field checks here at DAG-build time):
 #   dims / dim_train_sizes: LOCUS's d of the dimension ablation (must contain methods.locus.dim, the
 #   reference row) and its training sizes; encoders / encoder_train_sizes: the query encoders (must
 #   contain `encoder`, the reference row) and theirs. Seeds: the top-level `seeds`.
+
 
 localrules:
     dim_ablation_routing_table,
@@ -17,8 +18,7 @@ localrules:
     encoder_ablation_correctness_table,
 
 
-ABL = {"dims": [32, 128], "dim_train_sizes": [256], "encoders": ["all-MiniLM-L6-v2", "all-mpnet-base-v2"],
-       "encoder_train_sizes": [256], **(config.get("ablation") or {})}
+ABL = config["ablation"]
 # the tables (their CSVs beside them); the encoder tables need every encoder of ablation.encoders installed
 # (all-mpnet-base-v2: `bash install.sh --mpnet`; hub encoders: internet)
 DIM_ABLATION_TARGETS = [f"results/tables/dim_ablation_{_metric}.tex" for _metric in ("routing", "correctness")]
@@ -30,8 +30,9 @@ def _ablation_checks():
     """Cross-field checks of the `ablation` block (the schema checks the types)."""
     unknown = sorted(set(ABL) - {"dims", "dim_train_sizes", "encoders", "encoder_train_sizes"})
     if unknown:
-        _config_error(f"ablation: unknown key(s) {unknown}; known: dims, dim_train_sizes, encoders, "
-                      "encoder_train_sizes")
+        _config_error(
+            f"ablation: unknown key(s) {unknown}; known: dims, dim_train_sizes, encoders, " "encoder_train_sizes"
+        )
     if "locus" not in config["methods"]:
         _config_error("ablation: the ablation tables compare settings of LOCUS; add locus under `methods`")
     for key in ABL:
@@ -44,28 +45,36 @@ def _ablation_checks():
             _config_error(f"ablation.{key} {values}: expected positive integers")
     dim = config["methods"]["locus"]["dim"]
     if dim not in ABL["dims"]:
-        _config_error(f"methods.locus.dim {dim} is not among ablation.dims {ABL['dims']}: the dimension ablation "
-                      f"compares every d to the configured one (its reference row); add {dim} to ablation.dims")
+        _config_error(
+            f"methods.locus.dim {dim} is not among ablation.dims {ABL['dims']}: the dimension ablation "
+            f"compares every d to the configured one (its reference row); add {dim} to ablation.dims"
+        )
     locus_cls = _methods.method_class("locus")
     for d in ABL["dims"]:
         try:
-            locus_cls({**(config["methods"]["locus"].get("params") or {}), "dim": d})
+            locus_cls({**(config["methods"]["locus"]["params"] or {}), "dim": d})
         except LocusError as exc:
             _config_error(f"ablation.dims: d = {d} does not fit LOCUS's parameters ({exc})")
     if ENCODER not in ABL["encoders"]:
-        _config_error(f"encoder {ENCODER!r} is not among ablation.encoders {ABL['encoders']}: the encoder ablation "
-                      f"compares every encoder to the configured one (its reference row); add it to ablation.encoders")
+        _config_error(
+            f"encoder {ENCODER!r} is not among ablation.encoders {ABL['encoders']}: the encoder ablation "
+            f"compares every encoder to the configured one (its reference row); add it to ablation.encoders"
+        )
     for e in ABL["encoders"]:
         if e not in _encoders_ok:  # common.smk: packaged, the paper's hub encoders and `extra_encoders`
-            _config_error(f"ablation.encoders: {e!r} is unknown; offline: {', '.join(sorted(_PACKAGED_ENCODERS))}; "
-                          f"with internet also: {', '.join(_HUB_ENCODERS)}; for another sentence-transformers model "
-                          f"add its short name to `extra_encoders`")
+            _config_error(
+                f"ablation.encoders: {e!r} is unknown; offline: {', '.join(sorted(_PACKAGED_ENCODERS))}; "
+                f"with internet also: {', '.join(_HUB_ENCODERS)}; for another sentence-transformers model "
+                f"add its short name to `extra_encoders`"
+            )
     n_train = train_split_size(DATASET)
     for key in ("dim_train_sizes", "encoder_train_sizes"):
         too_big = [n for n in ABL[key] if n_train is not None and n > n_train]
         if too_big:
-            _config_error(f"ablation.{key} {too_big} exceed the {n_train} training queries of data set {DATASET!r}; "
-                          f"use sizes <= {n_train}")
+            _config_error(
+                f"ablation.{key} {too_big} exceed the {n_train} training queries of data set {DATASET!r}; "
+                f"use sizes <= {n_train}"
+            )
 
 
 _ablation_checks()
@@ -75,15 +84,24 @@ def ablation_run_files(by, name):
     """File `name` of every LOCUS run of an ablation: each d of ablation.dims at the configured encoder
     (RUN_DIR with an explicit d), or each encoder of ablation.encoders at the configured d."""
     if by == "dim":
-        return [f"{RUN_DIR.format(dataset=DATASET, encoder=ENCODER, method='locus', n=n, dim=d, seed=s)}/{name}"
-                for d in ABL["dims"] for n in ABL["dim_train_sizes"] for s in config["seeds"]]
-    return [path for e in ABL["encoders"]
-            for path in run_files_named(["locus"], ABL["encoder_train_sizes"], name, encoder=e)]
+        return [
+            f"{RUN_DIR.format(dataset=DATASET, encoder=ENCODER, method='locus', n=n, dim=d, seed=s)}/{name}"
+            for d in ABL["dims"]
+            for n in ABL["dim_train_sizes"]
+            for s in config["seeds"]
+        ]
+    return [
+        path
+        for e in ABL["encoders"]
+        for path in run_files_named(["locus"], ABL["encoder_train_sizes"], name, encoder=e)
+    ]
 
 
 # the bootstrap options of `locus table` without --reference-method: an ablation's reference is a setting
-ABLATION_BOOTSTRAP = (f"--bootstrap-resamples {int(BOOTSTRAP['n_resamples'])} "
-                      f"--bootstrap-seed {int(BOOTSTRAP['seed'])} --confidence {float(BOOTSTRAP['confidence'])}")
+ABLATION_BOOTSTRAP = (
+    f"--bootstrap-resamples {int(BOOTSTRAP['n_resamples'])} "
+    f"--bootstrap-seed {int(BOOTSTRAP['seed'])} --confidence {float(BOOTSTRAP['confidence'])}"
+)
 
 
 for _by in ("dim", "encoder"):
@@ -103,6 +121,10 @@ for _by in ("dim", "encoder"):
                     category="Tables",
                 ),
                 csv=f"results/tables/{_by}_ablation_{_metric}.csv",
+            log:
+                f"results/logs/ablation/{_by}_ablation_{_metric}.log",
+            benchmark:
+                f"results/benchmarks/ablation/{_by}_ablation_{_metric}.tsv"
             params:
                 kind=f"{_by}-ablation-{_metric}",
                 reference=str(config["methods"]["locus"]["dim"] if _by == "dim" else ENCODER),
@@ -110,10 +132,6 @@ for _by in ("dim", "encoder"):
                 label=dataset_label(DATASET),
                 data=table_data_dir,
                 bootstrap=ABLATION_BOOTSTRAP,
-            log:
-                f"results/logs/ablation/{_by}_ablation_{_metric}.log",
-            benchmark:
-                f"results/benchmarks/ablation/{_by}_ablation_{_metric}.tsv"
             shell:
                 "{LOCUS} table {params.kind} --metrics {input.metrics} --data {params.data:q} --out {output.tex} "
                 "--methods locus --reference-setting {params.reference:q} --settings {params.settings:q} "

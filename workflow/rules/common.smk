@@ -1,6 +1,7 @@
 # Shared helpers: config validation (schema, then cross-field checks against the method registry and
 # the data), wildcard constraints and the one place where run paths are spelled.
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from snakemake.utils import validate
 
 from locus import methods as _methods
 from locus import run_artifacts as _artifacts
+from locus.constants import RECIPES as _RECIPES
 from locus.data.truth import SOURCES_WITH_TRUTH as _TRUTH_SOURCES, TRUTH_FILE as _TRUTH_FILE
 from locus.encoders import PACKAGED as _PACKAGED_ENCODERS
 from locus.errors import LocusError
@@ -28,7 +30,7 @@ def _coerce_command_line_lists(cfg, schema_path):
 
     def resolve(spec):
         ref = spec.get("$ref", "")
-        return {**schema["$defs"][ref.rsplit("/", 1)[-1]], **spec} if ref.startswith("#/$defs/") else spec
+        return {**schema["$defs"][ref.removeprefix("#/$defs/")], **spec} if ref.startswith("#/$defs/") else spec
 
     def parse(key, raw):
         try:
@@ -45,11 +47,11 @@ def _coerce_command_line_lists(cfg, schema_path):
 
 
 _coerce_command_line_lists(config, _SCHEMA)
-validate(config, _SCHEMA)
+validate(config, _SCHEMA, set_default=True)  # the schema's defaults fill every missing key
 
 DATASET = config["dataset"]
 ENCODER = config["encoder"]
-SE = config.get("sample_efficiency", {})
+SE = config["sample_efficiency"]
 TABLE_METHODS = config["table_methods"]
 BY_DATASET_METHODS = config.get("by_dataset_methods", TABLE_METHODS)
 if DATASET not in config["datasets"]:
@@ -66,36 +68,48 @@ _known = _methods.names()
 for _m in config["methods"]:
     if _m not in _known:
         _config_error(f"methods: {_m!r} is not a registered method; known: {', '.join(_known)}")
-for _where, _list in (("table_methods", TABLE_METHODS), ("by_dataset_methods", BY_DATASET_METHODS),
-                      ("sample_efficiency.methods", SE.get("methods", []))):
+for _where, _list in (
+    ("table_methods", TABLE_METHODS),
+    ("by_dataset_methods", BY_DATASET_METHODS),
+    ("sample_efficiency.methods", SE["methods"]),
+):
     for _m in _list:
         if _m not in config["methods"]:
             _config_error(f"{_where}: method {_m!r} has no entry under `methods` (known: {', '.join(_known)})")
 for _m, _entry in config["methods"].items():
     _cls = _methods.method_class(_m)
-    _params = _entry.get("params", {}) or {}
+    _params = _entry["params"] or {}
     for _key, _home in (("dim", f"methods.{_m}.dim"), ("threads", "the top-level `threads`")):
         if _key in _params:
             _config_error(f"methods.{_m}.params.{_key}: set it with {_home} instead (one source for each value)")
     if ("dim" in _cls.defaults) != (_entry["dim"] > 0):
-        _config_error(f"methods.{_m}.dim = {_entry['dim']}: " + (
-            "this method has an embedding, give its dimension (> 0)" if "dim" in _cls.defaults
-            else "this method has no embedding, use dim: 0"))
+        _config_error(
+            f"methods.{_m}.dim = {_entry['dim']}: "
+            + (
+                "this method has an embedding, give its dimension (> 0)"
+                if "dim" in _cls.defaults
+                else "this method has no embedding, use dim: 0"
+            )
+        )
     try:  # names (and, for LOCUS, types and ranges) as `locus train` checks them
         _cls.validate_params({**_params, **({"dim": _entry["dim"]} if _entry["dim"] > 0 else {})})
     except LocusError as _exc:
         _config_error(f"methods.{_m}.params: " + str(_exc).removeprefix(f"method {_m!r}: "))
-if SE and SE.get("reference_method", "locus") not in SE.get("methods", []):
-    _config_error(f"sample_efficiency.reference_method {SE.get('reference_method', 'locus')!r} is not among "
-                  f"sample_efficiency.methods {SE.get('methods', [])}")
+if SE["reference_method"] not in SE["methods"]:
+    _config_error(
+        f"sample_efficiency.reference_method {SE['reference_method']!r} is not among "
+        f"sample_efficiency.methods {SE['methods']}"
+    )
 
 # --- encoder: packaged (offline) ones, the paper's hub ones, or names the user vouches for ----------
 _HUB_ENCODERS = ("paraphrase-albert-small-v2", "all-distilroberta-v1")
-_encoders_ok = set(_PACKAGED_ENCODERS) | set(_HUB_ENCODERS) | set(config.get("extra_encoders", []))
+_encoders_ok = set(_PACKAGED_ENCODERS) | set(_HUB_ENCODERS) | set(config["extra_encoders"])
 if ENCODER not in _encoders_ok:
-    _config_error(f"encoder {ENCODER!r} is unknown; offline: {', '.join(sorted(_PACKAGED_ENCODERS))}; with internet "
-                  f"also: {', '.join(_HUB_ENCODERS)}; for another sentence-transformers model add its short name "
-                  f"to `extra_encoders`")
+    _config_error(
+        f"encoder {ENCODER!r} is unknown; offline: {', '.join(sorted(_PACKAGED_ENCODERS))}; with internet "
+        f"also: {', '.join(_HUB_ENCODERS)}; for another sentence-transformers model add its short name "
+        f"to `extra_encoders`"
+    )
 
 
 # --- training sizes must fit the data's training split ---------------------------------------------
@@ -106,7 +120,7 @@ def train_split_size(dataset):
         from locus.data import synthetic
 
         try:
-            return int(synthetic.split_sizes(entry.get("params", {}) or {})["train"])
+            return int(synthetic.split_sizes(entry["params"])["train"])
         except LocusError as exc:
             _config_error(f"datasets.{dataset}.params: {exc}")
     queries = Path(f"results/data/{dataset}/queries.parquet")
@@ -122,12 +136,16 @@ def train_split_size(dataset):
 
 _n_train = train_split_size(DATASET)
 if _n_train is not None:
-    for _where, _sizes in (("train_sizes", config["train_sizes"]), ("sample_efficiency.train_sizes",
-                                                                    SE.get("train_sizes", []))):
+    for _where, _sizes in (
+        ("train_sizes", config["train_sizes"]),
+        ("sample_efficiency.train_sizes", SE["train_sizes"]),
+    ):
         _too_big = [n for n in _sizes if n > _n_train]
         if _too_big:
-            _config_error(f"{_where} {_too_big} exceed the {_n_train} training queries of data set {DATASET!r}; "
-                          f"use sizes <= {_n_train} (or a larger data set)")
+            _config_error(
+                f"{_where} {_too_big} exceed the {_n_train} training queries of data set {DATASET!r}; "
+                f"use sizes <= {_n_train} (or a larger data set)"
+            )
 
 # The interpreter running Snakemake also runs the jobs (the venv's python on every node).
 LOCUS = f"{shlex.quote(sys.executable)} -m locus"
@@ -171,8 +189,9 @@ RUN_DIR = "results/runs/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}"
 
 
 def run_dir(dataset, encoder, method, n, seed):
-    return RUN_DIR.format(dataset=dataset, encoder=encoder, method=method, n=n,
-                          dim=config["methods"][method]["dim"], seed=seed)
+    return RUN_DIR.format(
+        dataset=dataset, encoder=encoder, method=method, n=n, dim=config["methods"][method]["dim"], seed=seed
+    )
 
 
 def run_file(dataset, encoder, method, n, seed, name):
@@ -199,15 +218,27 @@ def run_files_named(methods, sizes, name, seeds=None, dataset=None, encoder=None
     ]
 
 
+def input_dir(key, quote=False):
+    """A params function: the directory of the rule's input `key` (of its first file), derived from the
+    inputs rather than retyped; shell-quoted with `quote`."""
+
+    def get(wildcards, input):
+        files = getattr(input, key)
+        path = os.path.dirname(files if isinstance(files, str) else files[0])
+        return shlex.quote(path) if quote else path
+
+    return get
+
+
 def as_json(value):
     return json.dumps(value, sort_keys=True)
 
 
 # Embedding geometry (geometry.smk, portfolio.smk, views.smk): every analysis reads the runs at the
 # reference training size through these two helpers.
-GEO = config.get("geometry", {})
-GEO_N = int(GEO.get("reference_train_size", 4096))
-GEO_SEED = int(GEO.get("seed", 0))
+GEO = config["geometry"]
+GEO_N = int(GEO["reference_train_size"])
+GEO_SEED = int(GEO["seed"])
 
 
 def geometry_run_file(method, name):

@@ -5,7 +5,7 @@ import re
 def _data_inputs(wildcards):
     """The csv source's input file is tracked by Snakemake (edits trigger a rebuild)."""
     entry = config["datasets"][wildcards.dataset]
-    if entry["source"] == "csv" and "path" in entry.get("params", {}):
+    if entry["source"] == "csv" and "path" in entry["params"]:
         return [entry["params"]["path"]]
     return []
 
@@ -24,21 +24,21 @@ for _name, _with_truth in (("data", True), ("data_without_truth", False)):
     rule:
         name:
             _name
-        wildcard_constraints:
-            dataset=_one_of([d for d in config["datasets"] if has_truth(d) == _with_truth]),
         input:
             _data_inputs,
         output:
             data_files("{dataset}"),
             **({"truth": f"results/data/{{dataset}}/{_TRUTH_FILE}"} if _with_truth else {}),
-        params:
-            source=lambda w: config["datasets"][w.dataset]["source"],
-            json=lambda w: as_json(config["datasets"][w.dataset].get("params", {})),
-            duplicates=config.get("duplicates", "last"),
         log:
             "results/logs/data/{dataset}.log",
         benchmark:
             "results/benchmarks/data/{dataset}.tsv"
+        wildcard_constraints:
+            dataset=_one_of([d for d in config["datasets"] if has_truth(d) == _with_truth]),
+        params:
+            source=lambda w: config["datasets"][w.dataset]["source"],
+            json=lambda w: as_json(config["datasets"][w.dataset]["params"]),
+            duplicates=config["duplicates"],
         shell:
             "{LOCUS} data {params.source} --out results/data/{wildcards.dataset} "
             "--params {params.json:q} --duplicates {params.duplicates} > {log} 2>&1"
@@ -53,13 +53,13 @@ rule summary:
             caption="../report/data_summary.rst",
             category="Data",
         ),
-    params:
-        label=lambda w: dataset_label(w.dataset),
-        duplicates=config.get("duplicates", "last"),
     log:
         "results/logs/summary/{dataset}.log",
     benchmark:
         "results/benchmarks/summary/{dataset}.tsv"
+    params:
+        label=lambda w: dataset_label(w.dataset),
+        duplicates=config["duplicates"],
     shell:
         "{LOCUS} summary --data results/data/{wildcards.dataset} --out {output} "
         "--label {params.label:q} --duplicates {params.duplicates} > {log} 2>&1"

@@ -6,16 +6,16 @@ rule encode:
         data_files("{dataset}"),
     output:
         "results/encodings/{dataset}/{encoder}.parquet",
-    params:
-        batch_size=config.get("encode_batch_size", 64),
-    threads: config.get("encode_threads", 2)
-    resources:
-        mem_mb=4000,
-        runtime=120,
     log:
         "results/logs/encode/{dataset}/{encoder}.log",
     benchmark:
         "results/benchmarks/encode/{dataset}/{encoder}.tsv"
+    threads: config["encode_threads"]
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    params:
+        batch_size=config["encode_batch_size"],
     shell:
         "{LOCUS} encode --data results/data/{wildcards.dataset} --encoder {wildcards.encoder} "
         "--out {output} --batch-size {params.batch_size} --threads {threads} > {log} 2>&1"

@@ -1,24 +1,29 @@
 # Figures that are not built from the tables' runs.
 # Time to accuracy: LOCUS trained once per recipe (`paper`, `fast`) on the same data, training size and
 # seed, into its own run directories (so the timed runs are never shared with the tables' runs), then
-# validation hit@1 against wall-clock seconds. Not in `rule all` (a `paper` run costs about an hour).
+# validation hit@1 against wall-clock seconds. Not in `rule all` (a `paper` run is long on a CPU).
 
-TTA = config.get("time_to_accuracy", {})
-if TTA.get("reference", "paper") not in TTA.get("recipes", ["paper", "fast"]):
-    _config_error(f"time_to_accuracy.reference {TTA.get('reference', 'paper')!r} is not among "
-                  f"time_to_accuracy.recipes {TTA.get('recipes', ['paper', 'fast'])}; add it to the recipes")
-TTA_SEEDS = TTA.get("seeds", [0])
+TTA = config["time_to_accuracy"]
+if TTA["reference"] not in TTA["recipes"]:
+    _config_error(
+        f"time_to_accuracy.reference {TTA['reference']!r} is not among "
+        f"time_to_accuracy.recipes {TTA['recipes']}; add it to the recipes"
+    )
+TTA_SEEDS = TTA["seeds"]
 TTA_DIR = "results/time_to_accuracy/{dataset}/{encoder}/n{n}/s{seed}/{recipe}"
 
 
 def tta_runs(name="metrics.json"):
     """Every (seed, recipe) run of the time-to-accuracy figure, seeds outer (the benchmarks follow this order)."""
-    return [TTA_DIR.format(dataset=DATASET, encoder=ENCODER, n=TTA.get("train_size", 256), seed=seed,
-                           recipe=r) + f"/{name}" for seed in TTA_SEEDS for r in TTA.get("recipes", ["paper", "fast"])]
+    return [
+        f'{TTA_DIR.format(dataset=DATASET, encoder=ENCODER, n=TTA["train_size"], seed=seed, recipe=r)}/{name}'
+        for seed in TTA_SEEDS
+        for r in TTA["recipes"]
+    ]
 
 
 def tta_benchmarks():
-    return [f"results/benchmarks/{d.removeprefix('results/').removesuffix('/metrics.json')}.tsv" for d in tta_runs()]
+    return [f"results/benchmarks/{Path(d).parent.relative_to('results')}.tsv" for d in tta_runs()]
 
 
 rule time_to_accuracy_run:
@@ -27,24 +32,24 @@ rule time_to_accuracy_run:
         encodings=encodings("{dataset}", "{encoder}"),
     output:
         **{name.replace(".", "_"): f"{TTA_DIR}/{name}" for name in _artifacts.run_files("locus")},
-    wildcard_constraints:
-        recipe="paper|fast",
-        n=r"\d+",
-        seed=r"\d+",
-    params:
-        json=lambda w: as_json({**(config["methods"].get("locus", {}).get("params") or {}), "recipe": w.recipe}),
-        dim=config["methods"].get("locus", {}).get("dim", 128),
-        sampling=config.get("sampling", "shared"),
-        duplicates=config.get("duplicates", "last"),
-        out=lambda w: TTA_DIR.format(**dict(w.items())),
-    threads: TTA.get("threads", 1)
-    resources:
-        mem_mb=8000,
-        runtime=240,
     log:
         f"results/logs/{TTA_DIR.removeprefix('results/')}.log",
     benchmark:
         f"results/benchmarks/{TTA_DIR.removeprefix('results/')}.tsv"
+    wildcard_constraints:
+        recipe="|".join(_RECIPES),
+        n=r"\d+",
+        seed=r"\d+",
+    threads: TTA["threads"]
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    params:
+        json=lambda w: as_json({**(config["methods"]["locus"]["params"] or {}), "recipe": w.recipe}),
+        dim=config["methods"]["locus"]["dim"],
+        sampling=config["sampling"],
+        duplicates=config["duplicates"],
+        out=lambda w: TTA_DIR.format(**dict(w.items())),
     shell:
         "{LOCUS} train --method locus --data results/data/{wildcards.dataset} --encodings {input.encodings} "
         "--train-size {wildcards.n} --dim {params.dim} --seed {wildcards.seed} --params {params.json:q} "
@@ -60,20 +65,20 @@ rule time_to_accuracy_figure:
         benchmarks=tta_benchmarks(),
     output:
         pdf="results/figures/time_to_accuracy.pdf",
-        png=report("results/figures/time_to_accuracy.png", caption="../report/time_to_accuracy.rst",
-                   category="Figures"),
+        png=report("results/figures/time_to_accuracy.png", caption="../report/time_to_accuracy.rst", category="Figures"),
         csv="results/figures/time_to_accuracy.csv",
         json="results/figures/time_to_accuracy.json",
-    params:
-        runs=lambda w, input: " ".join(str(Path(m).parent) for m in input.metrics),
-        reference=TTA.get("reference", "paper"),
-        fraction=TTA.get("target_fraction", 0.99),
-        label=dataset_label(DATASET),
     log:
         "results/logs/figures/time_to_accuracy.log",
     benchmark:
         "results/benchmarks/figures/time_to_accuracy.tsv"
+    params:
+        runs=lambda w, input: " ".join(str(Path(m).parent) for m in input.metrics),
+        reference=TTA["reference"],
+        fraction=TTA["target_fraction"],
+        label=dataset_label(DATASET),
+        data=input_dir("data"),
     shell:
         "{LOCUS} figure time-to-accuracy --runs {params.runs} --benchmarks {input.benchmarks} "
         "--reference-recipe {params.reference} --target-fraction {params.fraction} --out {output.pdf} "
-        "--data results/data/{DATASET} --data-label {params.label:q} > {log} 2>&1"
+        "--data {params.data} --data-label {params.label:q} > {log} 2>&1"

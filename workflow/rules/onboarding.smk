@@ -4,16 +4,17 @@
 # whole pool's run of the tables (`onboarding_figure`, no training). Settings: `onboarding` in the config.
 import shlex
 
-ONB = {"train_size": 1024, "model_counts": [0], "sizes": [16, 32, 64, 128, 256, 512, 1024], "repeats": 1,
-       "seed": 0, "held_out": None, "all_models_row": True, **config.get("onboarding", {})}
+ONB = config["onboarding"]
 ONB_DIR = "results/onboarding/{dataset}/{encoder}/m{models}/n{n}/s{seed}"
 ONB_HOLD_OUT = "column" if ONB["held_out"] is None else ",".join(ONB["held_out"])
 if "locus" not in config["methods"]:
     _config_error("onboarding: the figure embeds with LOCUS; add locus under `methods`")
 _onb_split = train_split_size(DATASET)
 if _onb_split is not None and int(ONB["train_size"]) > _onb_split:
-    _config_error(f"onboarding.train_size {ONB['train_size']} exceeds the {_onb_split} training queries of data set "
-                  f"{DATASET!r}")
+    _config_error(
+        f"onboarding.train_size {ONB['train_size']} exceeds the {_onb_split} training queries of data set "
+        f"{DATASET!r}"
+    )
 
 
 def onboarding_run_dir(count):
@@ -34,25 +35,25 @@ rule onboarding_run:
         encodings=encodings("{dataset}", "{encoder}"),
     output:
         **{name.replace(".", "_"): f"{ONB_DIR}/{name}" for name in _artifacts.run_files("locus")},
-    wildcard_constraints:
-        models=r"\d+",
-        n=r"\d+",
-        seed=r"\d+",
-    params:
-        json=as_json(config["methods"]["locus"].get("params", {}) or {}),
-        dim=config["methods"]["locus"]["dim"],
-        hold_out=shlex.quote(ONB_HOLD_OUT),
-        sampling=config.get("sampling", "shared"),
-        duplicates=config.get("duplicates", "last"),
-        out=lambda w: ONB_DIR.format(**dict(w.items())),
-    threads: config.get("threads", 1)
-    resources:
-        mem_mb=8000,
-        runtime=120,
     log:
         f"results/logs/{ONB_DIR.removeprefix('results/')}.log",
     benchmark:
         f"results/benchmarks/{ONB_DIR.removeprefix('results/')}.tsv"
+    wildcard_constraints:
+        models=r"\d+",
+        n=r"\d+",
+        seed=r"\d+",
+    threads: config["threads"]
+    resources:
+        mem_mb=8000,
+        runtime=120,
+    params:
+        json=as_json(config["methods"]["locus"]["params"] or {}),
+        dim=config["methods"]["locus"]["dim"],
+        hold_out=shlex.quote(ONB_HOLD_OUT),
+        sampling=config["sampling"],
+        duplicates=config["duplicates"],
+        out=lambda w: ONB_DIR.format(**dict(w.items())),
     shell:
         "{LOCUS} train --method locus --data results/data/{wildcards.dataset} --encodings {input.encodings} "
         "--train-size {wildcards.n} --dim {params.dim} --seed {wildcards.seed} --params {params.json:q} "
@@ -67,22 +68,28 @@ rule onboarding_figure:
         encodings=encodings(DATASET, ENCODER),
     output:
         pdf="results/figures/sample_eff_ood_test.pdf",
-        png=report("results/figures/sample_eff_ood_test.png", caption="../report/sample_eff_ood_test.rst",
-                   category="Onboarding"),
+        png=report(
+            "results/figures/sample_eff_ood_test.png",
+            caption="../report/sample_eff_ood_test.rst",
+            category="Onboarding",
+        ),
         csv="results/figures/sample_eff_ood_test.csv",
-    params:
-        runs=" ".join(shlex.quote(d) for d in onboarding_runs()),
-        options=(f"--sizes {','.join(str(int(k)) for k in ONB['sizes'])} --repeats {int(ONB['repeats'])} "
-                 f"--seed {int(ONB['seed'])} --hold-out {shlex.quote(ONB_HOLD_OUT)} "
-                 f"--data-label {shlex.quote(dataset_label(DATASET))}"),
-    threads: 2
-    resources:
-        mem_mb=4000,
-        runtime=30,
     log:
         "results/logs/onboarding/sample_eff_ood_test.log",
     benchmark:
         "results/benchmarks/onboarding/sample_eff_ood_test.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        runs=" ".join(shlex.quote(d) for d in onboarding_runs()),
+        data=input_dir("data"),
+        options=(
+            f"--sizes {','.join(str(int(k)) for k in ONB['sizes'])} --repeats {int(ONB['repeats'])} "
+            f"--seed {int(ONB['seed'])} --hold-out {shlex.quote(ONB_HOLD_OUT)} "
+            f"--data-label {shlex.quote(dataset_label(DATASET))}"
+        ),
     shell:
-        "{LOCUS} onboarding --runs {params.runs} --data results/data/{DATASET} --encodings {input.encodings} "
+        "{LOCUS} onboarding --runs {params.runs} --data {params.data} --encodings {input.encodings} "
         "{params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"

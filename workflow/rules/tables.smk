@@ -13,16 +13,19 @@ localrules:
     sample_efficiency_figure,
 
 
-BOOTSTRAP = {"n_resamples": 2000, "seed": 0, "confidence": 0.95, "reference_method": "locus",
-             **config.get("bootstrap", {})}
+BOOTSTRAP = config["bootstrap"]
 for _where, _list in (("table_methods", TABLE_METHODS), ("by_dataset_methods", BY_DATASET_METHODS)):
     if BOOTSTRAP["reference_method"] not in _list:
-        _config_error(f"bootstrap.reference_method {BOOTSTRAP['reference_method']!r} is not among {_where} "
-                      f"{_list}: every table compares its methods to it")
+        _config_error(
+            f"bootstrap.reference_method {BOOTSTRAP['reference_method']!r} is not among {_where} "
+            f"{_list}: every table compares its methods to it"
+        )
 # the options of `locus table` that set the bootstrap (quoted for the shell)
-BOOTSTRAP_OPTIONS = (f"--reference-method {shlex.quote(BOOTSTRAP['reference_method'])} "
-                     f"--bootstrap-resamples {int(BOOTSTRAP['n_resamples'])} --bootstrap-seed {int(BOOTSTRAP['seed'])} "
-                     f"--confidence {float(BOOTSTRAP['confidence'])}")
+BOOTSTRAP_OPTIONS = (
+    f"--reference-method {shlex.quote(BOOTSTRAP['reference_method'])} "
+    f"--bootstrap-resamples {int(BOOTSTRAP['n_resamples'])} --bootstrap-seed {int(BOOTSTRAP['seed'])} "
+    f"--confidence {float(BOOTSTRAP['confidence'])}"
+)
 
 
 def table_inputs(methods, truth=False):
@@ -54,16 +57,16 @@ rule routing_table:
     output:
         tex=report("results/tables/routing.tex", caption="../report/routing.rst", category="Tables"),
         csv="results/tables/routing.csv",
+    log:
+        "results/logs/tables/routing.log",
+    benchmark:
+        "results/benchmarks/tables/routing.tsv"
     params:
         methods=",".join(TABLE_METHODS),
         label=dataset_label(DATASET),
         data=table_data_dir,
         bootstrap=BOOTSTRAP_OPTIONS,
         truth=truth_option,
-    log:
-        "results/logs/tables/routing.log",
-    benchmark:
-        "results/benchmarks/tables/routing.tsv"
     shell:
         "{LOCUS} table routing --metrics {input.metrics} --data {params.data:q} --out {output.tex} "
         "--methods {params.methods} --data-label {params.label:q} {params.bootstrap} {params.truth} > {log} 2>&1"
@@ -83,6 +86,10 @@ for _kind in ("routing", "correctness"):
                 category="Tables",
             ),
             csv=f"results/tables/{_kind}_by_dataset.csv",
+        log:
+            f"results/logs/tables/{_kind}_by_dataset.log",
+        benchmark:
+            f"results/benchmarks/tables/{_kind}_by_dataset.tsv"
         params:
             kind=_kind,
             methods=",".join(BY_DATASET_METHODS),
@@ -90,10 +97,6 @@ for _kind in ("routing", "correctness"):
             data=table_data_dir,
             bootstrap=BOOTSTRAP_OPTIONS,
             truth=truth_option,
-        log:
-            f"results/logs/tables/{_kind}_by_dataset.log",
-        benchmark:
-            f"results/benchmarks/tables/{_kind}_by_dataset.tsv"
         shell:
             "{LOCUS} table {params.kind}-by-dataset --metrics {input.metrics} --data {params.data:q} "
             "--out {output.tex} --methods {params.methods} --data-label {params.label:q} {params.bootstrap} "
@@ -114,16 +117,16 @@ rule sample_efficiency_figure:
         ),
         csv="results/figures/train_sample_eff.csv",
         json="results/figures/train_sample_eff.json",
-    params:
-        reference=SE.get("reference_method", "locus"),
-        label=dataset_label(DATASET),
-        data=table_data_dir,
-        resamples=config.get("bootstrap", {}).get("n_resamples", 2000),
-        seed=config.get("bootstrap", {}).get("seed", 0),
     log:
         "results/logs/figures/train_sample_eff.log",
     benchmark:
         "results/benchmarks/figures/train_sample_eff.tsv"
+    params:
+        reference=SE["reference_method"],
+        label=dataset_label(DATASET),
+        data=table_data_dir,
+        resamples=int(BOOTSTRAP["n_resamples"]),
+        seed=int(BOOTSTRAP["seed"]),
     shell:
         "{LOCUS} figure sample-efficiency --metrics {input.metrics} --data {params.data:q} --out {output.pdf} "
         "--reference-method {params.reference} --data-label {params.label:q} "

@@ -2,17 +2,16 @@
 # model for several pool sizes, and correctness-prediction time vs unseen queries for the largest pool.
 # Random inputs of the paper's shape (d_phi = 768) and the network of the configured LOCUS parameters: no
 # data, encodings or runs are needed. `locus bench --time-complexity` does the same without Snakemake.
-# About 1.5-3 minutes on 2 CPU cores with the defaults. It asks for `time_complexity.threads` cores (default
-# 2): on the default 2-core run that is the whole machine, so Snakemake runs nothing beside it and the
-# timings are clean; with more cores give it more threads, or run it alone.
+# It asks for `time_complexity.threads` cores: on the default 2-core run that is the whole machine, so
+# Snakemake runs nothing beside it and the timings are clean; with more cores give it more threads.
 
-TC = {"pool_sizes": [16, 56, 112], "eval_sizes": [64, 256, 1024, 4096], "query_sizes": [256, 1024, 4096],
-      "repeat": 3, "device": "auto", "threads": 2, "precisions": ["float32", "bfloat16"],
-      **config.get("time_complexity", {})}
-PE = {"train_sizes": [256, 1024], "threads": 2, **(config.get("precision_effect") or {})}
+TC = config["time_complexity"]
+PE = config["precision_effect"]
 if not set(PE["train_sizes"]) <= set(config["train_sizes"]):
-    _config_error(f"precision_effect.train_sizes {PE['train_sizes']} must be among train_sizes {config['train_sizes']} "
-                  "(the runs of the tables are re-scored); drop the others or add them to train_sizes")
+    _config_error(
+        f"precision_effect.train_sizes {PE['train_sizes']} must be among train_sizes {config['train_sizes']} "
+        "(the runs of the tables are re-scored); drop the others or add them to train_sizes"
+    )
 if "locus" not in config["methods"]:
     _config_error("precision_effect: re-scores LOCUS's runs; add locus under `methods`")
 
@@ -24,9 +23,16 @@ def _tc_sizes(key):
 rule time_complexity_figure:
     output:
         pdf="results/figures/time_complexity.pdf",
-        png=report("results/figures/time_complexity.png", caption="../report/time_complexity.rst",
-                   category="Timing"),
+        png=report("results/figures/time_complexity.png", caption="../report/time_complexity.rst", category="Timing"),
         csv="results/figures/time_complexity.csv",
+    log:
+        "results/logs/timing/time_complexity.log",
+    benchmark:
+        "results/benchmarks/timing/time_complexity.tsv"
+    threads: int(TC["threads"])
+    resources:
+        mem_mb=4000,
+        runtime=15,
     params:
         pools=_tc_sizes("pool_sizes"),
         evals=_tc_sizes("eval_sizes"),
@@ -34,16 +40,7 @@ rule time_complexity_figure:
         repeat=int(TC["repeat"]),
         device="" if TC["device"] == "auto" else f"--device {TC['device']}",
         precisions=",".join(TC["precisions"]),
-        json=as_json({**(config["methods"].get("locus", {}).get("params") or {}),
-                      "dim": config["methods"].get("locus", {}).get("dim", 128)}),
-    threads: int(TC["threads"])
-    resources:
-        mem_mb=4000,
-        runtime=15,
-    log:
-        "results/logs/timing/time_complexity.log",
-    benchmark:
-        "results/benchmarks/timing/time_complexity.tsv"
+        json=as_json({**(config["methods"]["locus"]["params"] or {}), "dim": config["methods"]["locus"]["dim"]}),
     shell:
         "{LOCUS} bench --time-complexity {output.pdf} --pool-sizes {params.pools} --eval-sizes {params.evals} "
         "--query-sizes {params.queries} --repeat {params.repeat} {params.device} --threads {threads} "
@@ -67,17 +64,18 @@ rule precision_effect_table:
     output:
         tex="results/tables/precision_effect.tex",
         csv="results/tables/precision_effect.csv",
-    params:
-        runs=lambda w, input: " ".join(str(Path(m).parent) for m in input.metrics),
-        label=dataset_label(DATASET),
-    threads: int(PE["threads"])
-    resources:
-        mem_mb=4000,
-        runtime=15,
     log:
         "results/logs/timing/precision_effect.log",
     benchmark:
         "results/benchmarks/timing/precision_effect.tsv"
+    threads: int(PE["threads"])
+    resources:
+        mem_mb=4000,
+        runtime=15,
+    params:
+        runs=lambda w, input: " ".join(str(Path(m).parent) for m in input.metrics),
+        label=dataset_label(DATASET),
+        data=input_dir("data"),
     shell:
-        "{LOCUS} bench --precision-effect {output.tex} --runs {params.runs} --data results/data/" + DATASET + " "
+        "{LOCUS} bench --precision-effect {output.tex} --runs {params.runs} --data {params.data} "
         "--encodings {input.encodings} --data-label {params.label:q} --threads {threads} > {log} 2>&1"

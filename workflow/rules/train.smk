@@ -27,24 +27,24 @@ for _rule_name, _group in _train_groups().items():
             encodings=encodings("{dataset}", "{encoder}"),
         output:
             **{name.replace(".", "_"): f"{RUN_DIR}/{name}" for name in _files},
-        wildcard_constraints:
-            method="|".join(_group),
-        params:
-            json=lambda w: as_json(config["methods"][w.method].get("params", {}) or {}),
-            sampling=config.get("sampling", "shared"),
-            duplicates=config.get("duplicates", "last"),
-            out=lambda w: RUN_DIR.format(**dict(w.items())),
-        threads: config.get("threads", 1)
-        # the longest runs first (n = 4,096: priority 4, n = 1,024: 1), so no long run is left to the
-        # end alone on one core while the jobs that need both cores wait (docs/results.md)
-        priority: lambda w: int(w.n) // 1024
-        resources:
-            mem_mb=8000,
-            runtime=120,
         log:
             f"results/logs/train/{RUN_DIR.removeprefix('results/runs/')}.log",
         benchmark:
             f"results/benchmarks/train/{RUN_DIR.removeprefix('results/runs/')}.tsv"
+        wildcard_constraints:
+            method="|".join(_group),
+        # the longest runs first (n = 4,096: priority 4, n = 1,024: 1), so no long run is left to the
+        # end alone on one core while the jobs that need both cores wait
+        priority: lambda w: int(w.n) // 1024
+        threads: config["threads"]
+        resources:
+            mem_mb=8000,
+            runtime=120,
+        params:
+            json=lambda w: as_json(config["methods"][w.method]["params"] or {}),
+            sampling=config["sampling"],
+            duplicates=config["duplicates"],
+            out=lambda w: RUN_DIR.format(**dict(w.items())),
         shell:
             "{LOCUS} train --method {wildcards.method} --data results/data/{wildcards.dataset} "
             "--encodings {input.encodings} --train-size {wildcards.n} --dim {wildcards.dim} "

@@ -4,34 +4,23 @@
 # training (one forward pass of the run's encoder per evaluation set; training-split queries only).
 # Settings: `geometry.views` in config/config.yaml; every draw and t-SNE is seeded by `geometry.views.seed`.
 
-VIEWS_NAMES = ("hypothetical_model_embedding", "query_encodings_tsne", "embedding_robustness_tsne",
-               "overlap_convergence", "anchor_size_convergence", "perf_vs_size_and_overlap")
+VIEWS_NAMES = (
+    "hypothetical_model_embedding",
+    "query_encodings_tsne",
+    "embedding_robustness_tsne",
+    "overlap_convergence",
+    "anchor_size_convergence",
+    "perf_vs_size_and_overlap",
+)
 VIEWS_TARGETS = [f"results/figures/{name}.pdf" for name in VIEWS_NAMES]
 
-VIEWS = {
-    "seed": 0,
-    "hypothetical_sizes": [64, 256, 1024, 4096],
-    "recall_at": [1, 2, 3, 5, 10],
-    "hypothetical_repeats": 1,
-    "tsne_queries": 2000,
-    "tsne_perplexity": 30,
-    "robustness_models": ["codellama/CodeLlama-13b-Instruct-hf", "meta-llama/Meta-Llama-3-70B-Instruct",
-                          "microsoft/phi-2", "Qwen/Qwen1.5-7B-Chat"],
-    "robustness_repeats": 2,
-    "convergence_model": "codellama/CodeLlama-13b-Instruct-hf",
-    "overlaps": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
-    "sizes": [16, 32, 64, 128, 256, 512, 1024, 2048, 4096],
-    "repeats": 5,
-    "neighbours": 3,
-    "evalset_sizes": [64, 256, 1024, 4096],
-    "evalset_overlaps": [0.0, 0.25, 0.5, 0.75, 1.0],
-    "evalset_repeats": 1,
-    **GEO.get("views", {}),
-}
+VIEWS = GEO["views"]
 for _key in ("sizes", "evalset_sizes"):
     if not [n for n in VIEWS[_key] if n <= GEO_N]:
-        _config_error(f"geometry.views.{_key} {VIEWS[_key]}: all exceed geometry.reference_train_size {GEO_N}; "
-                      f"the subsampled sets are drawn from the reference set")
+        _config_error(
+            f"geometry.views.{_key} {VIEWS[_key]}: all exceed geometry.reference_train_size {GEO_N}; "
+            f"the subsampled sets are drawn from the reference set"
+        )
 
 _models_file = Path(f"results/data/{DATASET}/models.parquet")
 if _models_file.is_file():  # names are checked when the data set exists (else by the command, exit 2)
@@ -42,8 +31,10 @@ if _models_file.is_file():  # names are checked when the data set exists (else b
         _names = dict(enumerate(map(str, _pq.read_table(_models_file, columns=["name"]).column(0).to_pylist())))
     except Exception:  # an unreadable file is rebuilt by the data rule and refused by the loader
         _names = None
-    for _where, _list in (("robustness_models", VIEWS["robustness_models"]),
-                          ("convergence_model", [VIEWS["convergence_model"]])):
+    for _where, _list in (
+        ("robustness_models", VIEWS["robustness_models"]),
+        ("convergence_model", [VIEWS["convergence_model"]]),
+    ):
         for _m in _list if _names else []:
             try:
                 _resolve_model(_m, _names, f"geometry.views.{_where}")
@@ -60,8 +51,12 @@ def views_inputs(run=True):
     its encodings."""
     inputs = {"data": data_files(DATASET), "encodings": encodings(DATASET, ENCODER)}
     if run:
-        inputs.update({name.replace(".", "_"): geometry_run_file("locus", name)
-                       for name in ("model.safetensors", "config.json", "embeddings.parquet", "train_pairs.parquet")})
+        inputs.update(
+            {
+                name.replace(".", "_"): geometry_run_file("locus", name)
+                for name in ("model.safetensors", "config.json", "embeddings.parquet", "train_pairs.parquet")
+            }
+        )
     return inputs
 
 
@@ -74,8 +69,10 @@ def views_outputs(name):
 
 
 # the options every view passes: where the run and data are, the seed and the data set's label
-VIEWS_COMMON = (f"--data results/data/{DATASET} --encodings {shlex.quote(encodings(DATASET, ENCODER))} "
-                f"--seed {int(VIEWS['seed'])} --data-label {shlex.quote(dataset_label(DATASET))}")
+VIEWS_COMMON = (
+    f"--data results/data/{DATASET} --encodings {shlex.quote(encodings(DATASET, ENCODER))} "
+    f"--seed {int(VIEWS['seed'])} --data-label {shlex.quote(dataset_label(DATASET))}"
+)
 VIEWS_RUN = f"--run {shlex.quote(geometry_run_dir('locus'))}"
 
 
@@ -84,23 +81,23 @@ rule hypothetical_model_embedding:
         **views_inputs(),
     output:
         **views_outputs("hypothetical_model_embedding"),
-    params:
-        options=f"{VIEWS_RUN} {VIEWS_COMMON} --sizes {_numbers(VIEWS['hypothetical_sizes'])} "
-        f"--ks {_numbers(VIEWS['recall_at'])} --repeats {int(VIEWS['hypothetical_repeats'])}",
-    threads: 2
-    resources:
-        mem_mb=4000,
-        runtime=30,
     log:
         "results/logs/geometry/hypothetical_model_embedding.log",
     benchmark:
         "results/benchmarks/geometry/hypothetical_model_embedding.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        options=f"{VIEWS_RUN} {VIEWS_COMMON} --sizes {_numbers(VIEWS['hypothetical_sizes'])} "
+        f"--ks {_numbers(VIEWS['recall_at'])} --repeats {int(VIEWS['hypothetical_repeats'])}",
     shell:
         "{LOCUS} views hypothetical {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
 
 
 # one panel per encoder the run builds encodings for anyway: the configured one, then the encoder ablation's
-TSNE_ENCODERS = list(dict.fromkeys([ENCODER, *globals().get("ABL", {}).get("encoders", [])]))
+TSNE_ENCODERS = list(dict.fromkeys([ENCODER, *ABL["encoders"]]))
 
 
 rule query_encodings_tsne:
@@ -109,19 +106,21 @@ rule query_encodings_tsne:
         encodings=[encodings(DATASET, e) for e in TSNE_ENCODERS],
     output:
         **views_outputs("query_encodings_tsne"),
-    params:
-        options=(f"--data results/data/{DATASET} --encodings "
-                 f"{' '.join(shlex.quote(encodings(DATASET, e)) for e in TSNE_ENCODERS)} "
-                 f"--seed {int(VIEWS['seed'])} --data-label {shlex.quote(dataset_label(DATASET))} "
-                 f"--max-queries {int(VIEWS['tsne_queries'])} --perplexity {float(VIEWS['tsne_perplexity'])}"),
-    threads: 2
-    resources:
-        mem_mb=4000,
-        runtime=30,
     log:
         "results/logs/geometry/query_encodings_tsne.log",
     benchmark:
         "results/benchmarks/geometry/query_encodings_tsne.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        options=(
+            f"--data results/data/{DATASET} --encodings "
+            f"{' '.join(shlex.quote(encodings(DATASET, e)) for e in TSNE_ENCODERS)} "
+            f"--seed {int(VIEWS['seed'])} --data-label {shlex.quote(dataset_label(DATASET))} "
+            f"--max-queries {int(VIEWS['tsne_queries'])} --perplexity {float(VIEWS['tsne_perplexity'])}"
+        ),
     shell:
         "{LOCUS} views query-tsne {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
 
@@ -131,18 +130,18 @@ rule embedding_robustness_tsne:
         **views_inputs(),
     output:
         **views_outputs("embedding_robustness_tsne"),
-    params:
-        options=f"{VIEWS_RUN} {VIEWS_COMMON} --models {shlex.quote(','.join(VIEWS['robustness_models']))} "
-        f"--overlaps {_numbers(VIEWS['overlaps'])} --sizes {_numbers(VIEWS['sizes'])} "
-        f"--repeats {int(VIEWS['robustness_repeats'])} --perplexity {float(VIEWS['tsne_perplexity'])}",
-    threads: 2
-    resources:
-        mem_mb=4000,
-        runtime=30,
     log:
         "results/logs/geometry/embedding_robustness_tsne.log",
     benchmark:
         "results/benchmarks/geometry/embedding_robustness_tsne.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        options=f"{VIEWS_RUN} {VIEWS_COMMON} --models {shlex.quote(','.join(VIEWS['robustness_models']))} "
+        f"--overlaps {_numbers(VIEWS['overlaps'])} --sizes {_numbers(VIEWS['sizes'])} "
+        f"--repeats {int(VIEWS['robustness_repeats'])} --perplexity {float(VIEWS['tsne_perplexity'])}",
     shell:
         "{LOCUS} views robustness-tsne {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
 
@@ -152,23 +151,25 @@ rule perf_vs_size_and_overlap:
         **views_inputs(),
     output:
         **views_outputs("perf_vs_size_and_overlap"),
-    params:
-        options=f"{VIEWS_RUN} {VIEWS_COMMON} --sizes {_numbers(VIEWS['evalset_sizes'])} "
-        f"--overlaps {_numbers(VIEWS['evalset_overlaps'])} --repeats {int(VIEWS['evalset_repeats'])}",
-    threads: 2
-    resources:
-        mem_mb=4000,
-        runtime=60,
     log:
         "results/logs/geometry/perf_vs_size_and_overlap.log",
     benchmark:
         "results/benchmarks/geometry/perf_vs_size_and_overlap.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        options=f"{VIEWS_RUN} {VIEWS_COMMON} --sizes {_numbers(VIEWS['evalset_sizes'])} "
+        f"--overlaps {_numbers(VIEWS['evalset_overlaps'])} --repeats {int(VIEWS['evalset_repeats'])}",
     shell:
         "{LOCUS} views perf-vs-evalset {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
 
 
-for _name, _kind, _grid in (("overlap_convergence", "overlap", f"--overlaps {_numbers(VIEWS['overlaps'])}"),
-                            ("anchor_size_convergence", "size", f"--sizes {_numbers(VIEWS['sizes'])}")):
+for _name, _kind, _grid in (
+    ("overlap_convergence", "overlap", f"--overlaps {_numbers(VIEWS['overlaps'])}"),
+    ("anchor_size_convergence", "size", f"--sizes {_numbers(VIEWS['sizes'])}"),
+):
 
     rule:
         name:
@@ -177,17 +178,17 @@ for _name, _kind, _grid in (("overlap_convergence", "overlap", f"--overlaps {_nu
             **views_inputs(),
         output:
             **views_outputs(_name),
-        params:
-            options=f"{VIEWS_RUN} {VIEWS_COMMON} --model {shlex.quote(VIEWS['convergence_model'])} {_grid} "
-            f"--repeats {int(VIEWS['repeats'])} --neighbours {int(VIEWS['neighbours'])}",
-            kind=f"{_kind}-convergence",
-        threads: 2
-        resources:
-            mem_mb=4000,
-            runtime=30,
         log:
             f"results/logs/geometry/{_name}.log",
         benchmark:
             f"results/benchmarks/geometry/{_name}.tsv"
+        threads: 2
+        resources:
+            mem_mb=4000,
+            runtime=30,
+        params:
+            options=f"{VIEWS_RUN} {VIEWS_COMMON} --model {shlex.quote(VIEWS['convergence_model'])} {_grid} "
+            f"--repeats {int(VIEWS['repeats'])} --neighbours {int(VIEWS['neighbours'])}",
+            kind=f"{_kind}-convergence",
         shell:
             "{LOCUS} views {params.kind} {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"

@@ -1,0 +1,31 @@
+"""The closed vocabularies and shared defaults of the command line, the package and the workflow.
+
+One source for each: the package modules that give these values their meaning import them from
+here (``locus.data.canonical``, ``locus.runs``, ``locus.experiments``), the commands use them as
+argparse choices and defaults, and ``tests/test_workflow.py`` checks the workflow's schema
+against them. No imports, so building the command-line parser (``locus --help``) stays fast.
+"""
+from __future__ import annotations
+
+# canonical data sets (locus.data.canonical)
+SPLITS = ("train", "val", "test")
+SCORED_SPLITS = ("test", "val")  # the splits a run scores and its metrics report
+DUPLICATE_POLICIES = ("last", "max", "mean", "error")
+DEFAULT_DUPLICATE_POLICY = "last"  # the authors' code keeps the last row per (prompt, model)
+SPLIT_OVERLAP_POLICIES = ("error", "keep_test", "keep_train", "keep_all")
+DEFAULT_SPLIT_OVERLAP = "error"
+
+# training runs (locus.runs) and LOCUS's options (locus.methods.locus_method)
+SAMPLING = ("shared", "per_model")
+DEFAULT_SAMPLING = "shared"  # one random set of training queries for all models, as the authors' code
+PRECISIONS = ("float32", "bfloat16")
+RECIPES = ("fast", "paper")
+
+# kinds of `locus table` (locus.experiments.tables, locus.experiments.ablation) and `locus figure`
+TABLE_KINDS = ("routing", "routing-by-dataset", "correctness-by-dataset")
+ABLATION_KINDS = ("dim-ablation-routing", "dim-ablation-correctness", "encoder-ablation-routing",
+                  "encoder-ablation-correctness")
+FIGURE_KINDS = ("sample-efficiency", "time-to-accuracy")
+
+# the paired bootstrap over test queries behind every table comparison (locus.experiments.bootstrap)
+BOOTSTRAP_RESAMPLES = 2000
