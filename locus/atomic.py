@@ -11,6 +11,7 @@ manifest, so a set interrupted half-way (or mixed with files of another generati
 valid. The write order makes that hold at every instant: the new manifest is renamed in first, then
 the files; until the last rename the old files disagree with the new manifest.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -142,8 +143,12 @@ def sha256_file(path: str | os.PathLike) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def write_file_set(directory: str | os.PathLike, writers: Mapping[str, Callable[[Path], None]],
-                   manifest: str, info: Mapping | None = None) -> dict:
+def write_file_set(
+    directory: str | os.PathLike,
+    writers: Mapping[str, Callable[[Path], None]],
+    manifest: str,
+    info: Mapping | None = None,
+) -> dict:
     """Write the files ``{name: writer(tmp_path)}`` into `directory` as one set, plus `manifest`.
 
     All files are first written into a temporary directory beside `directory`. If `directory` does
@@ -163,12 +168,14 @@ def write_file_set(directory: str | os.PathLike, writers: Mapping[str, Callable[
     try:
         for name, writer in writers.items():
             writer(stage / name)
-        files = {name: {"bytes": (stage / name).stat().st_size, "sha256": sha256_file(stage / name)}
-                 for name in writers}
+        files = {
+            name: {"bytes": (stage / name).stat().st_size, "sha256": sha256_file(stage / name)} for name in writers
+        }
         fingerprint = hashlib.sha256("".join(f"{n}:{f['sha256']};" for n, f in sorted(files.items())).encode())
         content = {**dict(info or {}), "files": files, "fingerprint": fingerprint.hexdigest()}
-        (stage / manifest).write_text(json.dumps(content, indent=2, sort_keys=True, default=_json_default) + "\n",
-                                      encoding="utf-8")
+        (stage / manifest).write_text(
+            json.dumps(content, indent=2, sort_keys=True, default=_json_default) + "\n", encoding="utf-8"
+        )
         for name in [*writers, manifest]:
             os.chmod(stage / name, default_mode())
         if new_dir:
@@ -215,8 +222,9 @@ def verify_file_set(directory: str | os.PathLike, manifest: str) -> dict | None:
         except (KeyError, TypeError, ValueError):
             raise FileSetError(f"{manifest}: entry of {name} lacks 'bytes' / 'sha256'") from None
         if path.stat().st_size != size or sha256_file(path) != sha:
-            raise FileSetError(f"{name} differs from the version recorded in {manifest} "
-                               f"(it comes from another write of the data set)")
+            raise FileSetError(
+                f"{name} differs from the version recorded in {manifest} (it comes from another write of the data set)"
+            )
     return content
 
 

@@ -14,6 +14,7 @@
 - "% of peak" compares GFLOP/s with a square matmul of the same dtype on the same device (median).
 ``quick`` uses smaller shapes and says so in every row.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -46,8 +47,16 @@ class Shapes:
         return self == Shapes()
 
 
-QUICK = Shapes(n_models=16, train_sizes=(128,), embed_n=512, predict_queries=512, one_n=256, peak_size=1024,
-               authors_epoch=False, val_queries=128)
+QUICK = Shapes(
+    n_models=16,
+    train_sizes=(128,),
+    embed_n=512,
+    predict_queries=512,
+    one_n=256,
+    peak_size=1024,
+    authors_epoch=False,
+    val_queries=128,
+)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -81,12 +90,14 @@ def predict_grid_flops(n_queries: int, n_models: int, p: dict, d_phi: int = D_PH
 def _sync(device) -> None:
     if str(device).startswith("cuda"):
         import torch
+
         torch.cuda.synchronize(device)
 
 
 def measure(fn, repeat: int, device="cpu", cold: bool = True) -> dict:
     """Seconds of `fn()`: ``cold_s`` (first call, when `cold`), then ``repeat`` warm calls:
     ``median_s``, ``min_s``, ``max_s``, ``repeats``."""
+
     def once() -> float:
         _sync(device)
         t0 = time.perf_counter()
@@ -96,8 +107,7 @@ def measure(fn, repeat: int, device="cpu", cold: bool = True) -> dict:
 
     out = {"cold_s": once() if cold else None}
     times = [once() for _ in range(max(1, int(repeat)))]
-    out.update({"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times),
-                "repeats": len(times)})
+    out.update({"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "repeats": len(times)})
     return out
 
 
@@ -109,7 +119,7 @@ def matmul_peak(device="cpu", size: int = 2048, repeat: int = 3, dtype: str = "f
     a = torch.randn(size, size, generator=gen, dtype=getattr(torch, dtype)).to(device)
     b = torch.randn(size, size, generator=gen, dtype=getattr(torch, dtype)).to(device)
     t = measure(lambda: a @ b, max(repeat, 3), device)
-    return 2.0 * size ** 3 / t["median_s"] / 1e9
+    return 2.0 * size**3 / t["median_s"] / 1e9
 
 
 # --------------------------------------------------------------------------------------------------
@@ -134,6 +144,7 @@ class _Locus:
 
     def sets(self, pairs, n_models: int):
         from locus.methods.locus_method import ModelSets
+
         return ModelSets(pairs, np.arange(n_models)).to(self.device)
 
     def train_step(self, phi, sets, models, all_tokens: bool = False):
@@ -171,13 +182,21 @@ def random_inputs(torch, n_eval: int, n_models: int, device, rng):
     phi = torch.from_numpy(rng.normal(size=(n_eval, D_PHI)).astype(np.float32)).to(device)
     phi /= phi.norm(dim=1, keepdim=True)
     pid, mid = np.meshgrid(np.arange(n_eval), np.arange(n_models), indexing="ij")
-    pairs = pd.DataFrame({"prompt_id": pid.ravel(), "model_id": mid.ravel(),
-                          "score": (rng.random(pid.size) < 0.5).astype(np.float32)})
+    pairs = pd.DataFrame(
+        {"prompt_id": pid.ravel(), "model_id": mid.ravel(), "score": (rng.random(pid.size) < 0.5).astype(np.float32)}
+    )
     return phi, pairs
 
 
-def run_benchmark(device: str = "cpu", threads: int = 0, quick: bool = False, repeat: int = 3,
-                  progress=None, precision: str = "float32", params: dict | None = None) -> dict:
+def run_benchmark(
+    device: str = "cpu",
+    threads: int = 0,
+    quick: bool = False,
+    repeat: int = 3,
+    progress=None,
+    precision: str = "float32",
+    params: dict | None = None,
+) -> dict:
     """Time training steps, embedding all models, predicting a query x model grid and embedding one new
     model on `device`; embedding and prediction in `precision` (LOCUS's parameter; training steps are
     always float32), the peak in that dtype; `params`: other LOCUS parameters (e.g. ``tf32``). Returns ``{"rows": [...], "peak_gflop_s": ..., ...}`` (see
@@ -213,51 +232,82 @@ def run_benchmark(device: str = "cpu", threads: int = 0, quick: bool = False, re
         sets = lm.sets(pairs, m)
         t = measure(partial(lm.train_step, phi, sets, batch), repeat, device)
         passes = int(np.ceil(m / len(batch)))
-        add(f"train step, n={n}: {len(batch)} models x <= {p['max_tokens']} tokens (locus default)", t,
-            note=f"{passes} step(s) = one pass over {m} models: {passes * t['median_s']:.2f} s")
+        add(
+            f"train step, n={n}: {len(batch)} models x <= {p['max_tokens']} tokens (locus default)",
+            t,
+            note=f"{passes} step(s) = one pass over {m} models: {passes * t['median_s']:.2f} s",
+        )
         val_q = torch.from_numpy(rng.normal(size=(shapes.val_queries, D_PHI)).astype(np.float32)).to(device)
-        add(f"validation pass, n={n}: embed {m} models + score {shapes.val_queries} queries",
+        add(
+            f"validation pass, n={n}: embed {m} models + score {shapes.val_queries} queries",
             measure(partial(lm.validate, phi, sets, val_q), repeat, device),
-            embed_flops(m, n, n, p) + predict_grid_flops(shapes.val_queries, m, p))
+            embed_flops(m, n, n, p) + predict_grid_flops(shapes.val_queries, m, p),
+        )
         if shapes.authors_epoch:
             full = torch.arange(m, device=device)
             t = measure(partial(lm.train_step, phi, sets, full, all_tokens=True), repeat, device)
-            add(f"train step, n={n}: all {m} models x {n} tokens (authors' epoch)", t,
-                note=f"authors' code: {AUTHORS['epoch'][n]} s" if paper and n in AUTHORS["epoch"] else "")
+            add(
+                f"train step, n={n}: all {m} models x {n} tokens (authors' epoch)",
+                t,
+                note=f"authors' code: {AUTHORS['epoch'][n]} s" if paper and n in AUTHORS["epoch"] else "",
+            )
 
     n = shapes.embed_n
     phi, pairs = random_inputs(torch, n, m, device, rng)
     sets = lm.sets(pairs, m)
-    add(f"embed {m} models x {n:,} evaluations", measure(lambda: lm.embed_all(phi, sets), repeat, device),
+    add(
+        f"embed {m} models x {n:,} evaluations",
+        measure(lambda: lm.embed_all(phi, sets), repeat, device),
         embed_flops(m, n, n, p),
-        f"authors' code {AUTHORS['embed']} s; paper ~{PAPER['embed']} s (V100)" if paper else "")
+        f"authors' code {AUTHORS['embed']} s; paper ~{PAPER['embed']} s (V100)" if paper else "",
+    )
     z = lm.embed_all(phi, sets)
     q = shapes.predict_queries
     queries = torch.from_numpy(rng.normal(size=(q, D_PHI)).astype(np.float32)).to(device)
-    add(f"predict {q:,} queries x {m} models", measure(lambda: lm.predict(z, queries), repeat, device),
+    add(
+        f"predict {q:,} queries x {m} models",
+        measure(lambda: lm.predict(z, queries), repeat, device),
         predict_grid_flops(q, m, p),
-        f"authors' code {AUTHORS['predict']} s; paper ~{PAPER['predict']} s (V100)" if paper else "")
+        f"authors' code {AUTHORS['predict']} s; paper ~{PAPER['predict']} s (V100)" if paper else "",
+    )
     k = shapes.one_n
     one, ones = phi[:k][None], torch.ones(1, k, device=device)
-    add(f"embed one new model from {k:,} evaluations", measure(lambda: lm.embed_one(one, ones), repeat, device),
-        one_model_flops(k, p), f"authors' code {1000 * AUTHORS['embed_one']:.1f} ms" if paper else "")
+    add(
+        f"embed one new model from {k:,} evaluations",
+        measure(lambda: lm.embed_one(one, ones), repeat, device),
+        one_model_flops(k, p),
+        f"authors' code {1000 * AUTHORS['embed_one']:.1f} ms" if paper else "",
+    )
 
-    return {"device": str(device), "device_name": device_name(torch, device), "threads": torch.get_num_threads(),
-            "dtype": dtype, "matmul_precision": torch.get_float32_matmul_precision(), "peak_gflop_s": peak,
-            "quick": bool(quick), "paper_shapes": paper, "repeat": repeat, "shapes": asdict(shapes),
-            "params": p, "rows": rows, "torch": torch.__version__}
+    return {
+        "device": str(device),
+        "device_name": device_name(torch, device),
+        "threads": torch.get_num_threads(),
+        "dtype": dtype,
+        "matmul_precision": torch.get_float32_matmul_precision(),
+        "peak_gflop_s": peak,
+        "quick": bool(quick),
+        "paper_shapes": paper,
+        "repeat": repeat,
+        "shapes": asdict(shapes),
+        "params": p,
+        "rows": rows,
+        "torch": torch.__version__,
+    }
 
 
 def device_name(torch, device) -> str:
     if str(device).startswith("cuda"):
         return torch.cuda.get_device_name(torch.device(device))
     import platform
+
     return platform.processor() or platform.machine()
 
 
 def default_device() -> str:
     """Where training runs (:attr:`LocusMethod.device`): CUDA when available, else the CPU."""
     import torch
+
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
@@ -265,12 +315,17 @@ def format_table(result: dict) -> str:
     """The rows as a fixed-width text table (seconds: cold first call, then median [min-max] of the rest)."""
     rows = result["rows"]
     width = max(len(r["what"]) for r in rows)
-    head = (f"{'what':<{width}}  {'cold s':>8}  {'median s':>9}  {'min-max s':>17}  {'GFLOP':>7}  {'GFLOP/s':>8}  "
-            f"{'% peak':>6}  note")
+    head = (
+        f"{'what':<{width}}  {'cold s':>8}  {'median s':>9}  {'min-max s':>17}  {'GFLOP':>7}  {'GFLOP/s':>8}  "
+        f"{'% peak':>6}  note"
+    )
     lines = [head]
     for r in rows:
-        g = (f"{r['gflop']:7.2f}  {r['gflop_s']:8.1f}  {100 * r['peak_fraction']:5.1f}%" if "gflop" in r
-             else f"{'':7}  {'':8}  {'':6}")
+        g = (
+            f"{r['gflop']:7.2f}  {r['gflop_s']:8.1f}  {100 * r['peak_fraction']:5.1f}%"
+            if "gflop" in r
+            else f"{'':7}  {'':8}  {'':6}"
+        )
         cold = f"{r['cold_s']:8.4f}" if r.get("cold_s") is not None else f"{'':8}"
         spread = f"{r['min_s']:.4f}-{r['max_s']:.4f}"
         lines.append(f"{r['what']:<{width}}  {cold}  {r['median_s']:9.4f}  {spread:>17}  {g}  {r['note']}".rstrip())

@@ -6,6 +6,7 @@ the method, the model ids and their names (``model_ids``, ``model_names``, from 
 models.parquet at training time) and the short encoder name (``encoder``), so a checkpoint opens the same
 from any directory, even when the data set is gone.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ import numpy as np
 
 from locus import methods, weights
 from locus.errors import ConfigError, DataError
+
 
 @dataclass
 class Checkpoint:
@@ -37,8 +39,10 @@ class Checkpoint:
         items = [s.strip() for s in str(spec).split(",") if s.strip()]
         example = ", ".join(f"{k}={v}" for k, v in list(self.names.items())[:3])
         if not items:
-            raise DataError(f"--models {spec!r}: names no model; give a comma list of model ids or names "
-                            f"(e.g. {example}), or leave --models out for all models of the run.")
+            raise DataError(
+                f"--models {spec!r}: names no model; give a comma list of model ids or names "
+                f"(e.g. {example}), or leave --models out for all models of the run."
+            )
         known = set(self.model_ids.tolist())
         by_name = {v: k for k, v in self.names.items()}
         out = []
@@ -52,8 +56,10 @@ class Checkpoint:
                 hits = [k for k, v in self.names.items() if v.lower() == low or v.lower().split("/")[-1] == low]
                 if len(hits) != 1:
                     why = "is ambiguous" if hits else "is not a model of this run"
-                    raise DataError(f"--models: {item!r} {why} ({self.directory}, {len(known)} models); give model "
-                                    f"ids or full names, e.g. {example} ...")
+                    raise DataError(
+                        f"--models: {item!r} {why} ({self.directory}, {len(known)} models); give model "
+                        f"ids or full names, e.g. {example} ..."
+                    )
                 hit = hits[0]
             if hit not in out:
                 out.append(hit)
@@ -64,8 +70,10 @@ def load_checkpoint(directory: str | Path) -> Checkpoint:
     """The checkpoint of a finished run directory; a missing, damaged or foreign one is a DataError."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise DataError(f"{directory}: not a directory; --checkpoint must be a finished run directory "
-                        f"(results/runs/.../s<seed>/) containing config.json and model.safetensors.")
+        raise DataError(
+            f"{directory}: not a directory; --checkpoint must be a finished run directory "
+            f"(results/runs/.../s<seed>/) containing config.json and model.safetensors."
+        )
     config = weights.read_config(directory)
     where = directory / weights.CONFIG_FILE
     name = config.get("method")
@@ -79,25 +87,36 @@ def load_checkpoint(directory: str | Path) -> Checkpoint:
     model_ids = np.asarray(method.model_ids, dtype=np.int64)
     names = config.get("model_names")
     if not isinstance(names, list) or len(names) != len(model_ids) or not all(isinstance(n, str) for n in names):
-        raise DataError(f"{where}: no 'model_names' matching its {len(model_ids)} 'model_ids' (not written by "
-                        f"`locus train`, or by an older version); re-run the training rule.")
+        raise DataError(
+            f"{where}: no 'model_names' matching its {len(model_ids)} 'model_ids' (not written by "
+            f"`locus train`, or by an older version); re-run the training rule."
+        )
     encoder = config.get("encoder")
     if not isinstance(encoder, str) or not encoder:
         raise DataError(f"{where}: no 'encoder' entry; re-run the training rule.")
-    return Checkpoint(directory=directory, method=method, encoder=encoder, model_ids=model_ids,
-                      names=dict(zip(model_ids.tolist(), names)), config=config)
+    return Checkpoint(
+        directory=directory,
+        method=method,
+        encoder=encoder,
+        model_ids=model_ids,
+        names=dict(zip(model_ids.tolist(), names)),
+        config=config,
+    )
 
 
 def encode_queries(encoder: str, texts, batch_size: int = 64) -> np.ndarray:
     """Encode query texts with the run's sentence encoder (imported lazily; tests may replace this)."""
     from locus.encoders import encode_texts, load_encoder
+
     return encode_texts(load_encoder(encoder), list(texts), batch_size=batch_size, progress=False)
 
 
 def check_dim(vectors: np.ndarray, checkpoint: Checkpoint, what: str) -> np.ndarray:
     expected = getattr(checkpoint.method, "d_phi", None)
     if expected is not None and vectors.shape[1] != expected:
-        raise DataError(f"{what}: the encoder gives {vectors.shape[1]}-d vectors but the run {checkpoint.directory} "
-                        f"was trained on {expected}-d encodings ({checkpoint.encoder}); pass --encoder "
-                        f"{checkpoint.encoder} (or leave --encoder out).")
+        raise DataError(
+            f"{what}: the encoder gives {vectors.shape[1]}-d vectors but the run {checkpoint.directory} "
+            f"was trained on {expected}-d encodings ({checkpoint.encoder}); pass --encoder "
+            f"{checkpoint.encoder} (or leave --encoder out)."
+        )
     return vectors

@@ -14,6 +14,7 @@ User mistakes never end in a traceback: they exit with code 2 and one line
 - an ``OSError`` about one of the command's output paths (a full disk, a permission that changed
   after the check) in :func:`main`. Any other exception is a bug and keeps its traceback.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,13 +61,15 @@ def comma_list(text: str) -> list[str]:
     """An argparse type: a non-empty comma-separated list (blank items dropped)."""
     items = [s.strip() for s in str(text).split(",") if s.strip()]
     if not items:
-        raise argparse.ArgumentTypeError(f"{text!r} names nothing; give one or more names separated by commas "
-                                         "(or leave the option out for all)")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names nothing; give one or more names separated by commas (or leave the option out for all)"
+        )
     return items
 
 
 def number_list(kind=float, low=None, high=None):
     """An argparse type: comma-separated numbers of `kind`, each in [low, high] where given."""
+
     def parse(text: str):
         try:
             values = [kind(x) for x in comma_list(text)]
@@ -118,6 +121,7 @@ def output_dir():
 
 def _existing(what: str, want_dir: bool):
     """An argparse type: a path that must exist and be a directory (`want_dir`) or a file."""
+
     def parse(text: str) -> Path:
         p = Path(text).expanduser()
         if not p.exists():
@@ -143,15 +147,19 @@ def existing_file(what: str = "file"):
 def device_arg(kinds=("cpu", "cuda", "mps")):
     """An argparse type for a torch device (``cpu``, ``cuda``, ``cuda:N``, ``mps``), refused when this
     machine does not have it."""
+
     def parse(text: str) -> str:
         value = str(text).strip().lower()
         m = re.fullmatch(r"(cpu|cuda|mps)(?::(\d+))?", value)
         if not m or m.group(1) not in kinds or (m.group(2) and m.group(1) != "cuda"):
-            raise argparse.ArgumentTypeError(f"unknown device {text!r}; use {' or '.join(kinds)}"
-                                             + (" (cuda:N for the N-th GPU)" if "cuda" in kinds else ""))
+            raise argparse.ArgumentTypeError(
+                f"unknown device {text!r}; use {' or '.join(kinds)}"
+                + (" (cuda:N for the N-th GPU)" if "cuda" in kinds else "")
+            )
         if m.group(1) == "cpu":
             return value
         import torch
+
         if m.group(1) == "mps":
             if not torch.backends.mps.is_available():
                 raise argparse.ArgumentTypeError("mps is not available on this machine; use --device cpu")
@@ -160,8 +168,10 @@ def device_arg(kinds=("cpu", "cuda", "mps")):
             why = "this torch has no CUDA support" if torch.version.cuda is None else "no CUDA GPU is visible"
             raise argparse.ArgumentTypeError(f"{value}: CUDA is not available ({why}); use --device cpu")
         if m.group(2) and int(m.group(2)) >= torch.cuda.device_count():
-            raise argparse.ArgumentTypeError(f"{value}: this machine has {torch.cuda.device_count()} CUDA "
-                                             f"device(s), cuda:0..cuda:{torch.cuda.device_count() - 1}")
+            raise argparse.ArgumentTypeError(
+                f"{value}: this machine has {torch.cuda.device_count()} CUDA "
+                f"device(s), cuda:0..cuda:{torch.cuda.device_count() - 1}"
+            )
         return value
 
     parse.__name__ = "device"
@@ -215,8 +225,9 @@ def main(argv=None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2; it printed the message)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     try:
         return int(args._run(args) or 0)
     except LocusError as exc:
@@ -227,6 +238,9 @@ def main(argv=None) -> int:
         if out is None:
             raise  # not about an output path: a bug or an unexpected failure, keep the traceback
         reason = exc.strerror or str(exc)
-        print(f"locus {args.command}: error: cannot write {out}: {reason} ({exc.filename}); check the disk "
-              "and the permissions or choose another output path", file=sys.stderr)
+        print(
+            f"locus {args.command}: error: cannot write {out}: {reason} ({exc.filename}); check the disk "
+            "and the permissions or choose another output path",
+            file=sys.stderr,
+        )
         return 2

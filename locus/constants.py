@@ -5,6 +5,7 @@ here (``locus.data.canonical``, ``locus.runs``, ``locus.experiments``), the comm
 argparse choices and defaults, and ``tests/test_workflow.py`` checks the workflow's schema
 against them. No imports, so building the command-line parser (``locus --help``) stays fast.
 """
+
 from __future__ import annotations
 
 # canonical data sets (locus.data.canonical)
@@ -23,8 +24,12 @@ RECIPES = ("fast", "paper")
 
 # kinds of `locus table` (locus.experiments.tables, locus.experiments.ablation) and `locus figure`
 TABLE_KINDS = ("routing", "routing-by-dataset", "correctness-by-dataset")
-ABLATION_KINDS = ("dim-ablation-routing", "dim-ablation-correctness", "encoder-ablation-routing",
-                  "encoder-ablation-correctness")
+ABLATION_KINDS = (
+    "dim-ablation-routing",
+    "dim-ablation-correctness",
+    "encoder-ablation-routing",
+    "encoder-ablation-correctness",
+)
 FIGURE_KINDS = ("sample-efficiency", "time-to-accuracy")
 
 # the paired bootstrap over test queries behind every table comparison (locus.experiments.bootstrap)

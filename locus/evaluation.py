@@ -15,6 +15,7 @@ Definitions (as in the authors' code):
 - ties in the ranking are broken towards the lower model position (= lower model_id, since columns
   are in ascending model_id order): sorting is stable.
 """
+
 from __future__ import annotations
 
 import numpy as np

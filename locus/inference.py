@@ -5,6 +5,7 @@ Input files are checked here and every problem names the file, the rows and the 
 (:class:`~locus.errors.DataError`). Texts are encoded with :func:`locus.checkpoint.encode_queries`
 (looked up at call time, so tests can replace the sentence encoder).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,8 +34,10 @@ def read_score_file(path: Path, model: str | None = None) -> tuple[list[str], np
     try:
         df = pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else pd.read_csv(path)
     except UnicodeDecodeError:
-        raise DataError(f"{path}: not UTF-8 text; convert it, e.g. `iconv -f latin1 -t utf-8 {path} > "
-                        f"{path.with_name(path.stem + '-utf8' + path.suffix)}`.") from None
+        raise DataError(
+            f"{path}: not UTF-8 text; convert it, e.g. `iconv -f latin1 -t utf-8 {path} > "
+            f"{path.with_name(path.stem + '-utf8' + path.suffix)}`."
+        ) from None
     except Exception as exc:  # pandas/pyarrow raise many types
         raise DataError(f"{path}: not a readable CSV/Parquet file ({exc}).") from exc
     missing = [c for c in SCORE_COLUMNS if c not in df.columns]
@@ -46,13 +49,17 @@ def read_score_file(path: Path, model: str | None = None) -> tuple[list[str], np
     rows = df.index.to_numpy() + 2  # file rows, 1 = header
     empty = df["prompt"].isna() | (df["prompt"].astype(str).str.strip() == "")
     if empty.any():
-        raise DataError(f"{path}: empty prompt in row(s) {rows[empty.to_numpy()][:5].tolist()} (1 = header); "
-                        "fill them in or drop them.")
+        raise DataError(
+            f"{path}: empty prompt in row(s) {rows[empty.to_numpy()][:5].tolist()} (1 = header); "
+            "fill them in or drop them."
+        )
     score = pd.to_numeric(df["score"], errors="coerce").to_numpy(np.float64)
     bad = ~((score >= 0) & (score <= 1))
     if bad.any():
-        raise DataError(f"{path}: score must be a number in [0, 1] (1 = correct); row(s) {rows[bad][:5].tolist()} "
-                        f"(1 = header) have {df['score'].to_numpy()[bad][:5].tolist()}.")
+        raise DataError(
+            f"{path}: score must be a number in [0, 1] (1 = correct); row(s) {rows[bad][:5].tolist()} "
+            f"(1 = header) have {df['score'].to_numpy()[bad][:5].tolist()}."
+        )
     return df["prompt"].astype(str).tolist(), score.astype(np.float32), model
 
 
@@ -60,16 +67,20 @@ def _select_model(df, path: Path, model: str | None):
     """Rows of one model: `model` if given, else the only model of the file's `model` column."""
     if "model" not in df.columns:
         if model is not None:
-            raise DataError(f"{path}: --model {model} given but the file has no 'model' column; leave --model out "
-                            "(all rows are one model) or add the column.")
+            raise DataError(
+                f"{path}: --model {model} given but the file has no 'model' column; leave --model out "
+                "(all rows are one model) or add the column."
+            )
         return df, None
     names = df["model"].astype(str)
     distinct = list(dict.fromkeys(names[df["model"].notna()]))
     if model is None:
         if len(distinct) > 1:
             shown = ", ".join(distinct[:5]) + (", ..." if len(distinct) > 5 else "")
-            raise DataError(f"{path}: scores of {len(distinct)} models in column 'model' ({shown}); one embedding is "
-                            f"one model: pick one with --model NAME.")
+            raise DataError(
+                f"{path}: scores of {len(distinct)} models in column 'model' ({shown}); one embedding is "
+                f"one model: pick one with --model NAME."
+            )
         if df["model"].isna().any() and distinct:
             rows = (df.index[df["model"].isna()].to_numpy() + 2).tolist()[:5]
             raise DataError(f"{path}: empty model in row(s) {rows} (1 = header); fill them in or drop the column.")
@@ -85,7 +96,7 @@ def nearest(z, pool_ids, pool_z, top: int):
     zn = z / max(float(np.linalg.norm(z)), 1e-12)
     pn = pool_z / np.maximum(np.linalg.norm(pool_z, axis=1, keepdims=True), 1e-12)
     sim = pn @ zn
-    order = np.argsort(-sim, kind="stable")[:max(0, top)]
+    order = np.argsort(-sim, kind="stable")[: max(0, top)]
     return [(int(pool_ids[i]), float(sim[i])) for i in order]
 
 
@@ -105,14 +116,23 @@ def set_precision(run_dir, precision: str | None, checkpoint) -> None:
     if precision is None:
         return
     if "precision" not in run_dir.method.params:
-        raise DataError(f"{checkpoint}: method {run_dir.method.name!r} has no precision option; leave out "
-                        "--precision or give a LOCUS run.")
+        raise DataError(
+            f"{checkpoint}: method {run_dir.method.name!r} has no precision option; leave out "
+            "--precision or give a LOCUS run."
+        )
     run_dir.method.params["precision"] = precision
 
 
-def embed_new_model(checkpoint: Path, scores: Path, encoder: str | None = None, model: str | None = None,
-                    top: int = 5, out: Path | None = None, name: str | None = None,
-                    precision: str | None = None) -> Embedded:
+def embed_new_model(
+    checkpoint: Path,
+    scores: Path,
+    encoder: str | None = None,
+    model: str | None = None,
+    top: int = 5,
+    out: Path | None = None,
+    name: str | None = None,
+    precision: str | None = None,
+) -> Embedded:
     """Embed the model scored in `scores` with the LOCUS run `checkpoint` (one forward pass, the run is
     not changed; in `precision` when given); optionally write the embedding to `out` (Parquet)."""
     from locus import checkpoint as ckpt
@@ -132,9 +152,13 @@ def embed_new_model(checkpoint: Path, scores: Path, encoder: str | None = None, 
         pool_ids, pool_z = run_dir.method.model_embeddings()
         result.nearest = [(mid, run_dir.name(mid), sim) for mid, sim in nearest(z, pool_ids, pool_z, top)]
     if out is not None:
-        write_vectors(out, "model_id", [-1], z[None, :],
-                      {"name": name, "checkpoint": str(checkpoint), "encoder": encoder,
-                       "n_evaluations": len(prompts)})
+        write_vectors(
+            out,
+            "model_id",
+            [-1],
+            z[None, :],
+            {"name": name, "checkpoint": str(checkpoint), "encoder": encoder, "n_evaluations": len(prompts)},
+        )
     return result
 
 
@@ -151,10 +175,12 @@ def read_query_file(path: Path) -> list[str]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + 1
         fixed = path.with_name(path.stem + "-utf8" + path.suffix)
-        raise DataError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); convert it, e.g. "
-                        f"`iconv -f latin1 -t utf-8 {path} > {fixed}`, and pass the converted file.") from None
+        raise DataError(
+            f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); convert it, e.g. "
+            f"`iconv -f latin1 -t utf-8 {path} > {fixed}`, and pass the converted file."
+        ) from None
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
@@ -174,8 +200,15 @@ class Ranking:
     models: list  # [(model_id, model name, probability of a correct answer)], best first
 
 
-def route(checkpoint: Path, queries, file: Path | None = None, models: list[str] | None = None, top_k: int = 3,
-          encoder: str | None = None, precision: str | None = None) -> list[Ranking]:
+def route(
+    checkpoint: Path,
+    queries,
+    file: Path | None = None,
+    models: list[str] | None = None,
+    top_k: int = 3,
+    encoder: str | None = None,
+    precision: str | None = None,
+) -> list[Ranking]:
     """The `top_k` most likely correct models (of `models`, default all) of the run for each query (LOCUS
     runs: predicted in `precision` when given)."""
     from locus import checkpoint as ckpt
@@ -193,6 +226,7 @@ def route(checkpoint: Path, queries, file: Path | None = None, models: list[str]
     out = []
     for qi, text in enumerate(texts):
         order = np.argsort(-logits[qi], kind="stable")[:k]
-        out.append(Ranking(text, [(int(candidates[j]), run_dir.name(candidates[j]), float(prob[qi, j]))
-                                  for j in order]))
+        out.append(
+            Ranking(text, [(int(candidates[j]), run_dir.name(candidates[j]), float(prob[qi, j])) for j in order])
+        )
     return out

@@ -1,5 +1,6 @@
 """Checks of output paths before any work is done, so a command that cannot write its result fails at
 once with one clear line (and leaves nothing behind) instead of after the work, with a traceback."""
+
 from __future__ import annotations
 
 import os
@@ -20,19 +21,20 @@ def check_output(path, directory: bool = False) -> Path:
     p = Path(text).expanduser()
     what = "directory" if directory else "file"
     if directory and p.exists() and not p.is_dir():
-        raise ConfigError(f"{p} exists and is a file; give a directory path (an existing run directory is "
-                          "replaced)")
+        raise ConfigError(f"{p} exists and is a file; give a directory path (an existing run directory is replaced)")
     if not directory and p.is_dir():
         raise ConfigError(f"{p} is a directory; give a file path inside it, e.g. {p / ('out' + p.suffix)}")
     existing = p.absolute().parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        raise ConfigError(f"cannot create the {what} {p}: {existing} is a file, not a directory; choose another "
-                          "location")
+        raise ConfigError(
+            f"cannot create the {what} {p}: {existing} is a file, not a directory; choose another location"
+        )
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"cannot write the {what} {p}: no permission to write in {existing}; choose a location "
-                          "you may write to")
+        raise ConfigError(
+            f"cannot write the {what} {p}: no permission to write in {existing}; choose a location you may write to"
+        )
     return p
 
 

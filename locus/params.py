@@ -3,6 +3,7 @@
 Shared by every command that takes ``--params`` (``locus data``, ``locus train``), so no command
 module imports another.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,11 +17,13 @@ def parse_params(text: str, what: str) -> dict:
     try:
         params = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{what}: --params is not valid JSON ({exc}); give a JSON object, "
-                          "e.g. --params '{\"dim\": 64}'") from exc
+        raise ConfigError(
+            f"{what}: --params is not valid JSON ({exc}); give a JSON object, e.g. --params '{{\"dim\": 64}}'"
+        ) from exc
     if not isinstance(params, dict):
-        raise ConfigError(f"{what}: --params must be a JSON object, got {type(params).__name__}; "
-                          "e.g. --params '{\"dim\": 64}'")
+        raise ConfigError(
+            f"{what}: --params must be a JSON object, got {type(params).__name__}; e.g. --params '{{\"dim\": 64}}'"
+        )
     return params
 
 
@@ -42,4 +45,5 @@ def set_threads(threads: int) -> None:
     """torch's number of CPU threads (0 = leave torch's default)."""
     if threads > 0:
         import torch
+
         torch.set_num_threads(threads)

@@ -15,6 +15,7 @@ by :func:`locus.runs.execute`) holds exactly :func:`run_files` of its method:
 Every reader raises :class:`~locus.errors.DataError` naming the run directory and the fix (re-run the
 training rule) for a missing or malformed file.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,10 @@ def check_same_data(run, recorded, fingerprint: str, data_dir, fix: str) -> None
     """Refuse a run whose recorded data-set fingerprint (``metrics.json`` / ``config.json``; None for runs
     that record none) is not `fingerprint`, the one of the data set `data_dir` it is being read against."""
     if recorded is not None and recorded != fingerprint:
-        raise DataError(f"{run}: trained on another data set than {data_dir} (data fingerprint {str(recorded)[:12]}... "
-                        f"vs {fingerprint[:12]}...); {fix}")
+        raise DataError(
+            f"{run}: trained on another data set than {data_dir} (data fingerprint {str(recorded)[:12]}... "
+            f"vs {fingerprint[:12]}...); {fix}"
+        )
 
 
 def run_files(method: str) -> tuple[str, ...]:
@@ -61,8 +64,10 @@ def run_files(method: str) -> tuple[str, ...]:
 def _file(run_dir, name: str) -> Path:
     path = Path(run_dir) / name
     if not path.is_file():
-        raise DataError(f"{path}: missing; {run_dir} is not a finished run directory — re-run the training rule "
-                        f"(snakemake deletes incomplete outputs; or `locus train ... --out {run_dir}`).")
+        raise DataError(
+            f"{path}: missing; {run_dir} is not a finished run directory — re-run the training rule "
+            f"(snakemake deletes incomplete outputs; or `locus train ... --out {run_dir}`)."
+        )
     return path
 
 
@@ -95,8 +100,10 @@ def read_scores(run_dir, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray
     prompt_ids = np.sort(df["prompt_id"].unique()).astype(np.int64)
     model_ids = np.sort(df["model_id"].unique()).astype(np.int64)
     if len(df) != len(prompt_ids) * len(model_ids):
-        raise DataError(f"{path}: {len(df)} rows for {len(prompt_ids)} prompts x {len(model_ids)} models; every pair "
-                        f"must be scored — re-run the training rule.")
+        raise DataError(
+            f"{path}: {len(df)} rows for {len(prompt_ids)} prompts x {len(model_ids)} models; every pair "
+            f"must be scored — re-run the training rule."
+        )
     logits = np.empty((len(prompt_ids), len(model_ids)), dtype=np.float32)
     rows, cols = np.searchsorted(prompt_ids, df["prompt_id"]), np.searchsorted(model_ids, df["model_id"])
     logits[rows, cols] = df["logit"].to_numpy()
@@ -121,8 +128,9 @@ def read_train_pairs(run_dir) -> pd.DataFrame:
     df = _parquet(run_dir, TRAIN_PAIRS, {"prompt_id": "int", "model_id": "int", "score": "float"})
     path = Path(run_dir) / TRAIN_PAIRS
     if df.empty or df.duplicated(["prompt_id", "model_id"]).any() or not df["score"].between(0, 1).all():
-        raise DataError(f"{path}: needs unique (prompt_id, model_id) rows with score in [0, 1]; re-run the "
-                        f"training rule.")
+        raise DataError(
+            f"{path}: needs unique (prompt_id, model_id) rows with score in [0, 1]; re-run the training rule."
+        )
     return df[["prompt_id", "model_id", "score"]].reset_index(drop=True)
 
 
@@ -136,15 +144,21 @@ def read_metrics(run, required=METRICS_REQUIRED) -> dict:
     except FileNotFoundError:
         raise DataError(f"{path}: metrics file not found; run `locus train` for this run first.") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{path}: not a readable JSON metrics file, not valid JSON ({exc}); re-run the training "
-                        f"rule (`locus train`).") from None
+        raise DataError(
+            f"{path}: not a readable JSON metrics file, not valid JSON ({exc}); re-run the training "
+            f"rule (`locus train`)."
+        ) from None
     if not isinstance(metrics, dict):
-        raise DataError(f"{path}: must hold a JSON object written by `locus train`, got {type(metrics).__name__}; "
-                        f"re-run the training rule.")
+        raise DataError(
+            f"{path}: must hold a JSON object written by `locus train`, got {type(metrics).__name__}; "
+            f"re-run the training rule."
+        )
     missing = [k for k in required if k not in metrics]
     if missing:
-        raise DataError(f"{path}: missing entries {', '.join(missing)}; this is not a metrics.json written by "
-                        f"`locus train` (re-run the training rule).")
+        raise DataError(
+            f"{path}: missing entries {', '.join(missing)}; this is not a metrics.json written by "
+            f"`locus train` (re-run the training rule)."
+        )
     return metrics
 
 

@@ -8,6 +8,7 @@ only writes them, and checks that it wrote exactly that list.
 Checks before any fitting: the method parameters, that the encodings were made from this data set
 (fingerprint, :func:`locus.data.encodings.check_matches`) and that the training size fits the split.
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,15 +42,19 @@ def held_out_ids(models: pd.DataFrame, names=None, source: str = "models.parquet
     by_id = dict(zip(models["model_id"].astype(int), models["name"].astype(str)))
     if names is None:
         if "held_out" not in models.columns:
-            raise ConfigError(f"{source} has no held_out column; name the held-out models (config "
-                              f"onboarding.held_out / --hold-out NAME,NAME,...).")
+            raise ConfigError(
+                f"{source} has no held_out column; name the held-out models (config "
+                f"onboarding.held_out / --hold-out NAME,NAME,...)."
+            )
         ids = models.loc[models["held_out"].fillna(0).astype(int) == 1, "model_id"].astype(int).tolist()
     else:
         ids = [resolve_model(n, by_id, "held-out model") for n in names]
     ids = np.unique(np.asarray(ids, dtype=np.int64))
     if len(ids) == 0:
-        raise ConfigError(f"{source}: no held-out model (the held_out column is 0 everywhere); name them with "
-                          f"onboarding.held_out / --hold-out.")
+        raise ConfigError(
+            f"{source}: no held-out model (the held_out column is 0 everywhere); name them with "
+            f"onboarding.held_out / --hold-out."
+        )
     if len(ids) >= len(by_id):
         raise ConfigError(f"all {len(by_id)} models are held out; keep at least one to train on.")
     return ids
@@ -60,8 +65,10 @@ def training_models(model_ids, held_out, count: int, seed: int) -> np.ndarray:
     `held_out`; for one seed the sets of growing counts are nested."""
     rest = np.setdiff1d(np.asarray(model_ids, dtype=np.int64), np.asarray(held_out, dtype=np.int64))
     if count < 0 or count > len(rest):
-        raise ConfigError(f"training models: {count} requested, {len(rest)} models are not held out; choose "
-                          f"1..{len(rest)} (0 = all of them).")
+        raise ConfigError(
+            f"training models: {count} requested, {len(rest)} models are not held out; choose "
+            f"1..{len(rest)} (0 = all of them)."
+        )
     order = np.random.default_rng([int(seed), DRAW_ONBOARD]).permutation(rest)
     return np.sort(order[:count] if count else order)
 
@@ -84,8 +91,10 @@ def training_pairs(data: EvalData, train_size: int, seed: int, sampling: str = "
     if sampling == "shared":
         ids = data.split_queries("train")["prompt_id"].to_numpy()
         if train_size > len(ids):
-            raise DataError(f"{data.source}: train_size {train_size} exceeds the {len(ids)} queries of the train "
-                            f"split; choose a training size <= {len(ids)} (config `train_sizes` / --train-size).")
+            raise DataError(
+                f"{data.source}: train_size {train_size} exceeds the {len(ids)} queries of the train "
+                f"split; choose a training size <= {len(ids)} (config `train_sizes` / --train-size)."
+            )
         chosen = np.sort(rng.choice(ids, size=train_size, replace=False))
         pairs = train[train["prompt_id"].isin(chosen)]
     else:
@@ -102,19 +111,26 @@ def training_pairs(data: EvalData, train_size: int, seed: int, sampling: str = "
 def training_counts(train: pd.DataFrame) -> dict:
     """What a run actually trained on: distinct queries, and training queries per model (min/median/max)."""
     per_model = train.groupby("model_id").size()
-    return {"n_train_queries": int(train["prompt_id"].nunique()),
-            "train_queries_per_model": {"min": int(per_model.min()), "median": float(per_model.median()),
-                                        "max": int(per_model.max())}}
+    return {
+        "n_train_queries": int(train["prompt_id"].nunique()),
+        "train_queries_per_model": {
+            "min": int(per_model.min()),
+            "median": float(per_model.median()),
+            "max": int(per_model.max()),
+        },
+    }
 
 
 def score_frame(logits: np.ndarray, prompt_ids, model_ids) -> pd.DataFrame:
     """Long (prompt_id, model_id, logit) frame of a [prompts x models] logit matrix."""
     n_p, n_m = logits.shape
-    return pd.DataFrame({
-        "prompt_id": np.repeat(np.asarray(prompt_ids, dtype=np.int64), n_m),
-        "model_id": np.tile(np.asarray(model_ids, dtype=np.int64), n_p),
-        "logit": np.asarray(logits, dtype=np.float32).reshape(-1),
-    })
+    return pd.DataFrame(
+        {
+            "prompt_id": np.repeat(np.asarray(prompt_ids, dtype=np.int64), n_m),
+            "model_id": np.tile(np.asarray(model_ids, dtype=np.int64), n_p),
+            "logit": np.asarray(logits, dtype=np.float32).reshape(-1),
+        }
+    )
 
 
 def evaluate_split(data: EvalData, split: str, logits: np.ndarray, model_ids) -> dict:
@@ -155,25 +171,48 @@ def execute(
     train = training_pairs(data, train_size, seed, sampling)
     selection = None
     if hold_out is not False or train_models:
-        held = (held_out_ids(data.models, None if hold_out is True else list(hold_out), f"{dataset_dir}/models.parquet")
-                if hold_out is not False else np.zeros(0, np.int64))
+        held = (
+            held_out_ids(data.models, None if hold_out is True else list(hold_out), f"{dataset_dir}/models.parquet")
+            if hold_out is not False
+            else np.zeros(0, np.int64)
+        )
         keep = training_models(data.model_ids, held, int(train_models), seed)
         train = train[train["model_id"].isin(keep)].reset_index(drop=True)
         selection = {"held_out_models": model_names(data, held), "train_models": int(len(keep))}
     model_ids = np.sort(train["model_id"].unique())
     fit_data = FitData(train=train, val=data.split_scores("val"), encodings=enc, model_ids=model_ids)
 
-    log.info("%s: fitting on %d pairs (%d models, n=%d, sampling=%s, seed=%d)",
-             method, len(train), len(model_ids), train_size, sampling, seed)
+    log.info(
+        "%s: fitting on %d pairs (%d models, n=%d, sampling=%s, seed=%d)",
+        method,
+        len(train),
+        len(model_ids),
+        train_size,
+        sampling,
+        seed,
+    )
     t0 = time.perf_counter()
     model.fit(fit_data)
     fit_seconds = time.perf_counter() - t0
 
-    outputs, metrics = {}, {"method": method, "params": model.params, "train_size": train_size, "seed": seed,
-                            "sampling": sampling, "encoder": enc.encoder, "dataset": str(dataset_dir),
-                            "data_fingerprint": fingerprint, "n_train_pairs": int(len(train)),
-                            **training_counts(train), "n_models": int(len(model_ids)),
-                            "fit_seconds": round(fit_seconds, 3), "model_selection": selection}
+    outputs, metrics = (
+        {},
+        {
+            "method": method,
+            "params": model.params,
+            "train_size": train_size,
+            "seed": seed,
+            "sampling": sampling,
+            "encoder": enc.encoder,
+            "dataset": str(dataset_dir),
+            "data_fingerprint": fingerprint,
+            "n_train_pairs": int(len(train)),
+            **training_counts(train),
+            "n_models": int(len(model_ids)),
+            "fit_seconds": round(fit_seconds, 3),
+            "model_selection": selection,
+        },
+    )
     for split in ("val", "test"):
         q = data.split_queries(split)
         t0 = time.perf_counter()
@@ -183,14 +222,27 @@ def execute(
         metrics[split] = evaluate_split(data, split, logits, model_ids)
     val_q, test_q = data.split_queries("val"), data.split_queries("test")
     metrics["reference"] = evaluation.reference_rows(
-        data.label_matrix(val_q["prompt_id"], model_ids), data.label_matrix(test_q["prompt_id"], model_ids),
-        test_q["benchmark"].to_numpy())
+        data.label_matrix(val_q["prompt_id"], model_ids),
+        data.label_matrix(test_q["prompt_id"], model_ids),
+        test_q["benchmark"].to_numpy(),
+    )
     t = metrics["test"]["overall"]
-    log.info("%s: test routing %.4f, correctness %.4f (fit %.1f s)", method, t["routing_acc"],
-             t["correctness_acc"], fit_seconds)
+    log.info(
+        "%s: test routing %.4f, correctness %.4f (fit %.1f s)",
+        method,
+        t["routing_acc"],
+        t["correctness_acc"],
+        fit_seconds,
+    )
 
-    run_info = {"model_names": model_names(data, model_ids), "encoder": enc.encoder, "dataset": str(dataset_dir),
-                "data_fingerprint": fingerprint, "train_size": int(train_size), "sampling": sampling}
+    run_info = {
+        "model_names": model_names(data, model_ids),
+        "encoder": enc.encoder,
+        "dataset": str(dataset_dir),
+        "data_fingerprint": fingerprint,
+        "train_size": int(train_size),
+        "sampling": sampling,
+    }
     with atomic_dir(out_dir) as tmp:
         model.save(tmp, extra=run_info)
         train.to_parquet(tmp / ra.TRAIN_PAIRS, index=False)
@@ -199,12 +251,17 @@ def execute(
         if isinstance(model, EmbeddingMethod):
             ids, z = model.model_embeddings()
             write_vectors(tmp / ra.EMBEDDINGS, "model_id", ids, z)
-        history = model.history if model.history is not None else pd.DataFrame(
-            [{"fit_seconds": fit_seconds, "val_routing": metrics["val"]["overall"]["routing_acc"]}])
+        history = (
+            model.history
+            if model.history is not None
+            else pd.DataFrame([{"fit_seconds": fit_seconds, "val_routing": metrics["val"]["overall"]["routing_acc"]}])
+        )
         history.to_csv(tmp / ra.LOG, index=False)
         write_json(tmp / ra.METRICS, metrics)
         written = sorted(p.name for p in tmp.iterdir())
         if written != sorted(ra.run_files(method)):
-            raise RuntimeError(f"run directory of {method!r} holds {written}, but locus.run_artifacts.run_files "
-                               f"declares {sorted(ra.run_files(method))}; update one of them.")
+            raise RuntimeError(
+                f"run directory of {method!r} holds {written}, but locus.run_artifacts.run_files "
+                f"declares {sorted(ra.run_files(method))}; update one of them."
+            )
     return metrics

@@ -13,6 +13,7 @@ Integrity, checked on every load so a damaged checkpoint is a clear :class:`~loc
 - every floating-point array must be finite: NaN/Inf is refused on save (training diverged) and on load.
   An array that legitimately has gaps (kNN's score matrix) is stored filled plus a boolean mask.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,11 @@ def save(directory: str | Path, arrays: Mapping[str, np.ndarray], config: dict) 
 
     directory = Path(directory)
     arrays = {str(k): np.ascontiguousarray(v) for k, v in arrays.items()}
-    check_finite(arrays, f"{directory / WEIGHTS_FILE}",
-                 "training diverged — nothing was saved; lower the learning rate or change the seed")
+    check_finite(
+        arrays,
+        f"{directory / WEIGHTS_FILE}",
+        "training diverged — nothing was saved; lower the learning rate or change the seed",
+    )
     directory.mkdir(parents=True, exist_ok=True)
     with atomic_path(directory / WEIGHTS_FILE) as tmp:
         save_file(arrays, str(tmp))
@@ -65,8 +69,9 @@ def read_config(directory: str | Path) -> dict:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{path}: not valid JSON ({exc}); the checkpoint is damaged — {_RERUN}.") from exc
     if not isinstance(config, dict):
-        raise DataError(f"{path}: must hold a JSON object, found {type(config).__name__}; the checkpoint is "
-                        f"damaged — {_RERUN}.")
+        raise DataError(
+            f"{path}: must hold a JSON object, found {type(config).__name__}; the checkpoint is damaged — {_RERUN}."
+        )
     return config
 
 
@@ -81,12 +86,16 @@ def load(directory: str | Path) -> tuple[dict, dict[str, np.ndarray]]:
         raise DataError(f"{path}: missing; {directory} is not a finished run directory — {_RERUN}.")
     expected = config.get(CHECKSUM_KEY)
     if not isinstance(expected, str):
-        raise DataError(f"{directory / CONFIG_FILE}: no {CHECKSUM_KEY!r} entry (written by an older locus, or "
-                        f"edited); the weights cannot be verified — {_RERUN}.")
+        raise DataError(
+            f"{directory / CONFIG_FILE}: no {CHECKSUM_KEY!r} entry (written by an older locus, or "
+            f"edited); the weights cannot be verified — {_RERUN}."
+        )
     actual = sha256_file(path)
     if actual != expected:
-        raise DataError(f"{path}: SHA-256 {actual[:12]}... does not match {expected[:12]}... recorded in "
-                        f"{CONFIG_FILE}; the file was truncated or modified after training — {_RERUN}.")
+        raise DataError(
+            f"{path}: SHA-256 {actual[:12]}... does not match {expected[:12]}... recorded in "
+            f"{CONFIG_FILE}; the file was truncated or modified after training — {_RERUN}."
+        )
     try:
         arrays = load_file(str(path))
     except Exception as exc:  # safetensors raises its own error types

@@ -14,6 +14,7 @@
 
 Results of the runs on a GPU machine are in docs/results.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def _timed(torch, fn, device, repeat: int) -> float:
     """Median wall seconds of `repeat` warm calls (one warm-up), CUDA synchronised around each."""
+
     def once():
         if device.type == "cuda":
             torch.cuda.synchronize()
@@ -37,6 +39,7 @@ def _timed(torch, fn, device, repeat: int) -> float:
         if device.type == "cuda":
             torch.cuda.synchronize()
         return time.perf_counter() - t0
+
     once()
     return statistics.median(once() for _ in range(repeat))
 
@@ -52,18 +55,23 @@ def profile(args) -> str:
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     import json
+
     lm = _Locus(device, {"recipe": "paper", "threads": args.threads, **json.loads(args.params)})
     phi, pairs = random_inputs(torch, args.train_size, args.models, device, rng)
     sets = lm.sets(pairs, args.models)
     models = torch.arange(args.models, device=device)
     val_q = torch.from_numpy(rng.normal(size=(args.val_queries, D_PHI)).astype(np.float32)).to(device)
-    parts = {"training step (paper recipe)": lambda: lm.train_step(phi, sets, models),
-             "validation pass": lambda: lm.validate(phi, sets, val_q)}
+    parts = {
+        "training step (paper recipe)": lambda: lm.train_step(phi, sets, models),
+        "validation pass": lambda: lm.validate(phi, sets, val_q),
+    }
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     sort = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    lines = [f"# LOCUS on {name}, torch {torch.__version__}: {args.models} models x n = {args.train_size}, "
-             f"{args.val_queries} validation queries, d_phi = {D_PHI}, parameters {args.params}"]
+    lines = [
+        f"# LOCUS on {name}, torch {torch.__version__}: {args.models} models x n = {args.train_size}, "
+        f"{args.val_queries} validation queries, d_phi = {D_PHI}, parameters {args.params}"
+    ]
     for what, fn in parts.items():
         wall = _timed(torch, fn, device, args.repeat)
         with torch_profile(activities=activities) as prof:
@@ -71,9 +79,12 @@ def profile(args) -> str:
                 fn()
             if device.type == "cuda":
                 torch.cuda.synchronize()
-        lines += ["", f"## {what}: median {1000 * wall:.2f} ms wall (of {args.repeat}, outside the profiler); "
-                      f"operators over {args.steps} calls, by self device time:",
-                  prof.key_averages().table(sort_by=sort, row_limit=args.rows, max_name_column_width=60)]
+        lines += [
+            "",
+            f"## {what}: median {1000 * wall:.2f} ms wall (of {args.repeat}, outside the profiler); "
+            f"operators over {args.steps} calls, by self device time:",
+            prof.key_averages().table(sort_by=sort, row_limit=args.rows, max_name_column_width=60),
+        ]
     return "\n".join(lines)
 
 
@@ -97,8 +108,11 @@ def val_precision(args) -> str:
         saved = dict(method.params)
         hit = {}
         try:  # the method's own arithmetic switches (not exact: those force float32)
-            for setting, precision, tf32 in (("float32", "float32", False), ("tf32", "float32", True),
-                                             ("bfloat16", "bfloat16", False)):
+            for setting, precision, tf32 in (
+                ("float32", "float32", False),
+                ("tf32", "float32", True),
+                ("bfloat16", "bfloat16", False),
+            ):
                 method.params.update(precision=precision, tf32=tf32)
                 logits = method._grid_logits(method._embed_sets(phi, sets), val_phi).cpu().numpy()
                 hit[setting] = 100 * evaluation.routing_metrics(logits, labels, ks=(1,))["routing_acc"]

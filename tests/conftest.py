@@ -1,4 +1,5 @@
 """Shared pytest fixtures: the repository root and a real single-node SLURM cluster (tests/slurm_cluster.py)."""
+
 from __future__ import annotations
 
 import os

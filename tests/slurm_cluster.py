@@ -17,6 +17,7 @@ implementation; this module adds what tests need around them:
 
 Every wait has a time limit, so a broken cluster fails a test instead of hanging it.
 """
+
 from __future__ import annotations
 
 import os
@@ -64,7 +65,9 @@ def ensure_installed() -> str | None:
     try:
         res = subprocess.run(
             ["bash", str(SCRIPTS / "install.sh")],
-            capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
         return f"scripts/slurm/install.sh took longer than {INSTALL_TIMEOUT_S} s"
@@ -107,7 +110,12 @@ class Bounded:
 def run_bounded(cmd: list[str], *, timeout: float, env: dict, cwd: str | os.PathLike | None = None) -> Bounded:
     """Run ``cmd`` (stdout+stderr merged) for at most ``timeout`` s; SIGINT, then SIGKILL after 30 s."""
     proc = subprocess.Popen(
-        cmd, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        cmd,
+        cwd=cwd,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group: the signals reach its children too
         preexec_fn=_default_sigint,
     )
@@ -126,9 +134,17 @@ def run_bounded(cmd: list[str], *, timeout: float, env: dict, cwd: str | os.Path
     return Bounded(list(cmd), proc.returncode, out or "", timed_out, killed)
 
 
-def interrupt_when(cmd: list[str], pattern: str, *, timeout: float, env: dict,
-                   cwd: str | os.PathLike | None = None, grace: float = 30,
-                   ready=None, group: bool = True) -> tuple[Bounded, float]:
+def interrupt_when(
+    cmd: list[str],
+    pattern: str,
+    *,
+    timeout: float,
+    env: dict,
+    cwd: str | os.PathLike | None = None,
+    grace: float = 30,
+    ready=None,
+    group: bool = True,
+) -> tuple[Bounded, float]:
     """Run ``cmd`` until a line matches ``pattern`` (or ``timeout`` s pass), then SIGINT it.
 
     ``ready(match)``, if given, is polled after the match until it returns true (within the same
@@ -138,8 +154,15 @@ def interrupt_when(cmd: list[str], pattern: str, *, timeout: float, env: dict,
     """
     # PYTHONFAULTHANDLER: a SIGABRT makes Python print every thread's stack (see _why_stuck)
     proc = subprocess.Popen(
-        cmd, cwd=cwd, env={**env, "PYTHONFAULTHANDLER": "1"}, text=True, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True, bufsize=1, preexec_fn=_default_sigint,
+        cmd,
+        cwd=cwd,
+        env={**env, "PYTHONFAULTHANDLER": "1"},
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        bufsize=1,
+        preexec_fn=_default_sigint,
     )
     lines: list[str] = []
     deadline = time.monotonic() + timeout
@@ -188,7 +211,11 @@ def _signal_state(pid: int) -> str:
             name = (task / "comm").read_text().strip()
         except OSError:
             continue
-        keep = [row.replace("\t", " ") for row in status if row.startswith(("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"))]
+        keep = [
+            row.replace("\t", " ")
+            for row in status
+            if row.startswith(("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"))
+        ]
         lines.append(f"thread {task.name} ({name}): " + "; ".join(keep))
     return "\n".join(lines) + "\n"
 
@@ -196,8 +223,12 @@ def _signal_state(pid: int) -> str:
 def _why_stuck(proc: subprocess.Popen) -> str:
     """For a failure message: the process tree of ``proc``'s session and, from SIGABRT with
     PYTHONFAULTHANDLER set, the Python stack of each of its threads; then SIGKILL the whole group."""
-    tree = subprocess.run(["ps", "-o", "pid,ppid,stat,wchan:24,etime,args", "--forest", "-s", str(proc.pid)],
-                          capture_output=True, text=True, timeout=30).stdout
+    tree = subprocess.run(
+        ["ps", "-o", "pid,ppid,stat,wchan:24,etime,args", "--forest", "-s", str(proc.pid)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
     tree += _signal_state(proc.pid)
     os.kill(proc.pid, signal.SIGABRT)
     try:
@@ -228,8 +259,11 @@ class SlurmCluster:
         state = Path(state)
         cluster = cls(state=state)
         env = _clean_env()
-        env.update(LOCUS_TEST_PARTITION=cluster.partition, LOCUS_TEST_GPU_PARTITION=cluster.gpu_partition,
-                   LOCUS_TEST_ACCOUNT=cluster.account)
+        env.update(
+            LOCUS_TEST_PARTITION=cluster.partition,
+            LOCUS_TEST_GPU_PARTITION=cluster.gpu_partition,
+            LOCUS_TEST_ACCOUNT=cluster.account,
+        )
         res = run_bounded(["bash", str(SCRIPTS / "start.sh"), str(state)], timeout=START_TIMEOUT_S, env=env)
         if res.returncode != 0 or res.timed_out:
             cluster.stop()
@@ -241,9 +275,9 @@ class SlurmCluster:
             LOCUS_SLURM_PARTITION=cluster.partition,
             LOCUS_SLURM_GPU_PARTITION=cluster.gpu_partition,
             LOCUS_SLURM_ACCOUNT=cluster.account,
-            LOCUS_SLURM_INIT_SECONDS="2",   # poll soon: jobs here take seconds, not hours
+            LOCUS_SLURM_INIT_SECONDS="2",  # poll soon: jobs here take seconds, not hours
             LOCUS_SLURM_JOBS="4",
-            LOCUS_SLURM_MEM_MB="500",       # small, so two jobs fit next to each other
+            LOCUS_SLURM_MEM_MB="500",  # small, so two jobs fit next to each other
             LOCUS_SLURM_TRAIN_MEM_MB="1000",
             LOCUS_SLURM_RUNTIME="10",
             LOCUS_SLURM_TRAIN_RUNTIME="10",
@@ -271,8 +305,9 @@ class SlurmCluster:
         if not log.is_file():
             return "(no slurmctld.log)"
         pattern = re.compile(r"\bJobId=(%s)\b" % "|".join(map(re.escape, job_ids)))
-        return "".join(line for line in log.read_text(errors="replace").splitlines(keepends=True)
-                       if pattern.search(line))[-4000:]
+        return "".join(
+            line for line in log.read_text(errors="replace").splitlines(keepends=True) if pattern.search(line)
+        )[-4000:]
 
     def cancel_all(self) -> None:
         """scancel every job of this cluster (best effort, bounded)."""
@@ -288,6 +323,13 @@ class SlurmCluster:
 
 def _clean_env() -> dict:
     """The current environment without SLURM/LOCUS_SLURM settings that could point elsewhere."""
-    return {k: v for k, v in os.environ.items()
-            if not (k.startswith("SLURM_") or k.startswith("LOCUS_SLURM_") or k.startswith("SBATCH_")
-                    or k.startswith("SNAKEMAKE_PROFILE"))}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not (
+            k.startswith("SLURM_")
+            or k.startswith("LOCUS_SLURM_")
+            or k.startswith("SBATCH_")
+            or k.startswith("SNAKEMAKE_PROFILE")
+        )
+    }

@@ -1,5 +1,6 @@
 """Ablation tables (locus.experiments.ablation, `locus table {dim,encoder}-ablation-*`, workflow/rules/ablation.smk)
 from hand-made run directories whose answers are known, and the rules' DAG and config checks."""
+
 from __future__ import annotations
 
 import json
@@ -31,11 +32,23 @@ def data(tmp_path):
     from locus.data.canonical import write_dataset
 
     split_ids = {"train": np.arange(0, 40), "val": np.arange(40, 80), "test": TEST_IDS}
-    queries = pd.DataFrame([{"prompt_id": int(i), "prompt": f"query {i}", "benchmark": BENCHES[int(i) % 2],
-                             "category": "c", "split": split} for split, ids in split_ids.items() for i in ids])
+    queries = pd.DataFrame(
+        [
+            {
+                "prompt_id": int(i),
+                "prompt": f"query {i}",
+                "benchmark": BENCHES[int(i) % 2],
+                "category": "c",
+                "split": split,
+            }
+            for split, ids in split_ids.items()
+            for i in ids
+        ]
+    )
     models = pd.DataFrame({"model_id": [0, 1], "name": ["always/right", "always/wrong"]})
-    scores = pd.DataFrame([(int(i), m, 1.0 - m) for i in queries["prompt_id"] for m in (0, 1)],
-                          columns=["prompt_id", "model_id", "score"])
+    scores = pd.DataFrame(
+        [(int(i), m, 1.0 - m) for i in queries["prompt_id"] for m in (0, 1)], columns=["prompt_id", "model_id", "score"]
+    )
     write_dataset(tmp_path / "data", queries, models, scores)
     return str(tmp_path / "data")
 
@@ -53,16 +66,30 @@ def write_run(tmp_path, n_right, n=256, seed=0, dim=128, encoder="enc-a", method
     by_bench = {b: block(correct[TEST_IDS % 2 == i]) for i, b in enumerate(BENCHES)}
     test = {"overall": block(correct), "by_benchmark": by_bench}
     ref = {"oracle": {"overall": 1.0}, "random": {"overall": 0.5}, "best_single": {"overall": 1.0}}
-    metrics = {"method": method, "params": {**(PARAMS if params is None else params), "dim": dim}, "train_size": n,
-               "seed": seed, "sampling": "shared", "encoder": encoder, "dataset": "data/elsewhere", "val": test,
-               "test": test, "reference": ref}
+    metrics = {
+        "method": method,
+        "params": {**(PARAMS if params is None else params), "dim": dim},
+        "train_size": n,
+        "seed": seed,
+        "sampling": "shared",
+        "encoder": encoder,
+        "dataset": "data/elsewhere",
+        "val": test,
+        "test": test,
+        "reference": ref,
+    }
     assert test["overall"]["routing_acc"] == acc
     run = tmp_path / "runs" / encoder / method / f"n{n}" / f"d{dim}" / f"s{seed}"
     run.mkdir(parents=True, exist_ok=True)
     (run / "metrics.json").write_text(json.dumps(metrics))
     logits = np.where(correct[:, None], [[1.0, -1.0]], [[-1.0, 1.0]])
-    pd.DataFrame({"prompt_id": np.repeat(TEST_IDS, 2), "model_id": np.tile([0, 1], N_TEST),
-                  "logit": logits.reshape(-1).astype(np.float32)}).to_parquet(run / "scores_test.parquet")
+    pd.DataFrame(
+        {
+            "prompt_id": np.repeat(TEST_IDS, 2),
+            "model_id": np.tile([0, 1], N_TEST),
+            "logit": logits.reshape(-1).astype(np.float32),
+        }
+    ).to_parquet(run / "scores_test.parquet")
     return str(run / "metrics.json")
 
 
@@ -74,15 +101,39 @@ def row(tex, start):
 def dim_runs(tmp_path):
     """d = 16: 200 right; d = 32: 240; d = 128 (the reference): 280 and 284 over two seeds; all at n = 256
     and (d = 128 only) n = 512."""
-    return [write_run(tmp_path, 200, dim=16), write_run(tmp_path, 240, dim=32), write_run(tmp_path, 280, dim=128),
-            write_run(tmp_path, 284, dim=128, seed=1), write_run(tmp_path, 300, n=512, dim=128)]
+    return [
+        write_run(tmp_path, 200, dim=16),
+        write_run(tmp_path, 240, dim=32),
+        write_run(tmp_path, 280, dim=128),
+        write_run(tmp_path, 284, dim=128, seed=1),
+        write_run(tmp_path, 300, n=512, dim=128),
+    ]
 
 
 def test_dim_ablation_rows_labels_and_reference(dim_runs, data, tmp_path):
     out = tmp_path / "dim.tex"
     # rows given in an order other than the default one; the table keeps it
-    assert main(["table", "dim-ablation-routing", "--metrics", *dim_runs, "--out", str(out), "--data", data,
-                 "--reference-setting", "128", "--settings", "32,16,128", "--bootstrap-resamples", "300"]) == 0
+    assert (
+        main(
+            [
+                "table",
+                "dim-ablation-routing",
+                "--metrics",
+                *dim_runs,
+                "--out",
+                str(out),
+                "--data",
+                data,
+                "--reference-setting",
+                "128",
+                "--settings",
+                "32,16,128",
+                "--bootstrap-resamples",
+                "300",
+            ]
+        )
+        == 0
+    )
     tex = out.read_text()
     assert "\\label{tab:routing_acc_by_dataset_full_embed_dim_ablation}" in tex
     assert "\\multirow{2}{*}{\\textbf{Model Embedding Dimension}}" in tex and "Approach" not in tex
@@ -118,8 +169,25 @@ def test_close_settings_get_the_dagger(tmp_path, data):
     # d = 64 right on 279 of 400, d = 128 on 280 (a superset): not significantly different -> dagger
     runs = [write_run(tmp_path, 279, dim=64), write_run(tmp_path, 280, dim=128), write_run(tmp_path, 100, dim=8)]
     out = tmp_path / "close.tex"
-    assert main(["table", "dim-ablation-correctness", "--metrics", *runs, "--out", str(out), "--data", data,
-                 "--reference-setting", "128", "--bootstrap-resamples", "300"]) == 0
+    assert (
+        main(
+            [
+                "table",
+                "dim-ablation-correctness",
+                "--metrics",
+                *runs,
+                "--out",
+                str(out),
+                "--data",
+                data,
+                "--reference-setting",
+                "128",
+                "--bootstrap-resamples",
+                "300",
+            ]
+        )
+        == 0
+    )
     tex = out.read_text()
     assert "Corr. Pred Acc" in tex and "tab:correctness_pred_by_dataset_full_emb_dim_ablation" in tex
     assert row(tex, "\\multirow{1}{*}{64}").split(" & ")[2] == "\\underline{69.75}" + MARK
@@ -134,21 +202,43 @@ def test_close_settings_get_the_dagger(tmp_path, data):
 
 @pytest.fixture
 def encoder_runs(tmp_path):
-    return [write_run(tmp_path, 280, encoder="enc-a"), write_run(tmp_path, 300, encoder="enc_b"),
-            write_run(tmp_path, 200, encoder="enc-c")]
+    return [
+        write_run(tmp_path, 280, encoder="enc-a"),
+        write_run(tmp_path, 300, encoder="enc_b"),
+        write_run(tmp_path, 200, encoder="enc-c"),
+    ]
 
 
 def test_encoder_ablation_mixes_encoders_other_tables_refuse(encoder_runs, data, tmp_path, capsys):
     out = tmp_path / "enc.tex"
-    assert main(["table", "encoder-ablation-routing", "--metrics", *encoder_runs, "--out", str(out), "--data", data,
-                 "--reference-setting", "enc-c", "--bootstrap-resamples", "300"]) == 0
+    assert (
+        main(
+            [
+                "table",
+                "encoder-ablation-routing",
+                "--metrics",
+                *encoder_runs,
+                "--out",
+                str(out),
+                "--data",
+                data,
+                "--reference-setting",
+                "enc-c",
+                "--bootstrap-resamples",
+                "300",
+            ]
+        )
+        == 0
+    )
     tex = out.read_text()
     assert "\\multirow{2}{*}{\\textbf{Sentence Encoder}}" in tex
     assert "tab:routing_acc_by_dataset_full_encoder_ablation" in tex
     lines = tex.splitlines()
     # the reference encoder first, then the others by name; names escaped in \texttt
-    order = [row(tex, f"\\multirow{{1}}{{*}}{{{lab}}}") for lab in
-             ("\\texttt{enc-c} (default)", "\\texttt{enc-a}", "\\texttt{enc\\_b}")]
+    order = [
+        row(tex, f"\\multirow{{1}}{{*}}{{{lab}}}")
+        for lab in ("\\texttt{enc-c} (default)", "\\texttt{enc-a}", "\\texttt{enc\\_b}")
+    ]
     assert [lines.index(r) for r in order] == sorted(lines.index(r) for r in order)
     assert order[2].split(" & ")[2] == "\\textbf{75.00}"
     assert "by sentence encoder of the queries" in tex and "$d$ = 128" in tex
@@ -183,8 +273,10 @@ def test_ablation_refusals(tmp_path, data, dim_runs, capsys):
     refused([*ref, "--settings", "16,32"], r"reference dim 128 has no runs")
     refused([*ref, "--settings", "16,48"], r"no runs for the dim setting\(s\) d48")
     refused(["--metrics", *dim_runs, "--reference-setting", "abc"], r"'abc' is not an integer")
-    refused(["--metrics", *dim_runs, "--reference-setting", "128", "--reference-method", "locus"],
-            r"--reference-method do not apply")
+    refused(
+        ["--metrics", *dim_runs, "--reference-setting", "128", "--reference-method", "locus"],
+        r"--reference-method do not apply",
+    )
     refused(["--metrics", *dim_runs, "--reference-setting", "128", "--methods", "locus,irt_net"], r"one method")
     other = write_run(tmp_path, 250, dim=232, method="irt_net")
     refused(["--metrics", *dim_runs, other, "--reference-setting", "128"], r"compares settings of one method")
@@ -196,15 +288,45 @@ def test_ablation_refusals(tmp_path, data, dim_runs, capsys):
     no_dim = write_run(tmp_path / "y", 250, dim=0)
     refused(["--metrics", no_dim, "--reference-setting", "128"], r"no embedding dimension recorded")
     # settings and reference setting belong to the ablation kinds only
-    assert main(["table", "routing-by-dataset", "--metrics", *dim_runs, "--out", out, "--data", data,
-                 "--reference-setting", "128"]) == 2
+    assert (
+        main(
+            [
+                "table",
+                "routing-by-dataset",
+                "--metrics",
+                *dim_runs,
+                "--out",
+                out,
+                "--data",
+                data,
+                "--reference-setting",
+                "128",
+            ]
+        )
+        == 2
+    )
     assert "apply to the ablation kinds only" in capsys.readouterr().err
 
 
 def test_encoder_ablation_needs_one_dimension(tmp_path, data, capsys):
     runs = [write_run(tmp_path, 280, encoder="enc-a"), write_run(tmp_path, 290, encoder="enc-b", dim=64)]
-    assert main(["table", "encoder-ablation-correctness", "--metrics", *runs, "--out", str(tmp_path / "t.tex"),
-                 "--data", data, "--reference-setting", "enc-a"]) == 2
+    assert (
+        main(
+            [
+                "table",
+                "encoder-ablation-correctness",
+                "--metrics",
+                *runs,
+                "--out",
+                str(tmp_path / "t.tex"),
+                "--data",
+                data,
+                "--reference-setting",
+                "enc-a",
+            ]
+        )
+        == 2
+    )
     assert "differ in parameters (the dimension included)" in capsys.readouterr().err
 
 
@@ -214,10 +336,13 @@ def test_kinds_and_labels_are_consistent():
     assert table.ABLATION_KINDS == ablation.KINDS
     assert not set(table.TABLE_KINDS) & set(table.ABLATION_KINDS)
     assert {(ablation.BY[k], ablation.METRIC[k]) for k in ablation.KINDS} == {
-        (b, m) for b in ("dim", "encoder") for m in ("routing_acc", "correctness_acc")}
+        (b, m) for b in ("dim", "encoder") for m in ("routing_acc", "correctness_acc")
+    }
     assert ablation.setting_labels("dim", 128, 128) == ("128 (default)", "128 (default)")
-    assert ablation.setting_labels("encoder", "all-mpnet-base-v2", "x") == ("\\texttt{all-mpnet-base-v2}",
-                                                                             "all-mpnet-base-v2")
+    assert ablation.setting_labels("encoder", "all-mpnet-base-v2", "x") == (
+        "\\texttt{all-mpnet-base-v2}",
+        "all-mpnet-base-v2",
+    )
 
 
 # ---------------------------------------------------------------------------------------------- workflow
@@ -228,24 +353,30 @@ def snakemake(tmp_path, *args):
     if "ablation.smk" not in snakefile.read_text():
         snakefile = tmp_path / "Snakefile"
         rules = REPO / "workflow" / "rules"
-        snakefile.write_text(f'configfile: "{REPO / "config" / "config.yaml"}"\n' + "".join(
-            f'include: "{rules / name}.smk"\n' for name in ("common", "data", "encode", "train", "tables", "ablation")))
+        snakefile.write_text(
+            f'configfile: "{REPO / "config" / "config.yaml"}"\n'
+            + "".join(
+                f'include: "{rules / name}.smk"\n'
+                for name in ("common", "data", "encode", "train", "tables", "ablation")
+            )
+        )
     cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "-n", "-p", "--directory", str(tmp_path), *args]
     res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     return res, res.stdout + res.stderr
 
 
 def test_dry_run_schedules_the_ablation_runs(tmp_path):
-    res, out = snakemake(tmp_path, "results/tables/dim_ablation_routing.tex",
-                         "results/tables/encoder_ablation_routing.tex")
+    res, out = snakemake(
+        tmp_path, "results/tables/dim_ablation_routing.tex", "results/tables/encoder_ablation_routing.tex"
+    )
     assert res.returncode == 0, out[-3000:]
     blocks = out.split("\nrule ")
     train = [b for b in blocks if b.startswith("train_run:")]
-    assert any("results/runs/synthetic/all-MiniLM-L6-v2/locus/n256/d32/s0/metrics.json" in b and "--dim 32" in b
-               for b in train)
+    assert any(
+        "results/runs/synthetic/all-MiniLM-L6-v2/locus/n256/d32/s0/metrics.json" in b and "--dim 32" in b for b in train
+    )
     assert any("results/runs/synthetic/all-mpnet-base-v2/locus/n256/d128/s0/metrics.json" in b for b in train)
-    assert any(b.startswith("encode:") and "results/encodings/synthetic/all-mpnet-base-v2.parquet" in b
-               for b in blocks)
+    assert any(b.startswith("encode:") and "results/encodings/synthetic/all-mpnet-base-v2.parquet" in b for b in blocks)
     dim = next(b for b in blocks if b.startswith("dim_ablation_routing_table:"))
     assert "--reference-setting 128 --settings 32,128" in dim and "results/logs/ablation/" in dim
     enc = next(b for b in blocks if b.startswith("encoder_ablation_routing_table:"))
@@ -257,18 +388,33 @@ SCHEMA_HAS_ABLATION = "ablation:" in (REPO / "workflow" / "schemas" / "config.sc
 needs_schema = pytest.mark.skipif(not SCHEMA_HAS_ABLATION, reason="the config schema has no `ablation` block yet")
 
 
-@pytest.mark.parametrize("yaml_text, message", [
-    # the defaults of ablation.smk (dims [32, 128], encoders MiniLM + mpnet) against the configured d / encoder
-    ("methods:\n  locus: {dim: 64, params: {}}\n", r"methods.locus.dim 64 is not among ablation.dims \[32, 128\]"),
-    ("encoder: paraphrase-albert-small-v2\n", r"encoder 'paraphrase-albert-small-v2' is not among ablation.encoders"),
-    pytest.param("ablation: {dims: [32, 64]}\n", r"methods.locus.dim 128 is not among ablation.dims \[32, 64\]",
-                 marks=needs_schema),
-    pytest.param("ablation: {encoders: [all-MiniLM-L6-v2, all-MiniLM-L7-v2]}\n",
-                 r"ablation.encoders: 'all-MiniLM-L7-v2' is unknown", marks=needs_schema),
-    pytest.param("ablation: {dims: [128, 30]}\n", r"ablation.dims: d = 30 does not fit", marks=needs_schema),
-    pytest.param("ablation: {dim_train_sizes: [256, 7000]}\n", r"ablation.dim_train_sizes \[7000\] exceed the 6400",
-                 marks=needs_schema),
-])
+@pytest.mark.parametrize(
+    "yaml_text, message",
+    [
+        # the defaults of ablation.smk (dims [32, 128], encoders MiniLM + mpnet) against the configured d / encoder
+        ("methods:\n  locus: {dim: 64, params: {}}\n", r"methods.locus.dim 64 is not among ablation.dims \[32, 128\]"),
+        (
+            "encoder: paraphrase-albert-small-v2\n",
+            r"encoder 'paraphrase-albert-small-v2' is not among ablation.encoders",
+        ),
+        pytest.param(
+            "ablation: {dims: [32, 64]}\n",
+            r"methods.locus.dim 128 is not among ablation.dims \[32, 64\]",
+            marks=needs_schema,
+        ),
+        pytest.param(
+            "ablation: {encoders: [all-MiniLM-L6-v2, all-MiniLM-L7-v2]}\n",
+            r"ablation.encoders: 'all-MiniLM-L7-v2' is unknown",
+            marks=needs_schema,
+        ),
+        pytest.param("ablation: {dims: [128, 30]}\n", r"ablation.dims: d = 30 does not fit", marks=needs_schema),
+        pytest.param(
+            "ablation: {dim_train_sizes: [256, 7000]}\n",
+            r"ablation.dim_train_sizes \[7000\] exceed the 6400",
+            marks=needs_schema,
+        ),
+    ],
+)
 def test_ablation_config_errors_at_dag_build_time(tmp_path, yaml_text, message):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml_text)

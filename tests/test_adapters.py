@@ -1,4 +1,5 @@
 """Adapters for real data sources (EmbedLLM CSVs, LLMRouter DC, bring-your-own CSV) and the download helper."""
+
 from __future__ import annotations
 
 import hashlib
@@ -51,8 +52,18 @@ def test_embedllm_counts_benchmarks_and_splits(embedllm_dir):
     assert len(data.queries) == 60
     assert len(data.scores) == 60 * 6  # dense, the duplicated GPQA rows collapsed
     assert info.n_rows == 60 * 6 + 6
-    assert set(data.queries["benchmark"]) == {"MathQA", "LogiQA", "MedMCQA", "PIQA", "TruthfulQA", "MMLU",
-                                               "GSM8K", "GPQA", "ASDiv", "SocialIQA"}
+    assert set(data.queries["benchmark"]) == {
+        "MathQA",
+        "LogiQA",
+        "MedMCQA",
+        "PIQA",
+        "TruthfulQA",
+        "MMLU",
+        "GSM8K",
+        "GPQA",
+        "ASDiv",
+        "SocialIQA",
+    }
     q = data.queries.set_index("prompt_id")
     assert q["split"].to_dict() == info.split_of
     assert q["category"].to_dict() == info.category_of  # raw label, first row for the duplicated prompt
@@ -70,8 +81,11 @@ def test_embedllm_duplicate_policies(embedllm_dir, policy, expected):
 
 
 def test_embedllm_duplicates_error_names_file_and_rows(embedllm_dir):
-    with pytest.raises(DataError, match=r"train.csv: 6 \(prompt, model\) pair\(s\) have more than one score.*"
-                                        r"prompt_id 3 .* x model_id 0 .*train.csv rows \d+, \d+"):
+    with pytest.raises(
+        DataError,
+        match=r"train.csv: 6 \(prompt, model\) pair\(s\) have more than one score.*"
+        r"prompt_id 3 .* x model_id 0 .*train.csv rows \d+, \d+",
+    ):
         _valid(embedllm.build({"dir": str(embedllm_dir.directory)}), duplicates="error")
 
 
@@ -156,8 +170,11 @@ def test_benchmark_of_merges_subcategories():
 # ---------------------------------------------------------------------------------------------
 def _evals(n_prompts=30, models=("zeta", "alpha", "mid")) -> pd.DataFrame:
     rng = np.random.default_rng(1)
-    rows = [{"prompt": f"q{i} text", "model": m, "score": float(rng.integers(0, 2))}
-            for i in range(n_prompts) for m in models]
+    rows = [
+        {"prompt": f"q{i} text", "model": m, "score": float(rng.integers(0, 2))}
+        for i in range(n_prompts)
+        for m in models
+    ]
     return pd.DataFrame(rows)
 
 
@@ -182,8 +199,16 @@ def test_csv_given_columns_and_parquet(tmp_path):
     df = _evals(6)
     df["benchmark"] = ["A" if i < 3 else "B" for i in df["prompt"].str[1:2].astype(int)]
     df["category"] = df["benchmark"].str.lower() + "_sub"
-    df["split"] = df["prompt"].map({"q0 text": "train", "q1 text": "train", "q2 text": "val", "q3 text": "test",
-                                    "q4 text": "train", "q5 text": "TEST"})
+    df["split"] = df["prompt"].map(
+        {
+            "q0 text": "train",
+            "q1 text": "train",
+            "q2 text": "val",
+            "q3 text": "test",
+            "q4 text": "train",
+            "q5 text": "TEST",
+        }
+    )
     df = pd.concat([df, df.iloc[[0]].assign(score=0.25)], ignore_index=True)  # one duplicate pair
     path = tmp_path / "evals.parquet"
     df.to_parquet(path)
@@ -197,16 +222,24 @@ def test_csv_given_columns_and_parquet(tmp_path):
     assert data.queries["category"].iloc[0] == "a_sub"
     first = df.iloc[0]
     mid = m.set_index("name").loc[first["model"], "model_id"]
-    assert s[(s["prompt_id"] == 0) & (s["model_id"] == mid)]["score"].item() == pytest.approx((first["score"] + 0.25) / 2)
+    assert s[(s["prompt_id"] == 0) & (s["model_id"] == mid)]["score"].item() == pytest.approx(
+        (first["score"] + 0.25) / 2
+    )
 
 
-@pytest.mark.parametrize("mutate, pattern", [
-    (lambda df: df.drop(columns="score"), r"missing column\(s\) \['score'\]"),
-    (lambda df: df.assign(score=df["score"].where(df.index != 4, 1.5)), r"'score'.*row\(s\) 6\b"),
-    (lambda df: df.assign(score=df["score"].where(df.index != 2, np.nan)), r"'score'.*row\(s\) 4\b"),
-    (lambda df: df.assign(split=np.where(df.index == 0, "dev", "train")), r"unknown value\(s\) \['dev'\].*row\(s\) 2\b"),
-    (lambda df: df.assign(model=df["model"].where(df.index != 7, None)), r"'model' is empty in CSV row\(s\) 9\b"),
-])
+@pytest.mark.parametrize(
+    "mutate, pattern",
+    [
+        (lambda df: df.drop(columns="score"), r"missing column\(s\) \['score'\]"),
+        (lambda df: df.assign(score=df["score"].where(df.index != 4, 1.5)), r"'score'.*row\(s\) 6\b"),
+        (lambda df: df.assign(score=df["score"].where(df.index != 2, np.nan)), r"'score'.*row\(s\) 4\b"),
+        (
+            lambda df: df.assign(split=np.where(df.index == 0, "dev", "train")),
+            r"unknown value\(s\) \['dev'\].*row\(s\) 2\b",
+        ),
+        (lambda df: df.assign(model=df["model"].where(df.index != 7, None)), r"'model' is empty in CSV row\(s\) 9\b"),
+    ],
+)
 def test_csv_errors_name_file_row_and_column(tmp_path, mutate, pattern):
     path = tmp_path / "bad.csv"
     mutate(_evals()).to_csv(path, index=False)
@@ -232,10 +265,23 @@ def test_csv_empty_and_conflicting_files(tmp_path):
 
 def test_csv_cells_are_text_exactly_as_written(tmp_path):
     path = tmp_path / "evals.csv"
-    path.write_text("prompt,model,score\n" + "".join(
-        f"{p},{m},{v}\n" for p, v in (("01", "true"), ("1", "FALSE"), ("1.0", "1"), ("None", "0.5"), ("NA", "True"),
-                                      ("null", "0"), (' "spaced" ', "false"))
-        for m in ("7", "07", "7.0")), encoding="utf-8")
+    path.write_text(
+        "prompt,model,score\n"
+        + "".join(
+            f"{p},{m},{v}\n"
+            for p, v in (
+                ("01", "true"),
+                ("1", "FALSE"),
+                ("1.0", "1"),
+                ("None", "0.5"),
+                ("NA", "True"),
+                ("null", "0"),
+                (' "spaced" ', "false"),
+            )
+            for m in ("7", "07", "7.0")
+        ),
+        encoding="utf-8",
+    )
     q, m, s = csv_source.build({"path": str(path), "model_order": "appearance"})
     assert q["prompt"].tolist() == ["01", "1", "1.0", "None", "NA", "null", ' "spaced" ']
     assert m["name"].tolist() == ["7", "07", "7.0"]
@@ -245,18 +291,27 @@ def test_csv_cells_are_text_exactly_as_written(tmp_path):
 def test_csv_ragged_rows_are_reported_by_line(tmp_path):
     path = tmp_path / "ragged.csv"
     path.write_text('prompt,model,score\n"two\nlines",a,1\nq2,a\nq3,a,1,extra\nq4,a,1\n')
-    with pytest.raises(DataError, match=r"ragged.csv: 2 ragged row\(s\) with the wrong number of fields: line 4 has 2, "
-                                        r"line 5 has 4; the header has 3 \(prompt,model,score\)\. Put double quotes"):
+    with pytest.raises(
+        DataError,
+        match=r"ragged.csv: 2 ragged row\(s\) with the wrong number of fields: line 4 has 2, "
+        r"line 5 has 4; the header has 3 \(prompt,model,score\)\. Put double quotes",
+    ):
         csv_source.build({"path": str(path)})
 
 
-@pytest.mark.parametrize("content, pattern", [
-    (b"prompt,model,score\n\xff\xfe,a,1\n", r"bad.csv: is not UTF-8 text"),
-    (b"prompt,model,score,model\nq,a,1,b\n", r"bad.csv: column name\(s\) \['model'\] appear more than once"),
-    (b"Prompt,model,score\nq,a,1\n", r"missing column\(s\) \['prompt'\].*found 'Prompt': write the names in lower case"),
-    (b"prompt,model,score\nq,a,\n", r"'score' must be a number in \[0, 1\].*CSV row\(s\) 2 \(header = row 1\): ''"),
-    (b"prompt,model,score\n  ,a,1\n", r"'prompt' is empty in CSV row\(s\) 2"),
-])
+@pytest.mark.parametrize(
+    "content, pattern",
+    [
+        (b"prompt,model,score\n\xff\xfe,a,1\n", r"bad.csv: is not UTF-8 text"),
+        (b"prompt,model,score,model\nq,a,1,b\n", r"bad.csv: column name\(s\) \['model'\] appear more than once"),
+        (
+            b"Prompt,model,score\nq,a,1\n",
+            r"missing column\(s\) \['prompt'\].*found 'Prompt': write the names in lower case",
+        ),
+        (b"prompt,model,score\nq,a,\n", r"'score' must be a number in \[0, 1\].*CSV row\(s\) 2 \(header = row 1\): ''"),
+        (b"prompt,model,score\n  ,a,1\n", r"'prompt' is empty in CSV row\(s\) 2"),
+    ],
+)
 def test_csv_reading_errors(tmp_path, content, pattern):
     path = tmp_path / "bad.csv"
     path.write_bytes(content)
@@ -288,8 +343,17 @@ def _locus(*argv) -> int:
 
 def _duplicated_csv(tmp_path):
     path = tmp_path / "dup.csv"
-    rows = ["prompt,model,score,split", "q0,a,1,train", "q0,b,0,train", "q1,a,0,val", "q1,b,1,val", "q2,a,1,test",
-            "q2,b,1,test", "q0,a,0,train", "q0,a,0.5,train"]  # (q0, a) three times: 1, 0, 0.5
+    rows = [
+        "prompt,model,score,split",
+        "q0,a,1,train",
+        "q0,b,0,train",
+        "q1,a,0,val",
+        "q1,b,1,val",
+        "q2,a,1,test",
+        "q2,b,1,test",
+        "q0,a,0,train",
+        "q0,a,0.5,train",
+    ]  # (q0, a) three times: 1, 0, 0.5
     path.write_text("\n".join(rows) + "\n")
     return path
 
@@ -297,8 +361,10 @@ def _duplicated_csv(tmp_path):
 @pytest.mark.parametrize("policy, expected", [("last", 0.5), ("max", 1.0), ("mean", 0.5)])
 def test_data_command_duplicates_policy_on_csv(tmp_path, policy, expected):
     path = _duplicated_csv(tmp_path)
-    assert _locus("data", "csv", "--out", str(tmp_path / "d"), "--params", f'{{"path": "{path}"}}',
-                  "--duplicates", policy) == 0
+    assert (
+        _locus("data", "csv", "--out", str(tmp_path / "d"), "--params", f'{{"path": "{path}"}}', "--duplicates", policy)
+        == 0
+    )
     s = canonical.read_dataset(tmp_path / "d").scores
     assert s.query("prompt_id == 0 and model_id == 0")["score"].item() == pytest.approx(expected)
     assert len(s) == 6
@@ -327,8 +393,10 @@ def test_data_command_split_overlap_and_source_defaults(tmp_path, capsys):
     assert _locus("data", "csv", "--out", out, "--params", params, "--split-overlap", "keep_test") == 0
     q = canonical.read_dataset(out).queries
     assert q.loc[q["prompt"] == "q0", "split"].tolist() == ["test"]
-    assert canonical.atomic.read_manifest(out, canonical.MANIFEST)["options"] == {"duplicates": "last",
-                                                                                  "split_overlap": "keep_test"}
+    assert canonical.atomic.read_manifest(out, canonical.MANIFEST)["options"] == {
+        "duplicates": "last",
+        "split_overlap": "keep_test",
+    }
     assert _locus("data", "llmrouter", "--out", out, "--params", '{"drop_test_overlap": false}') == 2
     assert "drop_test_overlap is now the data-set option split_overlap" in capsys.readouterr().err
 
@@ -337,17 +405,24 @@ def test_data_command_options_agree_with_canonical():
     from locus.commands import data as data_command
 
     assert {k: tuple(v) for k, v in data_command.OPTION_CHOICES.items()} == canonical.DATASET_OPTIONS
-    assert data_command.OPTION_DEFAULTS == {"duplicates": canonical.DEFAULT_DUPLICATE_POLICY,
-                                            "split_overlap": canonical.DEFAULT_SPLIT_OVERLAP}
+    assert data_command.OPTION_DEFAULTS == {
+        "duplicates": canonical.DEFAULT_DUPLICATE_POLICY,
+        "split_overlap": canonical.DEFAULT_SPLIT_OVERLAP,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
 # LLMRouter DC (real data, present only on the development machines)
 # ---------------------------------------------------------------------------------------------
 SPEC_MEANS = {  # all 6,108 items, fractional scores kept (data-and-encoders.md, section C)
-    "llama3-chatqa-1.5-8b": 0.173, "llama3-chatqa-1.5-70b": 0.200, "codegemma-7b": 0.298,
-    "mistral-7b-instruct-v0.3": 0.363, "qwen2.5-7b-instruct": 0.512, "gemma-2-9b-it": 0.528,
-    "llama-3.1-8b-instruct": 0.556, "llama-3.3-nemotron-super-49b-v1": 0.573,
+    "llama3-chatqa-1.5-8b": 0.173,
+    "llama3-chatqa-1.5-70b": 0.200,
+    "codegemma-7b": 0.298,
+    "mistral-7b-instruct-v0.3": 0.363,
+    "qwen2.5-7b-instruct": 0.512,
+    "gemma-2-9b-it": 0.528,
+    "llama-3.1-8b-instruct": 0.556,
+    "llama-3.3-nemotron-super-49b-v1": 0.573,
     "llama-3.1-nemotron-51b-instruct": 0.617,
 }
 
@@ -452,8 +527,14 @@ def server():
 
 def test_download_files_and_skip_present(server, tmp_path):
     sha = hashlib.sha256(PAYLOAD).hexdigest()
-    paths = download.download_files(server, ["data/a.bin", "data/b.txt"], tmp_path, {"a.bin": len(PAYLOAD)},
-                                    expected_sha256={"a.bin": sha}, progress=False)
+    paths = download.download_files(
+        server,
+        ["data/a.bin", "data/b.txt"],
+        tmp_path,
+        {"a.bin": len(PAYLOAD)},
+        expected_sha256={"a.bin": sha},
+        progress=False,
+    )
     assert [p.name for p in paths] == ["a.bin", "b.txt"]
     assert (tmp_path / "a.bin").read_bytes() == PAYLOAD and (tmp_path / "b.txt").read_bytes() == b"hello\n"
     assert not list(tmp_path.glob("*.part"))
@@ -505,9 +586,13 @@ def test_download_offline_message_is_quick_and_helpful(tmp_path):
         port = sock.getsockname()[1]
     start = time.monotonic()
     with pytest.raises(DataError) as err:
-        download.download_files(f"http://127.0.0.1:{port}/repo/", {"train.csv": "train.csv", "val.csv": "v/val.csv"},
-                                tmp_path / "dest", param_hint="the `dir` parameter of the embedllm source",
-                                progress=False)
+        download.download_files(
+            f"http://127.0.0.1:{port}/repo/",
+            {"train.csv": "train.csv", "val.csv": "v/val.csv"},
+            tmp_path / "dest",
+            param_hint="the `dir` parameter of the embedllm source",
+            progress=False,
+        )
     assert time.monotonic() - start < 5
     msg = str(err.value)
     assert "offline" in msg and "train.csv" in msg and "val.csv" in msg and str(tmp_path / "dest") in msg
@@ -534,22 +619,44 @@ def _tiny_llmrouter_files() -> dict:
         task = ("gsm8k", "mmlu", "natural_qa")[i % 3]
         text = f"train question {i}"
         order = names if i % 2 else names[::-1]
-        train.append({"question": text, "scores": {n: float((i + k) % 2) for k, n in enumerate(order)},
-                      "cluster_id": i % 3})
-        qtrain.append({"task_name": task, "query": text, "ground_truth": "x", "metric": "em_mc",
-                       "choices": None, "task_id": i})
-    qtrain.append({"task_name": "openbook_qa", "query": "train question 1", "ground_truth": "x",
-                   "metric": "em_mc", "choices": None, "task_id": 99})  # also listed under mmlu
+        train.append(
+            {"question": text, "scores": {n: float((i + k) % 2) for k, n in enumerate(order)}, "cluster_id": i % 3}
+        )
+        qtrain.append(
+            {"task_name": task, "query": text, "ground_truth": "x", "metric": "em_mc", "choices": None, "task_id": i}
+        )
+    qtrain.append(
+        {
+            "task_name": "openbook_qa",
+            "query": "train question 1",
+            "ground_truth": "x",
+            "metric": "em_mc",
+            "choices": None,
+            "task_id": 99,
+        }
+    )  # also listed under mmlu
     train[0]["scores"]["m-a"] = 2 / 3
     for i in range(4):
         text = "train question 5" if i == 0 else f"test question {i}"
         test.append({"question": text, "scores": {n: float(i % 2) for n in names}})
         if i:
-            qtest.append({"task_name": "gsm8k", "query": text, "ground_truth": "y", "metric": "GSM8K",
-                          "choices": None, "task_id": i})
+            qtest.append(
+                {
+                    "task_name": "gsm8k",
+                    "query": text,
+                    "ground_truth": "y",
+                    "metric": "GSM8K",
+                    "choices": None,
+                    "task_id": i,
+                }
+            )
     lines = lambda rows: "".join(json.dumps(r) + "\n" for r in rows).encode()  # noqa: E731
-    return {"train.json": json.dumps(train).encode(), "test.json": json.dumps(test).encode(),
-            "query_train.jsonl": lines(qtrain), "query_test.jsonl": lines(qtest)}
+    return {
+        "train.json": json.dumps(train).encode(),
+        "test.json": json.dumps(test).encode(),
+        "query_train.jsonl": lines(qtrain),
+        "query_test.jsonl": lines(qtest),
+    }
 
 
 def test_llmrouter_download_and_rules_on_tiny_data(server, tmp_path, monkeypatch):
@@ -559,8 +666,11 @@ def test_llmrouter_download_and_rules_on_tiny_data(server, tmp_path, monkeypatch
     monkeypatch.setattr(download, "LLMROUTER_SIZES", {"train.json": len(files["train.json"])})
     dest = tmp_path / "llmrouter"
     q, m, s = llmrouter.build({"dir": str(dest), "download": True, "val_fraction": 0.25, "seed": 1})
-    with pytest.raises(DataError, match=r"1 prompt text\(s\) occur in more than one split.*'train question 5' in "
-                                        r"val \(prompt_id 5, .*train.json row 5\), test \(prompt_id 12, .*test.json row 0\)"):
+    with pytest.raises(
+        DataError,
+        match=r"1 prompt text\(s\) occur in more than one split.*'train question 5' in "
+        r"val \(prompt_id 5, .*train.json row 5\), test \(prompt_id 12, .*test.json row 0\)",
+    ):
         _valid((q, m, s))
     data = _valid((q, m, s), split_overlap="keep_train")
     assert sorted(p.name for p in dest.iterdir()) == sorted(files)
@@ -571,7 +681,9 @@ def test_llmrouter_download_and_rules_on_tiny_data(server, tmp_path, monkeypatch
     assert data.queries["split"].value_counts().to_dict() == {"train": 9, "val": 3, "test": 3}  # overlap dropped
     assert not (set(data.split_queries("test")["prompt"]) & set(qq.index[qq["split"] != "test"]))
     ma = data.models.set_index("name").loc["m-a", "model_id"]
-    assert data.scores.query("prompt_id == 0 and model_id == @ma", local_dict={"ma": ma})["score"].item() == pytest.approx(2 / 3)
+    assert data.scores.query("prompt_id == 0 and model_id == @ma", local_dict={"ma": ma})[
+        "score"
+    ].item() == pytest.approx(2 / 3)
     n_requests = len(_Handler.log)
     full = _valid(llmrouter.build({"dir": str(dest), "download": True}), split_overlap="keep_all")
     assert len(_Handler.log) == n_requests  # files present: nothing fetched again

@@ -1,5 +1,6 @@
 """Bad inputs, table-driven: each case must fail with exit code 2, one clear error line, no traceback,
 and leave its workspace untouched. Cases: tests/bad_inputs/cases_*.py; harness: tests/bad_inputs/harness.py."""
+
 from __future__ import annotations
 
 import collections

@@ -2,6 +2,7 @@
 
 The method lists come from the registry (:func:`locus.methods.names`) and the classes, so a new method is
 tested here as soon as it is registered (it needs an entry in ``FAST``; a test says so)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,8 +26,17 @@ torch.set_num_threads(1)
 FAST = {
     "embedllm": {"dim": 8, "lr": 0.02, "max_epochs": 150, "patience": 30, "threads": 1},
     "embedllm_plus": {"dim": 8, "hidden_dim": 16, "lr": 0.02, "max_epochs": 150, "patience": 30, "threads": 1},
-    "irt_net": {"dim": 4, "n_experts": 3, "top_k": 3, "expert_hidden": 16, "expert_out": 8, "lr": 0.01,
-                "max_epochs": 60, "patience": 20, "threads": 1},
+    "irt_net": {
+        "dim": 4,
+        "n_experts": 3,
+        "top_k": 3,
+        "expert_hidden": 16,
+        "expert_out": 8,
+        "lr": 0.01,
+        "max_epochs": 60,
+        "patience": 20,
+        "threads": 1,
+    },
     "knn_router": {"k_grid": [3, 5, 10]},
     "kmeans_router": {"K_grid": [2, 4], "n_init": 2},
 }
@@ -51,19 +61,28 @@ def make_data(seed: int = 0, n_models: int = 4, n_per_split=(80, 30, 30)):
     y = (rng.random((n, n_models)) < p).astype(float)
     split = np.repeat(["train", "val", "test"], n_per_split)
     ids = np.arange(n) + 100
-    queries = pd.DataFrame({"prompt_id": ids, "prompt": [f"q{i}" for i in ids], "benchmark": np.where(cluster, "b", "a"),
-                            "category": "c", "split": split})
+    queries = pd.DataFrame(
+        {
+            "prompt_id": ids,
+            "prompt": [f"q{i}" for i in ids],
+            "benchmark": np.where(cluster, "b", "a"),
+            "category": "c",
+            "split": split,
+        }
+    )
     models = pd.DataFrame({"model_id": np.arange(n_models) * 10, "name": [f"m{i}" for i in range(n_models)]})
-    scores = pd.DataFrame({"prompt_id": np.repeat(ids, n_models), "model_id": np.tile(models["model_id"], n),
-                           "score": y.reshape(-1)})
+    scores = pd.DataFrame(
+        {"prompt_id": np.repeat(ids, n_models), "model_id": np.tile(models["model_id"], n), "score": y.reshape(-1)}
+    )
     return queries, models, scores, Encodings(ids, x.astype(np.float32), "toy")
 
 
 def fit_data(queries, models, scores, enc, train=None):
     data = validate(queries, models, scores)
     train = data.split_scores("train") if train is None else train
-    return data, FitData(train=train, val=data.split_scores("val"), encodings=enc,
-                         model_ids=np.sort(train["model_id"].unique()))
+    return data, FitData(
+        train=train, val=data.split_scores("val"), encodings=enc, model_ids=np.sort(train["model_id"].unique())
+    )
 
 
 @pytest.fixture(scope="module")
@@ -182,14 +201,17 @@ def test_uses_torch_says_whether_the_fitted_method_holds_a_torch_network(fitted,
 
 
 @pytest.mark.parametrize("name", EMBEDDING)
-@pytest.mark.parametrize("vectors,scores,message", [
-    (np.zeros((2, D)), [0.5, 2.0], r"\[0, 1\]"),
-    (np.zeros((2, D)), [0.5], "one score per query"),
-    (np.zeros((0, D)), [], "at least one"),
-    (np.zeros((2, D)), [[0.5], [1.0]], "one model"),
-    (np.full((2, D), np.nan), [0.5, 1.0], "NaN/Inf"),
-    (np.zeros((2, D + 1)), [0.5, 1.0], "shape"),
-])
+@pytest.mark.parametrize(
+    "vectors,scores,message",
+    [
+        (np.zeros((2, D)), [0.5, 2.0], r"\[0, 1\]"),
+        (np.zeros((2, D)), [0.5], "one score per query"),
+        (np.zeros((0, D)), [], "at least one"),
+        (np.zeros((2, D)), [[0.5], [1.0]], "one model"),
+        (np.full((2, D), np.nan), [0.5, 1.0], "NaN/Inf"),
+        (np.zeros((2, D + 1)), [0.5, 1.0], "shape"),
+    ],
+)
 def test_embed_refuses_bad_input(fitted, name, vectors, scores, message):
     with pytest.raises(DataError, match=message):
         fitted[name].embed(np.asarray(vectors, np.float32), np.asarray(scores, np.float32))
@@ -269,15 +291,29 @@ def test_execute_end_to_end(tmp_path):
 
     q, m, s, enc = make_data(seed=4)
     write_dataset(tmp_path / "data", q, m, s)
-    write_encodings(tmp_path / "enc.parquet", enc.prompt_ids, enc.vectors, "toy", normalized=True,
-                    data_fingerprint=data_fingerprint(q["prompt_id"], q["prompt"]))
+    write_encodings(
+        tmp_path / "enc.parquet",
+        enc.prompt_ids,
+        enc.vectors,
+        "toy",
+        normalized=True,
+        data_fingerprint=data_fingerprint(q["prompt_id"], q["prompt"]),
+    )
     for name in ("knn_router", "embedllm"):
         out = tmp_path / "runs" / name
-        metrics = execute(name, FAST[name], tmp_path / "data", tmp_path / "enc.parquet", train_size=60, seed=0,
-                          out_dir=out)
+        metrics = execute(
+            name, FAST[name], tmp_path / "data", tmp_path / "enc.parquet", train_size=60, seed=0, out_dir=out
+        )
         assert metrics["test"]["overall"]["routing_acc"] > metrics["test"]["overall"]["random"]
-        for f in ("config.json", "model.safetensors", "train_pairs.parquet", "scores_val.parquet",
-                  "scores_test.parquet", "metrics.json", "log.csv"):
+        for f in (
+            "config.json",
+            "model.safetensors",
+            "train_pairs.parquet",
+            "scores_val.parquet",
+            "scores_test.parquet",
+            "metrics.json",
+            "log.csv",
+        ):
             assert (out / f).is_file(), (name, f)
         assert json.loads((out / "config.json").read_text())["method"] == name
     assert (tmp_path / "runs" / "embedllm" / "embeddings.parquet").is_file()

@@ -1,4 +1,5 @@
 """`locus bench` (locus/benchmark.py): FLOPs of this implementation, honest timings, a quick run."""
+
 from __future__ import annotations
 
 import json

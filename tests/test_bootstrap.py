@@ -1,5 +1,6 @@
 """The paired bootstrap over test queries (locus.experiments.bootstrap) on hand-made score/label matrices
 whose answer is known."""
+
 from __future__ import annotations
 
 import numpy as np

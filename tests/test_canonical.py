@@ -1,12 +1,13 @@
 """The canonical data format: every documented bad input gives its documented error, nothing is written."""
+
 from __future__ import annotations
+
+import os
+import stat
 
 import numpy as np
 import pandas as pd
 import pytest
-
-import os
-import stat
 
 from locus import atomic
 from locus.data import canonical
@@ -17,19 +18,23 @@ SET = ["dataset.json", "models.parquet", "queries.parquet", "scores.parquet"]
 
 
 def tiny_frames():
-    queries = pd.DataFrame({
-        "prompt_id": [0, 1, 2, 3, 4, 5],
-        "prompt": [f"question {i}" for i in range(6)],
-        "benchmark": ["A", "A", "B", "B", "A", "B"],
-        "category": ["a1", "a2", "B", "B", "a1", "B"],
-        "split": ["train", "train", "train", "val", "test", "test"],
-    })
+    queries = pd.DataFrame(
+        {
+            "prompt_id": [0, 1, 2, 3, 4, 5],
+            "prompt": [f"question {i}" for i in range(6)],
+            "benchmark": ["A", "A", "B", "B", "A", "B"],
+            "category": ["a1", "a2", "B", "B", "a1", "B"],
+            "split": ["train", "train", "train", "val", "test", "test"],
+        }
+    )
     models = pd.DataFrame({"model_id": [0, 1], "name": ["m0", "m1"], "params_b": [7.0, 13.0]})
-    scores = pd.DataFrame({
-        "prompt_id": [0, 1, 2, 3, 4, 5, 0, 2, 3, 5],
-        "model_id": [0, 0, 0, 0, 0, 0, 1, 1, 1, 1],  # model 1 is partially evaluated
-        "score": [1, 0, 1, 1, 0, 1, 0.5, 1, 0, 1],
-    })
+    scores = pd.DataFrame(
+        {
+            "prompt_id": [0, 1, 2, 3, 4, 5, 0, 2, 3, 5],
+            "model_id": [0, 0, 0, 0, 0, 0, 1, 1, 1, 1],  # model 1 is partially evaluated
+            "score": [1, 0, 1, 1, 0, 1, 0.5, 1, 0, 1],
+        }
+    )
     return queries, models, scores
 
 
@@ -60,7 +65,11 @@ def test_missing_column(tmp_path):
 def test_score_out_of_range_and_nan(tmp_path):
     q, m, s = tiny_frames()
     s.loc[3, "score"] = 1.5
-    _expect(tmp_path, (q, m, s), r"scores.parquet: column 'score' must be a number in \[0, 1\]; 1 row\(s\).*prompt_id=3, model_id=0, score=1.5")
+    _expect(
+        tmp_path,
+        (q, m, s),
+        r"scores.parquet: column 'score' must be a number in \[0, 1\]; 1 row\(s\).*prompt_id=3, model_id=0, score=1.5",
+    )
     s.loc[3, "score"] = np.nan
     _expect(tmp_path, (q, m, s), r"NaN, infinite, text or out of range.*row 3 \(prompt_id=3, model_id=0, score=nan\)")
 
@@ -68,8 +77,11 @@ def test_score_out_of_range_and_nan(tmp_path):
 def test_duplicates_policies(tmp_path):
     q, m, s = tiny_frames()
     s = pd.concat([s, pd.DataFrame({"prompt_id": [0], "model_id": [1], "score": [1.0]})], ignore_index=True)
-    with pytest.raises(DataError, match=r"1 \(prompt, model\) pair\(s\) have more than one score, e.g. prompt_id 0 "
-                                        r"\('question 0'\) x model_id 1 \('m1'\): 2 rows"):
+    with pytest.raises(
+        DataError,
+        match=r"1 \(prompt, model\) pair\(s\) have more than one score, e.g. prompt_id 0 "
+        r"\('question 0'\) x model_id 1 \('m1'\): 2 rows",
+    ):
         validate(q, m, s, duplicates="error")
     last = validate(q, m, s, duplicates="last").label_matrix([0], [1])[0, 0]
     mean = validate(q, m, s, duplicates="mean").label_matrix([0], [1])[0, 0]
@@ -82,7 +94,11 @@ def test_duplicates_policies(tmp_path):
 def test_unknown_split(tmp_path):
     q, m, s = tiny_frames()
     q.loc[2, "split"] = "dev"
-    _expect(tmp_path, (q, m, s), r"column 'split' has unknown value\(s\) \['dev'\] in 1 row\(s\), prompt_id 2; allowed: train, val, test")
+    _expect(
+        tmp_path,
+        (q, m, s),
+        r"column 'split' has unknown value\(s\) \['dev'\] in 1 row\(s\), prompt_id 2; allowed: train, val, test",
+    )
 
 
 def test_empty_split(tmp_path):
@@ -111,7 +127,10 @@ def test_missing_file_and_directory(tmp_path):
     q, m, s = tiny_frames()
     write_dataset(tmp_path / "d", q, m, s)
     (tmp_path / "d" / "scores.parquet").unlink()
-    with pytest.raises(DataError, match=r"scores.parquet: file missing.*found: dataset.json, models.parquet, queries.parquet\)\. Rebuild"):
+    with pytest.raises(
+        DataError,
+        match=r"scores.parquet: file missing.*found: dataset.json, models.parquet, queries.parquet\)\. Rebuild",
+    ):
         read_dataset(tmp_path / "d")
 
 
@@ -133,7 +152,6 @@ def test_pairs_to_matrix_ignores_unrequested():
     assert mat[0, 0] == 0.0 and mat[1, 1] == 1.0 and np.isnan(mat[0, 1])
 
 
-
 # ----------------------------------------------------------------------------------------------
 # the data set is written as one set: a manifest ties the three files together
 # ----------------------------------------------------------------------------------------------
@@ -143,8 +161,11 @@ def test_mixed_generations_are_refused(tmp_path):
     old_scores = (tmp_path / "d" / "scores.parquet").read_bytes()
     write_dataset(tmp_path / "d", q, m, s.assign(score=1.0))
     (tmp_path / "d" / "scores.parquet").write_bytes(old_scores)  # a file of the previous write
-    with pytest.raises(DataError, match=r"scores.parquet differs from the version recorded in dataset.json.*"
-                                        r"Rebuild the data set"):
+    with pytest.raises(
+        DataError,
+        match=r"scores.parquet differs from the version recorded in dataset.json.*"
+        r"Rebuild the data set",
+    ):
         read_dataset(tmp_path / "d")
     (tmp_path / "d" / "dataset.json").write_text("{not json")
     with pytest.raises(DataError, match=r"dataset.json: manifest is not readable JSON.*Rebuild"):
@@ -231,8 +252,12 @@ def _overlapping():
 
 def test_split_overlap_policies(tmp_path):
     q, m, s = _overlapping()
-    _expect(tmp_path, (q, m, s), r"1 prompt text\(s\) occur in more than one split, e.g. 'question 0' in train "
-                                 r"\(prompt_id 0\), test \(prompt_id 5\).*keep_test")
+    _expect(
+        tmp_path,
+        (q, m, s),
+        r"1 prompt text\(s\) occur in more than one split, e.g. 'question 0' in train "
+        r"\(prompt_id 0\), test \(prompt_id 5\).*keep_test",
+    )
     keep_test = validate(q, m, s, split_overlap="keep_test")
     assert 0 not in keep_test.queries["prompt_id"].tolist() and 0 not in keep_test.scores["prompt_id"].tolist()
     keep_train = validate(q, m, s, split_overlap="keep_train")
@@ -266,34 +291,76 @@ def _frames_with(change):
 
 
 BAD_FILES = [
-    ("non-integer prompt id", lambda f: f["q"].__setitem__("prompt_id", [0, 1, 2, 3, 4, 5.5]),
-     r"queries.parquet: column 'prompt_id' must hold whole-number ids.*row 5: 5.5"),
-    ("NaN model id", lambda f: f["s"].__setitem__("model_id", [0, 0, 0, 0, 0, 0, 1, 1, 1, np.nan]),
-     r"scores.parquet: column 'model_id' must hold whole-number ids.*row 9: nan"),
-    ("infinite prompt id", lambda f: f["s"].__setitem__("prompt_id", [0, 1, 2, 3, 4, 5, 0, 2, np.inf, 5]),
-     r"scores.parquet: column 'prompt_id' must hold whole-number ids.*row 8: inf"),
-    ("text prompt id", lambda f: f["q"].__setitem__("prompt_id", ["0", "1", "2", "x", "4", "5"]),
-     r"column 'prompt_id' must hold whole-number ids.*row 3: 'x'"),
-    ("boolean model id", lambda f: f["m"].__setitem__("model_id", [False, True]),
-     r"models.parquet: column 'model_id' must hold whole-number ids"),
-    ("duplicated model names", lambda f: f["m"].__setitem__("name", ["m0", "m0"]),
-     r"models.parquet: model name\(s\) not unique: \['m0'\] \(model_id 0, 1\)"),
-    ("missing model name", lambda f: f["m"].__setitem__("name", ["m0", None]),
-     r"models.parquet: column 'name' is empty in 1 row\(s\), model_id 1"),
-    ("numeric prompts", lambda f: f["q"].__setitem__("prompt", [1, 2, 3, 4, 5, 6]),
-     r"queries.parquet: column 'prompt' must hold text, found int.* value\(s\) in 6 row\(s\)"),
-    ("blank prompt", lambda f: f["q"].__setitem__("prompt", ["a", "b", "  ", "d", "e", "f"]),
-     r"queries.parquet: column 'prompt' is empty in 1 row\(s\), prompt_id 2"),
-    ("infinite score", lambda f: f["s"].__setitem__("score", [1, 0, 1, np.inf, 0, 1, 0.5, 1, 0, 1]),
-     r"scores.parquet: column 'score' must be a number in \[0, 1\].*row 3 \(prompt_id=3, model_id=0, score=inf\)"),
-    ("text score", lambda f: f["s"].__setitem__("score", ["1", "0", "1", "yes", "0", "1", "0.5", "1", "0", "1"]),
-     r"column 'score' must be a number in \[0, 1\].*score='yes'"),
-    ("capitalised split", lambda f: f["q"].__setitem__("split", ["Train", "train", "train", "val", "test", "test"]),
-     r"column 'split' has unknown value\(s\) \['Train'\].*write split names in lower case"),
-    ("split without scores", lambda f: f.__setitem__("s", f["s"][f["s"]["prompt_id"] != 3]),
-     r"queries.parquet: split 'val' has 1 queries but none of them has a score"),
-    ("non-numeric params_b", lambda f: f["m"].__setitem__("params_b", ["7B", "13"]),
-     r"models.parquet: column 'params_b' .* must be a number >= 0 or empty; bad for model_id 0"),
+    (
+        "non-integer prompt id",
+        lambda f: f["q"].__setitem__("prompt_id", [0, 1, 2, 3, 4, 5.5]),
+        r"queries.parquet: column 'prompt_id' must hold whole-number ids.*row 5: 5.5",
+    ),
+    (
+        "NaN model id",
+        lambda f: f["s"].__setitem__("model_id", [0, 0, 0, 0, 0, 0, 1, 1, 1, np.nan]),
+        r"scores.parquet: column 'model_id' must hold whole-number ids.*row 9: nan",
+    ),
+    (
+        "infinite prompt id",
+        lambda f: f["s"].__setitem__("prompt_id", [0, 1, 2, 3, 4, 5, 0, 2, np.inf, 5]),
+        r"scores.parquet: column 'prompt_id' must hold whole-number ids.*row 8: inf",
+    ),
+    (
+        "text prompt id",
+        lambda f: f["q"].__setitem__("prompt_id", ["0", "1", "2", "x", "4", "5"]),
+        r"column 'prompt_id' must hold whole-number ids.*row 3: 'x'",
+    ),
+    (
+        "boolean model id",
+        lambda f: f["m"].__setitem__("model_id", [False, True]),
+        r"models.parquet: column 'model_id' must hold whole-number ids",
+    ),
+    (
+        "duplicated model names",
+        lambda f: f["m"].__setitem__("name", ["m0", "m0"]),
+        r"models.parquet: model name\(s\) not unique: \['m0'\] \(model_id 0, 1\)",
+    ),
+    (
+        "missing model name",
+        lambda f: f["m"].__setitem__("name", ["m0", None]),
+        r"models.parquet: column 'name' is empty in 1 row\(s\), model_id 1",
+    ),
+    (
+        "numeric prompts",
+        lambda f: f["q"].__setitem__("prompt", [1, 2, 3, 4, 5, 6]),
+        r"queries.parquet: column 'prompt' must hold text, found int.* value\(s\) in 6 row\(s\)",
+    ),
+    (
+        "blank prompt",
+        lambda f: f["q"].__setitem__("prompt", ["a", "b", "  ", "d", "e", "f"]),
+        r"queries.parquet: column 'prompt' is empty in 1 row\(s\), prompt_id 2",
+    ),
+    (
+        "infinite score",
+        lambda f: f["s"].__setitem__("score", [1, 0, 1, np.inf, 0, 1, 0.5, 1, 0, 1]),
+        r"scores.parquet: column 'score' must be a number in \[0, 1\].*row 3 \(prompt_id=3, model_id=0, score=inf\)",
+    ),
+    (
+        "text score",
+        lambda f: f["s"].__setitem__("score", ["1", "0", "1", "yes", "0", "1", "0.5", "1", "0", "1"]),
+        r"column 'score' must be a number in \[0, 1\].*score='yes'",
+    ),
+    (
+        "capitalised split",
+        lambda f: f["q"].__setitem__("split", ["Train", "train", "train", "val", "test", "test"]),
+        r"column 'split' has unknown value\(s\) \['Train'\].*write split names in lower case",
+    ),
+    (
+        "split without scores",
+        lambda f: f.__setitem__("s", f["s"][f["s"]["prompt_id"] != 3]),
+        r"queries.parquet: split 'val' has 1 queries but none of them has a score",
+    ),
+    (
+        "non-numeric params_b",
+        lambda f: f["m"].__setitem__("params_b", ["7B", "13"]),
+        r"models.parquet: column 'params_b' .* must be a number >= 0 or empty; bad for model_id 0",
+    ),
 ]
 
 
@@ -309,5 +376,6 @@ def test_valid_variants_still_read(tmp_path):
         f["q"]["prompt_id"] = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]  # integral floats
         f["s"]["score"] = f["s"]["score"] == 1  # boolean scores
         f["m"]["params_b"] = [7.0, np.nan]  # unknown size
+
     data = read_dataset(_write_raw(tmp_path / "d", *_frames_with(change)))
     assert data.queries["prompt_id"].dtype == np.int64 and data.scores["score"].isin([0.0, 1.0]).all()

@@ -1,5 +1,6 @@
 """The command line's own guards: output paths, argument types, OSError about outputs, thin commands.
 (The table-driven bad-input cases are in tests/bad_inputs/cases_cli.py.)"""
+
 from __future__ import annotations
 
 import argparse
@@ -16,10 +17,20 @@ from locus import cli, outputs
 from locus.cli import main
 from locus.errors import ConfigError, DataError
 
+
 def metrics_file(tmp_path, method="locus", n=64, dataset="results/data/tiny"):
     block = {"overall": {"routing_acc": 0.6, "correctness_acc": 0.7}, "by_benchmark": {}}
-    m = {"method": method, "params": {}, "train_size": n, "seed": 0, "sampling": "shared", "encoder": "enc",
-         "dataset": dataset, "test": block, "val": block}
+    m = {
+        "method": method,
+        "params": {},
+        "train_size": n,
+        "seed": 0,
+        "sampling": "shared",
+        "encoder": "enc",
+        "dataset": dataset,
+        "test": block,
+        "val": block,
+    }
     path = tmp_path / "runs" / method / f"n{n}" / "metrics.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(m))
@@ -36,12 +47,15 @@ def test_check_output_accepts_new_nested_paths_without_creating_them(tmp_path):
     assert outputs.check_output(tmp_path / "run", directory=True) == tmp_path / "run"  # replaced later
 
 
-@pytest.mark.parametrize("make,directory,message", [
-    (lambda t: (t / "d.tex").mkdir() or t / "d.tex", False, "is a directory"),
-    (lambda t: (t / "f").write_text("x") and t / "f" / "sub" / "o.tex", False, "is a file, not a directory"),
-    (lambda t: (t / "run").write_text("x") and t / "run", True, "exists and is a file"),
-    (lambda t: "", False, "empty output path"),
-])
+@pytest.mark.parametrize(
+    "make,directory,message",
+    [
+        (lambda t: (t / "d.tex").mkdir() or t / "d.tex", False, "is a directory"),
+        (lambda t: (t / "f").write_text("x") and t / "f" / "sub" / "o.tex", False, "is a file, not a directory"),
+        (lambda t: (t / "run").write_text("x") and t / "run", True, "exists and is a file"),
+        (lambda t: "", False, "empty output path"),
+    ],
+)
 def test_check_output_refuses(tmp_path, make, directory, message):
     with pytest.raises(ConfigError, match=message):
         outputs.check_output(make(tmp_path), directory=directory)
@@ -94,8 +108,9 @@ def test_oserror_about_an_output_is_one_line(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(locus.atomic, "write_text", full_disk)
     monkeypatch.setattr(tables, "query_values", lambda *args, **kwargs: None)  # no runs' scores here
-    assert main(["table", "routing", "--metrics", metrics_file(tmp_path), "--out", str(out),
-                 "--data", str(tmp_path)]) == 2
+    assert (
+        main(["table", "routing", "--metrics", metrics_file(tmp_path), "--out", str(out), "--data", str(tmp_path)]) == 2
+    )
     err = capsys.readouterr().err
     assert err.count("error:") == 1 and "Traceback" not in err
     assert f"cannot write {out}: No space left on device" in err
@@ -121,12 +136,15 @@ def test_command_choices_come_from_the_package_vocabularies():
     from locus.commands import figure, table
     from locus.data import canonical
     from locus.experiments import ablation, figures, tables
+
     assert tables.KINDS is constants.TABLE_KINDS is table.TABLE_KINDS
     assert ablation.KINDS is constants.ABLATION_KINDS is table.ABLATION_KINDS
     assert figures.KINDS is constants.FIGURE_KINDS is figure.FIGURE_KINDS
     assert canonical.DUPLICATE_POLICIES is constants.DUPLICATE_POLICIES
-    code = ("import sys; from locus import cli; cli.build_parser(); "
-            "print(sorted(m for m in ('numpy', 'pandas', 'scipy', 'torch') if m in sys.modules))")
+    code = (
+        "import sys; from locus import cli; cli.build_parser(); "
+        "print(sorted(m for m in ('numpy', 'pandas', 'scipy', 'torch') if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
@@ -143,6 +161,7 @@ def test_every_output_option_is_checked():
 
 def test_parse_params_lives_in_the_package():
     from locus.params import method_params, parse_params
+
     assert parse_params('{"dim": 4}', "x") == {"dim": 4}
     with pytest.raises(ConfigError, match="JSON object"):
         parse_params("[1]", "x")
@@ -153,9 +172,11 @@ def test_parse_params_lives_in_the_package():
 # ---------------------------------------------------------------------------------------------- embed input
 def test_score_file_with_a_model_column(tmp_path):
     from locus.inference import read_score_file
+
     path = tmp_path / "s.csv"
-    pd.DataFrame({"prompt": ["a", "b", "c", "d"], "score": [1, 0, 1, 2], "model": ["x", "y", "x", "y"]}) \
-        .to_csv(path, index=False)
+    pd.DataFrame({"prompt": ["a", "b", "c", "d"], "score": [1, 0, 1, 2], "model": ["x", "y", "x", "y"]}).to_csv(
+        path, index=False
+    )
     prompts, scores, model = read_score_file(path, "x")
     assert prompts == ["a", "c"] and scores.tolist() == [1.0, 1.0] and model == "x"
     with pytest.raises(DataError, match=r"row\(s\) \[5\]"):  # y's bad score keeps its file row number
@@ -169,6 +190,7 @@ def test_score_file_with_a_model_column(tmp_path):
 
 def test_query_file_not_utf8(tmp_path):
     from locus.inference import read_query_file
+
     path = tmp_path / "q.txt"
     path.write_bytes("first\ncaf\u00e9\n".encode("latin-1"))
     with pytest.raises(DataError, match=r"not UTF-8 text \(byte 0xe9 on line 2\).*iconv"):

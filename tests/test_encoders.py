@@ -1,4 +1,5 @@
 """Query encoders: the real packaged models (offline), the mpnet reassembly and its checks, the CLI."""
+
 from __future__ import annotations
 
 import hashlib
@@ -111,7 +112,7 @@ def _fake_parts(tmp_path, weights: bytes, n=5):
     paths = []
     for i in range(n):
         path = tmp_path / f"all-mpnet-base-v2.zip.{i + 1:03d}"
-        path.write_bytes(data[cuts[i]:cuts[i + 1]])
+        path.write_bytes(data[cuts[i] : cuts[i + 1]])
         paths.append(path)
     return paths
 
@@ -225,12 +226,15 @@ def test_local_model_folder_loads(models):
 # ----------------------------------------------------------------------------------------------
 @pytest.fixture
 def tiny_dataset(tmp_path):
-    queries = pd.DataFrame({
-        "prompt_id": [7, 3, 5],
-        "prompt": ["What is 2 + 2?", "Name the capital of Italy.", "Is water wet?"],
-        "benchmark": ["math", "geo", "misc"], "category": ["math", "geo", "misc"],
-        "split": ["train", "val", "test"],
-    })
+    queries = pd.DataFrame(
+        {
+            "prompt_id": [7, 3, 5],
+            "prompt": ["What is 2 + 2?", "Name the capital of Italy.", "Is water wet?"],
+            "benchmark": ["math", "geo", "misc"],
+            "category": ["math", "geo", "misc"],
+            "split": ["train", "val", "test"],
+        }
+    )
     models_df = pd.DataFrame({"model_id": [0, 1], "name": ["a", "b"]})
     scores = pd.DataFrame({"prompt_id": [7, 3, 5, 7], "model_id": [0, 0, 1, 1], "score": [1.0, 0.0, 1.0, 0.5]})
     write_dataset(tmp_path / "data", queries, models_df, scores)

@@ -1,4 +1,5 @@
 """The whole DAG on the tiny config, from raw synthetic data to tables, figures and the HTML report."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from conftest import skip_or_fail  # tests/ is on sys.path (see conftest.py)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,19 +23,50 @@ TARGETS = [  # = rule all of the tiny config (the report needs every file marked
     "results/figures/train_sample_eff.pdf",
     "results/tables/distance_correlation.tex",
     "results/tables/precision_effect.tex",
-    *(f"results/tables/{kind}_ablation_{metric}.tex" for kind in ("dim", "encoder") for metric in ("routing", "correctness")),
-    *(f"results/figures/{name}.pdf" for name in (
-        "performance_distance_correlation", "models_family_clustering", "nearest_neighbor_proxies",
-        "fallback_routing", "model_portfolio", "hypothetical_model_embedding", "query_encodings_tsne",
-        "embedding_robustness_tsne", "overlap_convergence", "anchor_size_convergence", "perf_vs_size_and_overlap",
-        "sample_eff_ood_test", "time_complexity", "relearn_embedllm_heatmap_cosine_distance",
-        "relearn_embedllm_heatmap_test_disagreement", "relearning_embedllm_embeddings")),
+    *(
+        f"results/tables/{kind}_ablation_{metric}.tex"
+        for kind in ("dim", "encoder")
+        for metric in ("routing", "correctness")
+    ),
+    *(
+        f"results/figures/{name}.pdf"
+        for name in (
+            "performance_distance_correlation",
+            "models_family_clustering",
+            "nearest_neighbor_proxies",
+            "fallback_routing",
+            "model_portfolio",
+            "hypothetical_model_embedding",
+            "query_encodings_tsne",
+            "embedding_robustness_tsne",
+            "overlap_convergence",
+            "anchor_size_convergence",
+            "perf_vs_size_and_overlap",
+            "sample_eff_ood_test",
+            "time_complexity",
+            "relearn_embedllm_heatmap_cosine_distance",
+            "relearn_embedllm_heatmap_test_disagreement",
+            "relearning_embedllm_embeddings",
+        )
+    ),
 ]
 
 
 def snakemake(workdir, *args, timeout=900):
-    cmd = [sys.executable, "-m", "snakemake", *args, "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
-           "--cores", "2", "--configfile", str(TINY)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        *args,
+        "-s",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--cores",
+        "2",
+        "--configfile",
+        str(TINY),
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
@@ -59,13 +90,16 @@ def test_tables_and_figure_exist(tiny_run):
 # --- every output checked by its content: columns, value ranges, model names and row counts that follow
 # from the tiny config, not file sizes. A writer that drops a column or writes NaN / out-of-range values fails.
 
+
 def _config() -> dict:
     """config/config.yaml with tests/configs/tiny.yaml merged over it, as Snakemake merges --configfile."""
+
     def merge(base, over):
         out = dict(base)
         for k, v in over.items():
             out[k] = merge(base[k], v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
         return out
+
     return merge(yaml.safe_load((REPO / "config/config.yaml").read_text()), yaml.safe_load(TINY.read_text()))
 
 
@@ -76,6 +110,7 @@ GEO = CFG["geometry"]
 @dataclass(frozen=True)
 class Pool:
     """What the outputs are checked against: the tiny data set's models and test split."""
+
     names: frozenset
     ids: frozenset
     n_queries: int
@@ -89,16 +124,22 @@ class Pool:
 @pytest.fixture(scope="module")
 def pool(tiny_run) -> Pool:
     import pandas as pd
+
     models = pd.read_parquet(tiny_run / "results/data/synthetic/models.parquet")
     queries = pd.read_parquet(tiny_run / "results/data/synthetic/queries.parquet")
     assert len(models) == CFG["datasets"]["synthetic"]["params"]["n_models"]
-    return Pool(frozenset(models["name"]), frozenset(models["model_id"].astype(int)), len(queries),
-                int((queries["split"] == "test").sum()))
+    return Pool(
+        frozenset(models["name"]),
+        frozenset(models["model_id"].astype(int)),
+        len(queries),
+        int((queries["split"] == "test").sum()),
+    )
 
 
 def read_csv(path: Path, columns):
     """The CSV with at least `columns` (a writer that drops one fails here)."""
     import pandas as pd
+
     frame = pd.read_csv(path, keep_default_na=True)
     missing = [c for c in columns if c not in frame.columns]
     assert not missing, f"{path.name}: columns {missing} missing (has {list(frame.columns)})"
@@ -115,9 +156,26 @@ def in_range(frame, columns, low, high, name=""):
 
 
 def check_distance_correlation(results: Path, pool: Pool):
-    f = read_csv(results / "tables/distance_correlation.csv",
-                 ["method", "label", "correlation", "distance", "value", "n_models", "n_pairs", "n_queries",
-                  "train_size", "ci_low", "ci_high", "reference", "diff_to_reference", "diff_ci_low", "diff_ci_high"])
+    f = read_csv(
+        results / "tables/distance_correlation.csv",
+        [
+            "method",
+            "label",
+            "correlation",
+            "distance",
+            "value",
+            "n_models",
+            "n_pairs",
+            "n_queries",
+            "train_size",
+            "ci_low",
+            "ci_high",
+            "reference",
+            "diff_to_reference",
+            "diff_ci_low",
+            "diff_ci_high",
+        ],
+    )
     assert set(f["method"]) == set(GEO["methods"])
     assert set(f["correlation"]) == {"pearson", "spearman", "kendall"}
     assert set(f["distance"]) == {"cosine", "euclidean"}
@@ -132,9 +190,10 @@ def check_distance_correlation(results: Path, pool: Pool):
 
 
 def check_performance_distance_correlation(results: Path, pool: Pool):
-    f = read_csv(results / "figures/performance_distance_correlation.csv",
-                 ["method", "model_a", "model_b", "name_a", "name_b", "cosine", "euclidean", "disagreement",
-                  "common_queries"])
+    f = read_csv(
+        results / "figures/performance_distance_correlation.csv",
+        ["method", "model_a", "model_b", "name_a", "name_b", "cosine", "euclidean", "disagreement", "common_queries"],
+    )
     assert set(f["method"]) == set(GEO["methods"])
     for _, part in f.groupby("method"):  # every unordered pair of models once
         assert len(part) == pool.n_models * (pool.n_models - 1) // 2
@@ -148,10 +207,21 @@ def check_performance_distance_correlation(results: Path, pool: Pool):
 
 
 def check_models_family_clustering(results: Path, pool: Pool):
-    f = read_csv(results / "figures/models_family_clustering.csv",
-                 ["row_position", "col_position", "row_model_id", "col_model_id", "row_name", "col_name",
-                  "row_highlight", "col_highlight", "distance"])
-    assert len(f) == pool.n_models ** 2  # the whole heat map, in dendrogram order
+    f = read_csv(
+        results / "figures/models_family_clustering.csv",
+        [
+            "row_position",
+            "col_position",
+            "row_model_id",
+            "col_model_id",
+            "row_name",
+            "col_name",
+            "row_highlight",
+            "col_highlight",
+            "distance",
+        ],
+    )
+    assert len(f) == pool.n_models**2  # the whole heat map, in dendrogram order
     assert set(f["row_position"]) == set(range(pool.n_models)) == set(f["col_position"])
     assert set(f["row_name"]) == set(pool.names) == set(f["col_name"])
     in_range(f, ["distance"], 0, float("inf"), "family distances")
@@ -162,19 +232,24 @@ def check_models_family_clustering(results: Path, pool: Pool):
 
 
 def check_nearest_neighbor_proxies(results: Path, pool: Pool):
-    f = read_csv(results / "figures/nearest_neighbor_proxies.csv",
-                 ["method", "distance", "n_models", "n_queries", "train_size", "curve", "k", "agreement"])
+    f = read_csv(
+        results / "figures/nearest_neighbor_proxies.csv",
+        ["method", "distance", "n_models", "n_queries", "train_size", "curve", "k", "agreement"],
+    )
     assert set(f["method"]) <= set(GEO["methods"]) and GEO["neighbours"]["reference_method"] in set(f["method"])
     in_range(f, ["agreement"], 0, 1, "proxy agreement")
     neighbours = f[f["curve"] == "embedding_neighbour"]
-    assert len(neighbours) and set(neighbours["k"].astype(int)) == set(range(1, min(GEO["neighbours"]["max_k"],
-                                                                                    pool.n_models - 1) + 1))
+    assert len(neighbours) and set(neighbours["k"].astype(int)) == set(
+        range(1, min(GEO["neighbours"]["max_k"], pool.n_models - 1) + 1)
+    )
     assert (f["n_models"] == pool.n_models).all() and (f["n_queries"] == pool.n_test).all()
 
 
 def check_fallback_routing(results: Path, pool: Pool):
-    f = read_csv(results / "figures/fallback_routing.csv",
-                 ["method", "distance", "n_models", "train_size", "curve", "k", "accuracy", "retention", "n_queries"])
+    f = read_csv(
+        results / "figures/fallback_routing.csv",
+        ["method", "distance", "n_models", "train_size", "curve", "k", "accuracy", "retention", "n_queries"],
+    )
     assert {"embedding_neighbour", "router_choice", "original"} <= set(f["curve"])
     in_range(f, ["accuracy"], 0, 1, "fallback accuracy")
     in_range(f, ["retention"], 0, float("inf"), "retention")
@@ -184,9 +259,22 @@ def check_fallback_routing(results: Path, pool: Pool):
 
 
 def check_model_portfolio(results: Path, pool: Pool):
-    f = read_csv(results / "figures/model_portfolio.csv",
-                 ["panel", "method", "k", "budget_b", "n_models", "params_b", "routing_acc", "oracle", "coverage",
-                  "trials", "models"])
+    f = read_csv(
+        results / "figures/model_portfolio.csv",
+        [
+            "panel",
+            "method",
+            "k",
+            "budget_b",
+            "n_models",
+            "params_b",
+            "routing_acc",
+            "oracle",
+            "coverage",
+            "trials",
+            "models",
+        ],
+    )
     assert {"k-center", "k-medoids", "coverage-greedy", "random", "random-feasible"} <= set(f["method"])
     in_range(f, ["routing_acc", "oracle"], 0, 100, "portfolio accuracy (%)")
     assert (f["routing_acc"] <= f["oracle"] + 1e-9).all()
@@ -211,23 +299,39 @@ def check_hypothetical_model_embedding(results: Path, pool: Pool):
 def check_relearn_heatmaps(results: Path, pool: Pool):
     reg = CFG["regeneration"]
     for metric in ("cosine_distance", "test_disagreement"):
-        f = read_csv(results / f"figures/relearn_embedllm_heatmap_{metric}.csv",
-                     ["method", "kind", "setting", "cosine_distance", "test_disagreement", "set_size", "draws",
-                      "hidden_layers", "dim", "metric"])
+        f = read_csv(
+            results / f"figures/relearn_embedllm_heatmap_{metric}.csv",
+            [
+                "method",
+                "kind",
+                "setting",
+                "cosine_distance",
+                "test_disagreement",
+                "set_size",
+                "draws",
+                "hidden_layers",
+                "dim",
+                "metric",
+            ],
+        )
         assert set(f["method"]) == {"embedllm", "locus"} and set(f["metric"]) == {metric}
         assert set(f["kind"]) == {"same", "overlap", "subsample"}
         in_range(f, ["cosine_distance"], 0, 2, metric)
         in_range(f, ["test_disagreement"], 0, 1, metric)
         embedllm = f[f["method"] == "embedllm"]
         assert set(embedllm["hidden_layers"].astype(int)) == set(reg["hidden_layers"])
-        assert len(embedllm) == len(reg["hidden_layers"]) * len(reg["dims"]) * (1 + len(reg["overlaps"]) + len(reg["sizes"]))
+        assert len(embedllm) == len(reg["hidden_layers"]) * len(reg["dims"]) * (
+            1 + len(reg["overlaps"]) + len(reg["sizes"])
+        )
         same = f[(f["method"] == "locus") & (f["kind"] == "same")]  # one forward pass: it reproduces itself
         assert len(same) == 1 and same["test_disagreement"].iloc[0] == 0 and same["cosine_distance"].iloc[0] < 1e-5
 
 
 def check_relearning_embedllm_embeddings(results: Path, pool: Pool):
-    f = read_csv(results / "figures/relearning_embedllm_embeddings.csv",
-                 ["panel", "kind", "model_id", "name", "cosine_distance", "x", "y"])
+    f = read_csv(
+        results / "figures/relearning_embedllm_embeddings.csv",
+        ["panel", "kind", "model_id", "name", "cosine_distance", "x", "y"],
+    )
     assert set(f["name"]) <= pool.names and set(f["model_id"]) <= pool.ids
     in_range(f, ["x", "y"], -np.inf, np.inf, "t-SNE coordinates")
     in_range(f, ["cosine_distance"], 0, 2, "cosine distance")
@@ -236,8 +340,10 @@ def check_relearning_embedllm_embeddings(results: Path, pool: Pool):
 
 def check_sample_eff_ood_test(results: Path, pool: Pool):
     ob = CFG["onboarding"]
-    f = read_csv(results / "figures/sample_eff_ood_test.csv",
-                 ["row", "k", "accuracy", "kind", "model_id", "n_pairs", "correct", "name"])
+    f = read_csv(
+        results / "figures/sample_eff_ood_test.csv",
+        ["row", "k", "accuracy", "kind", "model_id", "n_pairs", "correct", "name"],
+    )
     cells, draws = f[f["kind"] == "cell"], f[f["kind"] == "draw"]
     assert set(f["kind"]) == {"cell", "draw"}
     in_range(cells, ["accuracy"], 0, 1, "onboarding accuracy")
@@ -250,8 +356,10 @@ def check_sample_eff_ood_test(results: Path, pool: Pool):
 
 def check_time_complexity(results: Path, pool: Pool):
     tc = CFG["time_complexity"]
-    f = read_csv(results / "figures/time_complexity.csv",
-                 ["source", "what", "precision", "n_models", "n", "median_s", "min_s", "max_s", "cold_s", "gflop"])
+    f = read_csv(
+        results / "figures/time_complexity.csv",
+        ["source", "what", "precision", "n_models", "n", "median_s", "min_s", "max_s", "cold_s", "gflop"],
+    )
     measured = f[f["source"] == "measured"]
     in_range(measured, ["median_s", "min_s", "max_s", "cold_s"], 0, 600, "timings (s)")
     assert (measured["min_s"] <= measured["median_s"]).all() and (measured["median_s"] <= measured["max_s"]).all()
@@ -273,10 +381,15 @@ def check_train_sample_eff(results: Path, pool: Pool):
 
 def check_method_tables(results: Path, pool: Pool):
     """routing, routing/correctness by data set, the ablations: percentages, the configured approaches."""
-    for name, approaches in [("routing", CFG["table_methods"]), ("routing_by_dataset", CFG["by_dataset_methods"]),
-                             ("correctness_by_dataset", CFG["by_dataset_methods"])]:
-        f = read_csv(results / f"tables/{name}.csv", ["approach", "kind", "metric", "train_size", "benchmark",
-                                                       "mean_pct", "std_pct", "n_seeds", "emphasis"])
+    for name, approaches in [
+        ("routing", CFG["table_methods"]),
+        ("routing_by_dataset", CFG["by_dataset_methods"]),
+        ("correctness_by_dataset", CFG["by_dataset_methods"]),
+    ]:
+        f = read_csv(
+            results / f"tables/{name}.csv",
+            ["approach", "kind", "metric", "train_size", "benchmark", "mean_pct", "std_pct", "n_seeds", "emphasis"],
+        )
         assert set(f.loc[f["kind"] == "method", "approach"]) == set(approaches), name
         assert set(f.loc[f["kind"] == "method", "train_size"]) == set(CFG["train_sizes"]), name
         in_range(f, ["mean_pct"], 0, 100, name)
@@ -294,8 +407,10 @@ def check_tsne_views(results: Path, pool: Pool):
     assert len(f) == min(views["tsne_queries"], pool.n_queries) and not f["prompt_id"].duplicated().any()
     assert set(f["split"]) <= {"train", "val", "test"}
     in_range(f, ["x", "y"], -np.inf, np.inf, "query t-SNE")
-    f = read_csv(results / "figures/embedding_robustness_tsne.csv",
-                 ["panel", "model_id", "name", "selected", "setting", "set_size", "distance", "x", "y"])
+    f = read_csv(
+        results / "figures/embedding_robustness_tsne.csv",
+        ["panel", "model_id", "name", "selected", "setting", "set_size", "distance", "x", "y"],
+    )
     assert set(f["panel"]) == {"reference", "overlap", "size"}
     reference = f[f["panel"] == "reference"]
     assert set(reference["name"]) == pool.names and len(reference) == pool.n_models
@@ -308,17 +423,24 @@ def check_tsne_views(results: Path, pool: Pool):
 def check_convergence_views(results: Path, pool: Pool):
     """One model's ‖z − z_ref‖ against the overlap α / the set size; α = 1 and n = n_ref are its own set."""
     views = GEO["views"]
-    for name, by, grid in [("overlap_convergence", "alpha", views["overlaps"]),
-                           ("anchor_size_convergence", "n", views["sizes"])]:
+    for name, by, grid in [
+        ("overlap_convergence", "alpha", views["overlaps"]),
+        ("anchor_size_convergence", "n", views["sizes"]),
+    ]:
         f = read_csv(results / f"figures/{name}.csv", ["kind", "name", "distance", "std", "draws", by, "neighbour"])
         assert set(f["name"]) == {views["convergence_model"]}, name
         in_range(f, ["distance"], 0, np.inf, name)
         mean = f[f["kind"] == "mean"]
         assert sorted(mean[by]) == sorted(g for g in grid if by == "alpha" or g <= GEO["reference_train_size"]), name
         own = mean[by] == (1.0 if by == "alpha" else GEO["reference_train_size"])
-        assert own.sum() == 1 and mean.loc[own, "distance"].iloc[0] < 1e-5, f"{name}: the reference set re-embedded moved"
+        assert own.sum() == 1 and mean.loc[own, "distance"].iloc[0] < 1e-5, (
+            f"{name}: the reference set re-embedded moved"
+        )
         # every other grid value is drawn `repeats` times (n = n_ref is the one set itself: one draw)
-        assert (mean.loc[~own, "draws"] == views["repeats"]).all() and mean.loc[own, "draws"].iloc[0] in (1, views["repeats"])
+        assert (mean.loc[~own, "draws"] == views["repeats"]).all() and mean.loc[own, "draws"].iloc[0] in (
+            1,
+            views["repeats"],
+        )
         assert len(f[f["kind"] == "draw"]) == mean["draws"].sum(), name
         near = f[f["kind"] == "neighbour"]
         assert len(near) == views["neighbours"] and set(near["neighbour"]) <= pool.names - {views["convergence_model"]}
@@ -326,8 +448,10 @@ def check_convergence_views(results: Path, pool: Pool):
 
 def check_perf_vs_size_and_overlap(results: Path, pool: Pool):
     views = GEO["views"]
-    f = read_csv(results / "figures/perf_vs_size_and_overlap.csv",
-                 ["panel", "setting", "set_size", "realized_alpha", "distance", "correctness_acc", "routing_acc", "kind"])
+    f = read_csv(
+        results / "figures/perf_vs_size_and_overlap.csv",
+        ["panel", "setting", "set_size", "realized_alpha", "distance", "correctness_acc", "routing_acc", "kind"],
+    )
     assert set(f["kind"]) == {"draw", "mean", "reference", "best_single"}
     in_range(f, ["routing_acc"], 0, 1, "perf_vs_evalset routing")
     in_range(f[f["kind"] != "best_single"], ["correctness_acc"], 0, 1, "perf_vs_evalset correctness")
@@ -337,18 +461,33 @@ def check_perf_vs_size_and_overlap(results: Path, pool: Pool):
     in_range(mean, ["realized_alpha"], 0, 1, "realised overlap")
     in_range(mean, ["distance"], 0, np.inf, "distance to z_ref")
     reference = f[f["kind"] == "reference"].iloc[0]
-    own = mean[((mean["panel"] == "size") & (mean["setting"] == GEO["reference_train_size"]))
-               | ((mean["panel"] == "overlap") & (mean["setting"] == 1.0))]
+    own = mean[
+        ((mean["panel"] == "size") & (mean["setting"] == GEO["reference_train_size"]))
+        | ((mean["panel"] == "overlap") & (mean["setting"] == 1.0))
+    ]
     assert len(own) == 2  # the reference set itself: the run's own accuracy (one borderline query may flip)
     for metric in ("routing_acc", "correctness_acc"):
         assert (abs(own[metric] - reference[metric]) <= 1 / pool.n_test + 1e-9).all(), metric
 
 
-CHECKS = [check_distance_correlation, check_performance_distance_correlation, check_models_family_clustering,
-          check_nearest_neighbor_proxies, check_fallback_routing, check_model_portfolio,
-          check_hypothetical_model_embedding, check_relearn_heatmaps, check_relearning_embedllm_embeddings,
-          check_sample_eff_ood_test, check_time_complexity, check_train_sample_eff, check_method_tables,
-          check_tsne_views, check_convergence_views, check_perf_vs_size_and_overlap]
+CHECKS = [
+    check_distance_correlation,
+    check_performance_distance_correlation,
+    check_models_family_clustering,
+    check_nearest_neighbor_proxies,
+    check_fallback_routing,
+    check_model_portfolio,
+    check_hypothetical_model_embedding,
+    check_relearn_heatmaps,
+    check_relearning_embedllm_embeddings,
+    check_sample_eff_ood_test,
+    check_time_complexity,
+    check_train_sample_eff,
+    check_method_tables,
+    check_tsne_views,
+    check_convergence_views,
+    check_perf_vs_size_and_overlap,
+]
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
@@ -359,6 +498,7 @@ def test_output_contents(tiny_run, pool, check):
 def test_figures_decode(tiny_run):
     """Every figure of rule all: a PDF, a PNG that decodes to a real picture (not blank), its plotted data."""
     from PIL import Image
+
     for target in TARGETS:
         path = tiny_run / target
         if "/figures/" not in target:
@@ -376,8 +516,15 @@ def test_run_directory_contents(tiny_run):
     runs = sorted((tiny_run / "results/runs").rglob("metrics.json"))
     assert runs, "no run directories"
     locus_run = next(p.parent for p in runs if "/locus/" in str(p))
-    for name in ("config.json", "model.safetensors", "train_pairs.parquet", "scores_val.parquet",
-                 "scores_test.parquet", "embeddings.parquet", "log.csv"):
+    for name in (
+        "config.json",
+        "model.safetensors",
+        "train_pairs.parquet",
+        "scores_val.parquet",
+        "scores_test.parquet",
+        "embeddings.parquet",
+        "log.csv",
+    ):
         assert (locus_run / name).is_file(), name
     metrics = json.loads((locus_run / "metrics.json").read_text())
     overall = metrics["test"]["overall"]
@@ -392,8 +539,14 @@ def test_rerun_does_nothing(tiny_run):
 
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def test_html_report_renders_in_a_real_browser(tiny_run):
@@ -406,8 +559,10 @@ def test_html_report_renders_in_a_real_browser(tiny_run):
     assert "train_sample_eff.png" in html and "routing.tex" in html and "summary.md" in html
     assert "model_portfolio.png" in html and "distance_correlation.tex" in html and "Geometry" in html
     if not Path(CHROMIUM).exists():
-        skip_or_fail("browser", "REPORT BROWSER TEST NOT RUN: Debian's chromium is not installed "
-                                "(bash install.sh --test installs it)")
+        skip_or_fail(
+            "browser",
+            "REPORT BROWSER TEST NOT RUN: Debian's chromium is not installed (bash install.sh --test installs it)",
+        )
     try:
         from playwright import sync_api
     except ImportError:
@@ -465,9 +620,23 @@ def test_onboarding_through_locus_embed_matches_the_rule(tiny_run, tmp_path):
     prompts = data.queries.set_index("prompt_id").loc[ids, "prompt"]
     pd.DataFrame({"prompt": prompts.to_numpy(), "score": scores}).to_csv(tmp_path / "scores.csv", index=False)
     run = tiny_run / "results/onboarding/synthetic/all-MiniLM-L6-v2/m4/n64/s0"
-    res = subprocess.run([sys.executable, "-m", "locus", "embed", "--checkpoint", str(run), "--scores",
-                          str(tmp_path / "scores.csv"), "--out", str(tmp_path / "z.parquet")],
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "locus",
+            "embed",
+            "--checkpoint",
+            str(run),
+            "--scores",
+            str(tmp_path / "scores.csv"),
+            "--out",
+            str(tmp_path / "z.parquet"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr
     assert "embedded 32 scored prompts" in res.stdout
     _, z, _ = read_vectors(tmp_path / "z.parquet", "model_id")
@@ -493,8 +662,9 @@ def test_time_to_accuracy_rule(tiny_run):
     assert all(s["peak_rss_mb"] > 0 for s in summary["recipes"].values())
     assert 0 < summary["constant_router_val_routing"] <= 1  # the rule passes the data set (--data)
     for recipe, s in summary["recipes"].items():  # the test hit@1 of the selected checkpoint, for context
-        run = json.loads((tiny_run / f"results/time_to_accuracy/synthetic/all-MiniLM-L6-v2/n64/s0/{recipe}/metrics.json")
-                         .read_text())
+        run = json.loads(
+            (tiny_run / f"results/time_to_accuracy/synthetic/all-MiniLM-L6-v2/n64/s0/{recipe}/metrics.json").read_text()
+        )
         assert s["test_routing"] == run["test"]["overall"]["routing_acc"]
     base = tiny_run / "results/time_to_accuracy/synthetic/all-MiniLM-L6-v2/n64/s0"
     paper = json.loads((base / "paper/metrics.json").read_text())["params"]

@@ -1,6 +1,7 @@
 """Robustness to the evaluation set (locus.geometry.evalset_robustness, `locus views perf-vs-evalset`,
 rule perf_vs_size_and_overlap): every model re-embedded from subsampled / overlap-α sets, test accuracy
 with the run's decoder. On the tiny real LOCUS run of test_views."""
+
 from __future__ import annotations
 
 import subprocess
@@ -19,9 +20,17 @@ from test_views import N_REF, N_TRAIN, REPO, views  # noqa: E402
 
 
 def test_summarize_means_and_stds():
-    draws = pd.DataFrame({"panel": ["size"] * 3 + ["overlap"], "setting": [4.0, 4.0, 8.0, 0.5],
-                          "correctness_acc": [0.5, 0.7, 0.6, 0.4], "routing_acc": [0.2, 0.4, 0.3, 0.1],
-                          "set_size": [4, 4, 8, 6], "realized_alpha": [1, 1, 1, 0.5], "distance": [1, 3, 2, 5]})
+    draws = pd.DataFrame(
+        {
+            "panel": ["size"] * 3 + ["overlap"],
+            "setting": [4.0, 4.0, 8.0, 0.5],
+            "correctness_acc": [0.5, 0.7, 0.6, 0.4],
+            "routing_acc": [0.2, 0.4, 0.3, 0.1],
+            "set_size": [4, 4, 8, 6],
+            "realized_alpha": [1, 1, 1, 0.5],
+            "distance": [1, 3, 2, 5],
+        }
+    )
     s = er.summarize(draws).set_index(["panel", "setting"])
     assert s.loc[("size", 4.0), "correctness_acc"] == pytest.approx(0.6)
     assert s.loc[("size", 4.0), "routing_acc_std"] == pytest.approx(np.std([0.2, 0.4], ddof=1))
@@ -57,8 +66,10 @@ def test_the_whole_reference_set_reproduces_the_runs_test_metrics(tiny):
     assert refs["reference"]["routing_acc"] == pytest.approx(metrics["routing_acc"])
     assert refs["reference"]["correctness_acc"] == pytest.approx(metrics["correctness_acc"])
     assert refs["reference_size"] == N_REF and refs["n_test_queries"] == 15 and refs["n_models"] == 6
-    whole = draws[((draws["panel"] == "size") & (draws["setting"] == N_REF)) |
-                  ((draws["panel"] == "overlap") & (draws["setting"] == 1.0))]
+    whole = draws[
+        ((draws["panel"] == "size") & (draws["setting"] == N_REF))
+        | ((draws["panel"] == "overlap") & (draws["setting"] == 1.0))
+    ]
     assert len(whole) == 1 + 2  # the whole reference set is one draw in the size panel
     assert (whole["distance"] < 1e-3).all()
     assert np.allclose(whole["routing_acc"], refs["reference"]["routing_acc"])
@@ -73,7 +84,9 @@ def test_the_whole_reference_set_reproduces_the_runs_test_metrics(tiny):
 def test_test_queries_never_build_an_embedding(tiny, monkeypatch):
     seen = []
     original = v.Reference.embed
-    monkeypatch.setattr(v.Reference, "embed", lambda self, ids, s: seen.append(np.asarray(ids)) or original(self, ids, s))
+    monkeypatch.setattr(
+        v.Reference, "embed", lambda self, ids, s: seen.append(np.asarray(ids)) or original(self, ids, s)
+    )
     ref = v.load_reference(tiny / "run", tiny / "data", tiny / "enc.parquet")
     er.curves(ref, sizes=[8], overlaps=[0.0, 0.5], repeats=1, seed=1)
     assert len(seen) == 3 * 6 and np.concatenate(seen).max() < N_TRAIN
@@ -102,9 +115,22 @@ def test_command_errors_exit_2(tiny, tmp_path, capsys):
 
 
 def test_rule_dry_run(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-n", "--directory",
-                          str(tmp_path), "results/figures/perf_vs_size_and_overlap.pdf"],
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-n",
+            "--directory",
+            str(tmp_path),
+            "results/figures/perf_vs_size_and_overlap.pdf",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr + res.stdout
     block = next(b for b in res.stdout.split("\nrule ") if b.startswith("perf_vs_size_and_overlap:"))
     assert "views perf-vs-evalset" in block and "--sizes 64,256,1024,4096" in block

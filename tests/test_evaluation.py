@@ -1,4 +1,5 @@
 """Metric definitions on hand-checked matrices: missing labels, ties, hit@k, references."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,7 +43,7 @@ def test_correctness_ignores_missing_pairs():
 
 
 def test_reference_rows_pick_best_single_on_validation():
-    val = np.array([[1, 0], [1, 0], [0, 1]], dtype=float)   # model 0 best on val
+    val = np.array([[1, 0], [1, 0], [0, 1]], dtype=float)  # model 0 best on val
     test = np.array([[0, 1], [0, 1], [1, 1]], dtype=float)  # but model 1 best on test
     ref = evaluation.reference_rows(val, test, np.array(["A", "A", "B"]))
     assert ref["best_single_position"] == 0
@@ -52,11 +53,17 @@ def test_reference_rows_pick_best_single_on_validation():
 
 
 def _pool():
-    q = pd.DataFrame({"prompt_id": range(10), "prompt": [f"p{i}" for i in range(10)], "benchmark": "A",
-                      "category": "A", "split": ["train"] * 8 + ["val", "test"]})
+    q = pd.DataFrame(
+        {
+            "prompt_id": range(10),
+            "prompt": [f"p{i}" for i in range(10)],
+            "benchmark": "A",
+            "category": "A",
+            "split": ["train"] * 8 + ["val", "test"],
+        }
+    )
     m = pd.DataFrame({"model_id": [0, 1], "name": ["a", "b"]})
-    s = pd.DataFrame({"prompt_id": list(range(10)) + [0, 1, 2, 8, 9], "model_id": [0] * 10 + [1] * 5,
-                      "score": 1.0})
+    s = pd.DataFrame({"prompt_id": list(range(10)) + [0, 1, 2, 8, 9], "model_id": [0] * 10 + [1] * 5, "score": 1.0})
     return validate(q, m, s)
 
 

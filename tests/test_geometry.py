@@ -1,6 +1,7 @@
 """Embedding geometry (locus.geometry, `locus geometry KIND`, workflow/rules/geometry.smk): the pure functions
 on hand-made cases with known answers, the command end to end on tiny real runs (EmbedLLM and LOCUS trained on
 a two-family toy pool), its errors, and the rules in the DAG."""
+
 from __future__ import annotations
 
 import json
@@ -60,7 +61,7 @@ def test_weighted_disagreement_equals_repeated_queries():
 def test_correlations_of_identical_and_reversed_rankings():
     x = np.array([1.0, 2, 3, 4, 5])
     assert gd.correlations(x, 2 * x + 1) == pytest.approx({"pearson": 1, "spearman": 1, "kendall": 1})
-    cubic = gd.correlations(x, x ** 3)
+    cubic = gd.correlations(x, x**3)
     assert cubic["spearman"] == pytest.approx(1) and cubic["kendall"] == pytest.approx(1)
     assert cubic["pearson"] < 0.99
     assert gd.correlations(x, -x) == pytest.approx({"pearson": -1, "spearman": -1, "kendall": -1})
@@ -175,9 +176,19 @@ def test_clustering_and_tag_separation_find_a_tight_family():
 # the command end to end on real tiny runs
 # ------------------------------------------------------------------------------------------------
 TAGS = ["math;chat_instruct", "math", "math", "chat_instruct", "code", "code;base", "code", "chat_instruct"]
-RUN_PARAMS = {"embedllm": {"dim": 4, "max_epochs": 5, "patience": 2, "lr": 0.01, "threads": 1},
-              "locus": {"dim": 8, "heads": 2, "layers": 1, "latents": 8, "decoder_hidden": 16, "max_steps": 40,
-                        "eval_every": 10, "threads": 1}}
+RUN_PARAMS = {
+    "embedllm": {"dim": 4, "max_epochs": 5, "patience": 2, "lr": 0.01, "threads": 1},
+    "locus": {
+        "dim": 8,
+        "heads": 2,
+        "layers": 1,
+        "latents": 8,
+        "decoder_hidden": 16,
+        "max_steps": 40,
+        "eval_every": 10,
+        "threads": 1,
+    },
+}
 
 
 def toy_pool(root: Path, text: str = "q") -> tuple[Path, Path]:
@@ -185,17 +196,33 @@ def toy_pool(root: Path, text: str = "q") -> tuple[Path, Path]:
     rng = np.random.default_rng(0)
     n_q, group = 200, np.array([0, 0, 0, 0, 1, 1, 1, 1])
     kind = rng.integers(0, 2, n_q)
-    queries = pd.DataFrame({"prompt_id": np.arange(n_q), "prompt": [f"{text} {i}" for i in range(n_q)],
-                            "benchmark": np.where(kind == 0, "math", "code"), "category": "c",
-                            "split": ["train"] * 100 + ["val"] * 40 + ["test"] * 60})
+    queries = pd.DataFrame(
+        {
+            "prompt_id": np.arange(n_q),
+            "prompt": [f"{text} {i}" for i in range(n_q)],
+            "benchmark": np.where(kind == 0, "math", "code"),
+            "category": "c",
+            "split": ["train"] * 100 + ["val"] * 40 + ["test"] * 60,
+        }
+    )
     models = pd.DataFrame({"model_id": np.arange(8) * 10, "name": [f"org/m{i}" for i in range(8)], "tags": TAGS})
     y = (rng.random((n_q, 8)) < np.where(kind[:, None] == group[None, :], 0.85, 0.2)).astype(float)
     pid, mid = np.meshgrid(np.arange(n_q), models["model_id"], indexing="ij")
-    write_dataset(root / "data", queries, models,
-                  pd.DataFrame({"prompt_id": pid.ravel(), "model_id": mid.ravel(), "score": y.ravel()}))
+    write_dataset(
+        root / "data",
+        queries,
+        models,
+        pd.DataFrame({"prompt_id": pid.ravel(), "model_id": mid.ravel(), "score": y.ravel()}),
+    )
     vectors = np.c_[kind, 1 - kind, rng.normal(size=(n_q, 4))].astype(np.float32)
-    write_encodings(root / "enc.parquet", queries["prompt_id"], vectors, "toy", False,
-                    data_fingerprint(queries["prompt_id"], queries["prompt"]))
+    write_encodings(
+        root / "enc.parquet",
+        queries["prompt_id"],
+        vectors,
+        "toy",
+        False,
+        data_fingerprint(queries["prompt_id"], queries["prompt"]),
+    )
     return root / "data", root / "enc.parquet"
 
 
@@ -209,8 +236,19 @@ def pool(tmp_path_factory):
 
 
 def geometry(root: Path, kind: str, out: str, *extra, runs=("locus", "embedllm")) -> int:
-    return main(["geometry", kind, "--runs", *(str(root / r) for r in runs), "--data", str(root / "data"),
-                 "--out", str(root / "out" / out), *extra])
+    return main(
+        [
+            "geometry",
+            kind,
+            "--runs",
+            *(str(root / r) for r in runs),
+            "--data",
+            str(root / "data"),
+            "--out",
+            str(root / "out" / out),
+            *extra,
+        ]
+    )
 
 
 def test_distance_correlation_table_and_figure(pool):
@@ -278,13 +316,19 @@ def test_fallback_routing(pool):
     pids, mids, logits = ra.read_scores(pool / "locus", "test")
     ids, z = ra.read_embeddings(pool / "locus")
     z = z[np.argsort(ids)]
-    y = pd.read_parquet(pool / "data" / "scores.parquet").pivot(index="prompt_id", columns="model_id",
-                                                                 values="score").loc[pids, mids].to_numpy()
+    y = (
+        pd.read_parquet(pool / "data" / "scores.parquet")
+        .pivot(index="prompt_id", columns="model_id", values="score")
+        .loc[pids, mids]
+        .to_numpy()
+    )
     hits = []
     for q in range(len(pids)):
         routed = int(np.argmax(logits[q]))
-        cos = [1 - z[routed] @ z[m] / np.linalg.norm(z[routed]) / np.linalg.norm(z[m]) if m != routed else np.inf
-               for m in range(len(mids))]
+        cos = [
+            1 - z[routed] @ z[m] / np.linalg.norm(z[routed]) / np.linalg.norm(z[m]) if m != routed else np.inf
+            for m in range(len(mids))
+        ]
         hits.append(y[q, int(np.argmin(cos))])
     k1 = frame[(frame["method"] == "locus") & (frame["curve"] == "embedding_neighbour") & (frame["k"] == 1)]
     assert k1["accuracy"].iloc[0] == pytest.approx(np.mean(hits))
@@ -314,14 +358,17 @@ def copy_run(pool: Path, name: str, new: str) -> Path:
     return dst
 
 
-@pytest.mark.parametrize("case, message", [
-    ("two runs for families", "draws one run's embeddings"),
-    ("tex for a figure", "writes a figure"),
-    ("the same method twice", "both runs of locus"),
-    ("a method without embeddings", "has no model embeddings"),
-    ("test queries in training", "training evaluations are on test queries"),
-    ("another data set", "trained on another data set"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("two runs for families", "draws one run's embeddings"),
+        ("tex for a figure", "writes a figure"),
+        ("the same method twice", "both runs of locus"),
+        ("a method without embeddings", "has no model embeddings"),
+        ("test queries in training", "training evaluations are on test queries"),
+        ("another data set", "trained on another data set"),
+    ],
+)
 def test_errors_exit_2_with_one_line(pool, capsys, case, message):
     kind, out, runs = "neighbours", "err.pdf", ["locus", "embedllm"]
     if case == "two runs for families":
@@ -343,8 +390,18 @@ def test_errors_exit_2_with_one_line(pool, capsys, case, message):
         runs = ["leaky"]
     elif case == "another data set":
         toy_pool(pool / "other", text="another question")
-        code = main(["geometry", kind, "--runs", str(pool / "locus"), "--data", str(pool / "other" / "data"),
-                     "--out", str(pool / "out" / out)])
+        code = main(
+            [
+                "geometry",
+                kind,
+                "--runs",
+                str(pool / "locus"),
+                "--data",
+                str(pool / "other" / "data"),
+                "--out",
+                str(pool / "out" / out),
+            ]
+        )
         runs = None
     if runs is not None:
         code = geometry(pool, kind, out, runs=tuple(runs))
@@ -357,8 +414,18 @@ def test_errors_exit_2_with_one_line(pool, capsys, case, message):
 # workflow
 # ------------------------------------------------------------------------------------------------
 def snakemake_dry(tmp_path, *args):
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-n", "-p", "--directory", str(tmp_path),
-           *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-n",
+        "-p",
+        "--directory",
+        str(tmp_path),
+        *args,
+    ]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
@@ -366,8 +433,13 @@ def test_rule_geometry_builds_every_geometry_output(tmp_path):
     res = snakemake_dry(tmp_path, "geometry")
     assert res.returncode == 0, res.stderr + res.stdout
     out = res.stdout
-    for rule in ("distance_correlation_table", "performance_distance_correlation_figure",
-                 "models_family_clustering_figure", "nearest_neighbor_proxies_figure", "fallback_routing_figure"):
+    for rule in (
+        "distance_correlation_table",
+        "performance_distance_correlation_figure",
+        "models_family_clustering_figure",
+        "nearest_neighbor_proxies_figure",
+        "fallback_routing_figure",
+    ):
         assert f"rule {rule}:" in out
     run = "results/runs/synthetic/all-MiniLM-L6-v2/{}/n4096/d{}/s0"
     for method, dim in (("locus", 128), ("embedllm", 232), ("irt_net", 232)):
@@ -377,11 +449,14 @@ def test_rule_geometry_builds_every_geometry_output(tmp_path):
     assert "results/logs/geometry/fallback_routing.log" in out
 
 
-@pytest.mark.parametrize("yaml_text, message", [
-    ("geometry: {neighbours: {max_kk: 3}}", "max_kk"),
-    ("geometry: {neighbours: {reference_method: embedllm_plus}}", "not among geometry.methods"),
-    ("geometry: {methods: [locus, knn_router]}", "has no model embeddings"),
-])
+@pytest.mark.parametrize(
+    "yaml_text, message",
+    [
+        ("geometry: {neighbours: {max_kk: 3}}", "max_kk"),
+        ("geometry: {neighbours: {reference_method: embedllm_plus}}", "not among geometry.methods"),
+        ("geometry: {methods: [locus, knn_router]}", "has no model embeddings"),
+    ],
+)
 def test_geometry_config_errors_at_dag_build_time(tmp_path, yaml_text, message):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml_text + "\n")

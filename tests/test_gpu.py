@@ -3,6 +3,7 @@ device: these tests are not CPU coverage and CI has no GPU. Run them on a GPU ma
 
     .venv/bin/python -m pytest -m gpu -v tests/test_gpu.py
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -26,8 +27,9 @@ from locus.methods.locus_method import ModelSets, lr_factor  # noqa: E402
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(),
-                       reason=f"GPU TESTS NOT RUN: torch {torch.__version__} sees no CUDA device"),
+    pytest.mark.skipif(
+        not torch.cuda.is_available(), reason=f"GPU TESTS NOT RUN: torch {torch.__version__} sees no CUDA device"
+    ),
 ]
 
 
@@ -116,8 +118,12 @@ def test_checkpoint_saved_on_cuda_predicts_the_same_on_cpu(tmp_path):
 
 def test_bench_on_cuda_quick(tmp_path):
     out = tmp_path / "bench.json"
-    res = subprocess.run([sys.executable, "-m", "locus", "bench", "--device", "cuda", "--quick", "--json", str(out)],
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-m", "locus", "bench", "--device", "cuda", "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert out.is_file() and "embed one new model" in res.stdout
 
@@ -131,8 +137,12 @@ def test_bfloat16_precision_on_cuda_is_close_to_float32():
     low = trained.predict_logits(enc.take(test_ids))
     assert low.dtype == np.float32 and not np.array_equal(low, exact)
     assert np.abs(low - exact).max() < 0.1
-    res = subprocess.run([sys.executable, "-m", "locus", "bench", "--device", "cuda", "--quick", "--precision",
-                          "bfloat16"], capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-m", "locus", "bench", "--device", "cuda", "--quick", "--precision", "bfloat16"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "bfloat16 square-matmul peak" in res.stdout
 
@@ -177,4 +187,5 @@ def test_learning_rate_schedule_on_cuda():
     on the CPU), and a step under the scheduler still never waits for the device."""
     check_lr_schedule_sets_the_rates_of_every_step(specialist_problem(), "cuda")
     check_steps_never_wait_for_the_device(  # the scheduler as fit builds it
-        lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, 2, 4)))
+        lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, 2, 4))
+    )

@@ -1,6 +1,7 @@
 """The tree passes its static checks: the import layers (`lint-imports`, contracts in pyproject.toml),
 `ruff check` and `ruff format --check` (settings in pyproject.toml).
 Each runs the tool from this interpreter's environment in the repository root and fails with its output."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """LocusMethod: a tiny end-to-end fit, determinism, onboarding without training, save/load round trip."""
+
 import re
 
 import numpy as np
@@ -7,17 +8,31 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from test_baselines import flushing_off, subnormals_flushed  # noqa: E402
+
 from locus import evaluation  # noqa: E402
 from locus.data.canonical import pairs_to_matrix  # noqa: E402
 from locus.data.encodings import Encodings  # noqa: E402
 from locus.errors import ConfigError, DataError  # noqa: E402
 from locus.methods import create  # noqa: E402
 from locus.methods.base import FitData  # noqa: E402
-from test_baselines import flushing_off, subnormals_flushed  # noqa: E402
 
-TINY = {"dim": 16, "heads": 2, "layers": 1, "latents": 4, "decoder_hidden": 16, "enc_lr": 3e-3, "dec_lr": 5e-3,
-        "max_steps": 120, "eval_every": 20, "patience": 200, "model_batch": 4, "max_tokens": 32,
-        "noise_anneal_steps": 50, "threads": 1}
+TINY = {
+    "dim": 16,
+    "heads": 2,
+    "layers": 1,
+    "latents": 4,
+    "decoder_hidden": 16,
+    "enc_lr": 3e-3,
+    "dec_lr": 5e-3,
+    "max_steps": 120,
+    "eval_every": 20,
+    "patience": 200,
+    "model_batch": 4,
+    "max_tokens": 32,
+    "noise_anneal_steps": 50,
+    "threads": 1,
+}
 
 
 def specialist_problem(n_models=6, n_queries=260, d_phi=8, seed=0):
@@ -93,16 +108,18 @@ def test_onboarding_is_a_forward_pass(fitted, problem):
     assert np.abs(z_perm - z_new).max() < 1e-5
 
 
-
-@pytest.mark.parametrize("vectors,scores,message", [
-    (np.zeros((3, 8)), [0.0, 1.5, 1.0], r"\[0, 1\]"),
-    (np.zeros((3, 8)), [0.0, np.nan, 1.0], r"\[0, 1\]"),
-    (np.zeros((3, 5)), np.zeros(3), "shape"),
-    (np.zeros((3, 8)), np.zeros(2), "one score per query"),
-    (np.zeros((0, 8)), np.zeros(0), "at least one"),
-    (np.zeros((3, 8)), np.zeros((3, 2)), "one model"),
-    (np.full((3, 8), np.inf), np.zeros(3), "NaN/Inf"),
-])
+@pytest.mark.parametrize(
+    "vectors,scores,message",
+    [
+        (np.zeros((3, 8)), [0.0, 1.5, 1.0], r"\[0, 1\]"),
+        (np.zeros((3, 8)), [0.0, np.nan, 1.0], r"\[0, 1\]"),
+        (np.zeros((3, 5)), np.zeros(3), "shape"),
+        (np.zeros((3, 8)), np.zeros(2), "one score per query"),
+        (np.zeros((0, 8)), np.zeros(0), "at least one"),
+        (np.zeros((3, 8)), np.zeros((3, 2)), "one model"),
+        (np.full((3, 8), np.inf), np.zeros(3), "NaN/Inf"),
+    ],
+)
 def test_embed_refuses_bad_input(fitted, vectors, scores, message):
     model, _ = fitted
     with pytest.raises(DataError, match=message):
@@ -120,8 +137,9 @@ def test_save_load_round_trip(fitted, problem, tmp_path):
     assert np.array_equal(model.predict_logits(q), loaded.predict_logits(q))
     assert np.array_equal(model.predict_logits(q, [4, 1]), loaded.predict_logits(q, [4, 1]))
     # ... while a different matmul shape may sum in another order (last float digit differs on some CPUs)
-    np.testing.assert_allclose(loaded.predict_logits(q, [4, 1]), loaded.predict_logits(q)[:, [4, 1]],
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        loaded.predict_logits(q, [4, 1]), loaded.predict_logits(q)[:, [4, 1]], rtol=1e-5, atol=1e-6
+    )
     assert np.array_equal(loaded.model_embeddings()[1], model.model_embeddings()[1])
     with pytest.raises(DataError, match="unknown model"):
         loaded.predict_logits(q, [99])
@@ -132,10 +150,21 @@ def test_unknown_parameter_is_refused():
         create("locus", {"dimension": 3})
 
 
-@pytest.mark.parametrize("params", [{"select_by": "accuracy_on_test"}, {"select": "val_bce"}, {"heads": 3},
-                                    {"encoder_kind": "lstm"}, {"max_steps": 0}, {"eval_chunk_tokens": -1},
-                                    {"ema_decay": 1.0}, {"ema_decay": -0.1}, {"lr_warmup_steps": -1},
-                                    {"lr_warmup_steps": 10, "lr_decay_steps": 10}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"select_by": "accuracy_on_test"},
+        {"select": "val_bce"},
+        {"heads": 3},
+        {"encoder_kind": "lstm"},
+        {"max_steps": 0},
+        {"eval_chunk_tokens": -1},
+        {"ema_decay": 1.0},
+        {"ema_decay": -0.1},
+        {"lr_warmup_steps": -1},
+        {"lr_warmup_steps": 10, "lr_decay_steps": 10},
+    ],
+)
 def test_bad_parameters_fail_at_construction(params):
     with pytest.raises(ConfigError):
         create("locus", {**TINY, **params}, seed=0)
@@ -184,8 +213,7 @@ def check_ema_keeps_the_moving_average(problem, device: str) -> None:
     train, val, _, enc, _ = problem
     data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
     decay = 0.6
-    model = create("locus", {**TINY, "max_steps": 3, "eval_every": 3, "ema_decay": decay, "device": device},
-                   seed=0)
+    model = create("locus", {**TINY, "max_steps": 3, "eval_every": 3, "ema_decay": decay, "device": device}, seed=0)
     raw = []
     step = type(model)._train_step
 
@@ -214,6 +242,7 @@ def test_ema_decay_keeps_the_moving_average_of_the_weights(problem):
 
 def test_lr_factor_warms_up_linearly_then_decays_by_a_cosine_to_zero():
     from locus.methods.locus_method import lr_factor
+
     assert [lr_factor(s, 0, 0) for s in (0, 5, 10_000)] == [1.0, 1.0, 1.0]  # the authors: constant
     assert [lr_factor(s, 4, 0) for s in range(6)] == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
     assert [round(lr_factor(s, 2, 6), 6) for s in range(8)] == [0.5, 1.0, 1.0, 0.853553, 0.5, 0.146447, 0.0, 0.0]
@@ -225,8 +254,10 @@ def check_lr_schedule_sets_the_rates_of_every_step(problem, device: str) -> None
     group; the defaults keep the authors' constant rates."""
     train, val, _, enc, _ = problem
     data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
-    for schedule, expected in (({}, [1.0] * 5), ({"lr_warmup_steps": 2, "lr_decay_steps": 4},
-                                                 [0.5, 1.0, 1.0, 0.5, 0.0])):
+    for schedule, expected in (
+        ({}, [1.0] * 5),
+        ({"lr_warmup_steps": 2, "lr_decay_steps": 4}, [0.5, 1.0, 1.0, 0.5, 0.0]),
+    ):
         model = create("locus", {**TINY, "max_steps": 5, "eval_every": 5, "device": device, **schedule}, seed=0)
         seen = []
         step = type(model)._train_step
@@ -277,8 +308,10 @@ def test_chunk_size_by_device_and_tf32_change_nothing_on_a_cpu(problem):
     train, val, _, enc, _ = problem
     data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
     params = {**TINY, "device": "cpu", "max_steps": 30, "eval_every": 10}
-    runs = [create("locus", {**params, **extra}, seed=1).fit(data)
-            for extra in ({}, {"eval_chunk_tokens": 8192}, {"tf32": True})]
+    runs = [
+        create("locus", {**params, **extra}, seed=1).fit(data)
+        for extra in ({}, {"eval_chunk_tokens": 8192}, {"tf32": True})
+    ]
     for other in runs[1:]:
         np.testing.assert_array_equal(other.z, runs[0].z)
         assert other.history["val_routing"].tolist() == runs[0].history["val_routing"].tolist()
@@ -292,6 +325,7 @@ def test_embedding_in_several_chunks_gives_the_unchunked_result(fitted):
     import copy
 
     from locus.methods.locus_method import ModelSets
+
     model, data = copy.deepcopy(fitted[0]), fitted[1]
     sets = ModelSets(data.train, model.model_ids)
     phi = torch.from_numpy(np.ascontiguousarray(data.encodings.take(sets.prompt_ids)))
@@ -335,33 +369,88 @@ def test_training_step_returns_a_device_scalar(problem):
 def test_fast_recipe_is_the_class_default_and_paper_is_the_authors_schedule():
     from locus.methods.locus_method import RECIPES, LocusMethod
     from locus.methods.locus_params import LocusParams
+
     assert RECIPES["fast"] == LocusParams() and LocusMethod.defaults == LocusParams().as_dict()
     paper = create("locus", {"recipe": "paper"}).params
     # the authors: all models per step, <= 2,500 steps, patience 500 from the start, validate every step,
     # all targets, tokens K ~ U[1,024, n] shared, noise 0.10 -> 0.05 over 500 steps
-    assert (paper["model_batch"], paper["max_steps"], paper["patience"], paper["min_steps"], paper["eval_every"],
-            paper["max_targets"], paper["max_tokens"], paper["token_draw"], paper["min_tokens"]) == \
-        (0, 2500, 500, 0, 1, 0, 0, "shared", 1024)
+    assert (
+        paper["model_batch"],
+        paper["max_steps"],
+        paper["patience"],
+        paper["min_steps"],
+        paper["eval_every"],
+        paper["max_targets"],
+        paper["max_tokens"],
+        paper["token_draw"],
+        paper["min_tokens"],
+    ) == (0, 2500, 500, 0, 1, 0, 0, "shared", 1024)
     assert (paper["enc_lr"], paper["dec_lr"], paper["weight_decay"], paper["grad_clip"]) == (2e-4, 8e-4, 0.05, 1.0)
     assert paper["ema_decay"] == 0.0  # the authors keep the raw weights
     assert (paper["lr_warmup_steps"], paper["lr_decay_steps"]) == (0, 0)  # and constant learning rates
-    assert (paper["noise_start"], paper["noise_end"], paper["noise_anneal_steps"], paper["noise_per_pair"]) == \
-        (0.10, 0.05, 500, True)
+    assert (paper["noise_start"], paper["noise_end"], paper["noise_anneal_steps"], paper["noise_per_pair"]) == (
+        0.10,
+        0.05,
+        500,
+        True,
+    )
 
 
 # every parameter's value before the parameters became a dataclass: the presets must not drift
 OLD_DEFAULTS = {
-    "dim": 128, "heads": 4, "layers": 2, "latents": 64, "decoder_hidden": 64, "decoder_dropout": 0.1,
-    "encoder_kind": "isab", "query_dropout": 0.0, "enc_lr": 2e-4, "dec_lr": 8e-4, "weight_decay": 0.05,
-    "grad_clip": 1.0, "noise_start": 0.10, "noise_end": 0.05, "noise_anneal_steps": 500, "noise_per_pair": True,
-    "max_steps": 800, "min_steps": 600, "patience": 400, "eval_every": 25, "model_batch": 16, "max_tokens": 256,
-    "max_targets": 1024, "encoder_fraction": 1.0, "token_draw": "per_model", "min_tokens": 1024,
-    "eval_chunk_tokens": 0, "max_seconds": 0.0, "recipe": "fast", "precision": "float32",
-    "select_by": "val_routing", "label_smoothing": 0.0, "query_weight_decay": -1.0, "ema_decay": 0.0,
-    "lr_warmup_steps": 0, "lr_decay_steps": 0, "threads": 0, "device": "auto", "deterministic": False, "tf32": False,
+    "dim": 128,
+    "heads": 4,
+    "layers": 2,
+    "latents": 64,
+    "decoder_hidden": 64,
+    "decoder_dropout": 0.1,
+    "encoder_kind": "isab",
+    "query_dropout": 0.0,
+    "enc_lr": 2e-4,
+    "dec_lr": 8e-4,
+    "weight_decay": 0.05,
+    "grad_clip": 1.0,
+    "noise_start": 0.10,
+    "noise_end": 0.05,
+    "noise_anneal_steps": 500,
+    "noise_per_pair": True,
+    "max_steps": 800,
+    "min_steps": 600,
+    "patience": 400,
+    "eval_every": 25,
+    "model_batch": 16,
+    "max_tokens": 256,
+    "max_targets": 1024,
+    "encoder_fraction": 1.0,
+    "token_draw": "per_model",
+    "min_tokens": 1024,
+    "eval_chunk_tokens": 0,
+    "max_seconds": 0.0,
+    "recipe": "fast",
+    "precision": "float32",
+    "select_by": "val_routing",
+    "label_smoothing": 0.0,
+    "query_weight_decay": -1.0,
+    "ema_decay": 0.0,
+    "lr_warmup_steps": 0,
+    "lr_decay_steps": 0,
+    "threads": 0,
+    "device": "auto",
+    "deterministic": False,
+    "tf32": False,
 }
-OLD_PAPER = {**OLD_DEFAULTS, "recipe": "paper", "model_batch": 0, "max_steps": 2500, "min_steps": 0, "patience": 500,
-             "eval_every": 1, "max_tokens": 0, "token_draw": "shared", "max_targets": 0}
+OLD_PAPER = {
+    **OLD_DEFAULTS,
+    "recipe": "paper",
+    "model_batch": 0,
+    "max_steps": 2500,
+    "min_steps": 0,
+    "patience": 500,
+    "eval_every": 1,
+    "max_tokens": 0,
+    "token_draw": "shared",
+    "max_targets": 0,
+}
 
 
 def test_presets_keep_the_values_and_types_of_before():
@@ -378,26 +467,30 @@ def test_presets_keep_the_values_and_types_of_before():
     assert not [k for k, d in DOCS.items() if re.search(r"\d(\.\d+)?x\b|%|\.md\b", d)]
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"heads": "two"}, "method 'locus': heads must be an integer >= 1, got 'two'"),
-    ({"dim": 8.5}, "method 'locus': dim must be an integer >= 1, got 8.5"),
-    ({"dim": 8.0}, "dim must be an integer >= 1, got 8.0"),
-    ({"max_steps": True}, "max_steps must be an integer >= 1, got True"),  # bool is not an int here
-    ({"enc_lr": -0.001}, "method 'locus': enc_lr must be a number >= 0, got -0.001"),
-    ({"enc_lr": "2e-4"}, "enc_lr must be a number >= 0, got '2e-4'"),  # YAML reads 2e-4 as a string
-    ({"dec_lr": float("nan")}, "dec_lr must be a number >= 0, got nan"),
-    ({"heads": 3}, "method 'locus': heads must be a divisor of dim (128), got 3"),
-    ({"max_steps": -1}, "method 'locus': max_steps must be an integer >= 1, got -1"),
-    ({"noise_per_pair": 1}, "noise_per_pair must be true or false, got 1"),
-    ({"precision": "float16"}, "precision must be one of ['float32', 'bfloat16'], got 'float16'"),
-    ({"select_by": "val_loss"}, "select_by must be one of ['val_routing', 'val_bce', 'val_acc'], got 'val_loss'"),
-    ({"recipe": ["paper"]}, "recipe must be one of ['fast', 'paper'], got ['paper']"),
-    ({"encoder_fraction": 0}, "encoder_fraction must be a number > 0 and <= 1, got 0"),
-    ({"decoder_dropout": 1.0}, "decoder_dropout must be a number >= 0 and < 1, got 1.0"),
-    ({"dimension": 3}, "unknown parameter(s) ['dimension']; known: ["),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"heads": "two"}, "method 'locus': heads must be an integer >= 1, got 'two'"),
+        ({"dim": 8.5}, "method 'locus': dim must be an integer >= 1, got 8.5"),
+        ({"dim": 8.0}, "dim must be an integer >= 1, got 8.0"),
+        ({"max_steps": True}, "max_steps must be an integer >= 1, got True"),  # bool is not an int here
+        ({"enc_lr": -0.001}, "method 'locus': enc_lr must be a number >= 0, got -0.001"),
+        ({"enc_lr": "2e-4"}, "enc_lr must be a number >= 0, got '2e-4'"),  # YAML reads 2e-4 as a string
+        ({"dec_lr": float("nan")}, "dec_lr must be a number >= 0, got nan"),
+        ({"heads": 3}, "method 'locus': heads must be a divisor of dim (128), got 3"),
+        ({"max_steps": -1}, "method 'locus': max_steps must be an integer >= 1, got -1"),
+        ({"noise_per_pair": 1}, "noise_per_pair must be true or false, got 1"),
+        ({"precision": "float16"}, "precision must be one of ['float32', 'bfloat16'], got 'float16'"),
+        ({"select_by": "val_loss"}, "select_by must be one of ['val_routing', 'val_bce', 'val_acc'], got 'val_loss'"),
+        ({"recipe": ["paper"]}, "recipe must be one of ['fast', 'paper'], got ['paper']"),
+        ({"encoder_fraction": 0}, "encoder_fraction must be a number > 0 and <= 1, got 0"),
+        ({"decoder_dropout": 1.0}, "decoder_dropout must be a number >= 0 and < 1, got 1.0"),
+        ({"dimension": 3}, "unknown parameter(s) ['dimension']; known: ["),
+    ],
+)
 def test_each_bad_value_is_one_line_naming_key_value_and_allowed(params, message):
     from locus.methods.locus_method import LocusMethod
+
     with pytest.raises(ConfigError) as info:
         create("locus", params)
     assert message in str(info.value) and "\n" not in str(info.value)
@@ -413,10 +506,25 @@ def test_ints_are_accepted_for_floats_and_kept_as_given():
 
 def test_train_command_refuses_bad_params_in_one_line(tmp_path, capsys):
     from locus.cli import main
+
     for params in ('{"heads": "two"}', '{"dim": 8.5}', '{"enc_lr": -0.001}', '{"heads": 3}', '{"max_steps": -1}'):
-        code = main(["train", "--method", "locus", "--data", str(tmp_path / "none"), "--encodings",
-                     str(tmp_path / "none.parquet"), "--train-size", "8", "--params", params,
-                     "--out", str(tmp_path / "run")])
+        code = main(
+            [
+                "train",
+                "--method",
+                "locus",
+                "--data",
+                str(tmp_path / "none"),
+                "--encodings",
+                str(tmp_path / "none.parquet"),
+                "--train-size",
+                "8",
+                "--params",
+                params,
+                "--out",
+                str(tmp_path / "run"),
+            ]
+        )
         err = capsys.readouterr().err.strip()
         assert code == 2 and len(err.splitlines()) == 1 and "method 'locus'" in err, (params, err)
 
@@ -426,9 +534,14 @@ def test_own_parameters_win_over_the_recipe():
     assert (params["max_steps"], params["eval_every"], params["patience"]) == (7, 3, 500)
 
 
-@pytest.mark.parametrize("params, message", [({"recipe": "slow"}, "recipe must be one of"),
-                                             ({"token_draw": "random"}, "token_draw must be"),
-                                             ({"max_tokens": -1}, "max_tokens must be an integer >= 0")])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"recipe": "slow"}, "recipe must be one of"),
+        ({"token_draw": "random"}, "token_draw must be"),
+        ({"max_tokens": -1}, "max_tokens must be an integer >= 0"),
+    ],
+)
 def test_bad_recipe_values_are_refused(params, message):
     with pytest.raises(ConfigError, match=message):
         create("locus", params)
@@ -438,9 +551,21 @@ def test_shared_token_draw_uses_one_position_set_of_size_between_min_and_n(probl
     """token_draw shared: K ~ U[min_tokens, n] per step, the same K positions for every model of the step."""
     train, val, _, enc, _ = problem
     data = FitData(train=train, val=val, encodings=enc, model_ids=np.arange(6))
-    model = create("locus", {**TINY, "token_draw": "shared", "max_tokens": 0, "min_tokens": 100,
-                             "model_batch": 0, "max_steps": 12, "eval_every": 6, "noise_start": 0.0, "noise_end": 0.0},
-                   seed=0)
+    model = create(
+        "locus",
+        {
+            **TINY,
+            "token_draw": "shared",
+            "max_tokens": 0,
+            "min_tokens": 100,
+            "model_batch": 0,
+            "max_steps": 12,
+            "eval_every": 6,
+            "noise_start": 0.0,
+            "noise_end": 0.0,
+        },
+        seed=0,
+    )
     seen = []
 
     def build(d_phi):

@@ -1,4 +1,5 @@
 """The LOCUS network: shapes, permutation and padding invariance, and the exact algebraic splits."""
+
 import pytest
 
 torch = pytest.importorskip("torch")

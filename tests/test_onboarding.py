@@ -1,6 +1,7 @@
 """New-model onboarding (locus.experiments.onboarding, `locus train --hold-out`, `locus onboarding`, rule
 onboarding_figure): the pure functions on hand-made cases, then runs trained without held-out models on the
 tiny pool of test_views. The end-to-end check through `locus embed` is in test_end_to_end."""
+
 from __future__ import annotations
 
 import json
@@ -16,12 +17,14 @@ from locus.experiments import onboarding as ob
 
 torch = pytest.importorskip("torch")
 
-from locus.cli import main  # noqa: E402
-from locus.runs import execute, held_out_ids, training_models  # noqa: E402
 from test_views import N_REF, PARAMS, REPO  # noqa: E402
 
-MODELS = pd.DataFrame({"model_id": [0, 10, 20, 30, 40, 50], "name": [f"org/model-{i}" for i in range(6)],
-                       "held_out": [0, 0, 0, 0, 1, 1]})
+from locus.cli import main  # noqa: E402
+from locus.runs import execute, held_out_ids, training_models  # noqa: E402
+
+MODELS = pd.DataFrame(
+    {"model_id": [0, 10, 20, 30, 40, 50], "name": [f"org/model-{i}" for i in range(6)], "held_out": [0, 0, 0, 0, 1, 1]}
+)
 
 
 def test_held_out_ids_from_the_column_or_names():
@@ -51,8 +54,16 @@ def test_training_models_are_nested_seeded_and_exclude_the_held_out():
 
 
 def test_accuracy_grid_is_a_micro_mean_per_draw_then_a_mean_over_draws():
-    scores = pd.DataFrame({"row": "all", "k": 8, "repeat": [0, 0, 1, 1], "model_id": [1, 2, 1, 2],
-                           "correct": [3, 1, 4, 4], "n_pairs": [4, 4, 4, 4]})
+    scores = pd.DataFrame(
+        {
+            "row": "all",
+            "k": 8,
+            "repeat": [0, 0, 1, 1],
+            "model_id": [1, 2, 1, 2],
+            "correct": [3, 1, 4, 4],
+            "n_pairs": [4, 4, 4, 4],
+        }
+    )
     grid = ob.accuracy_grid(scores)
     assert grid["accuracy"].iloc[0] == pytest.approx((4 / 8 + 8 / 8) / 2)
     assert grid["std"].iloc[0] == pytest.approx(np.std([0.5, 1.0], ddof=1)) and grid["draws"].iloc[0] == 2
@@ -73,8 +84,17 @@ def held_runs(tiny):
     runs = {}
     for count in (2, 0):
         out = tiny / f"held-{count}"
-        execute("locus", PARAMS, tiny / "data", tiny / "enc.parquet", N_REF, 0, out,
-                hold_out=["org/model-4", "org/model-5"], train_models=count)
+        execute(
+            "locus",
+            PARAMS,
+            tiny / "data",
+            tiny / "enc.parquet",
+            N_REF,
+            0,
+            out,
+            hold_out=["org/model-4", "org/model-5"],
+            train_models=count,
+        )
         runs[count] = out
     return runs
 
@@ -92,9 +112,27 @@ def test_runs_without_held_out_models(held_runs):
 
 def test_onboarding_command(tiny, held_runs, tmp_path, capsys):
     out = tmp_path / "onb.pdf"
-    code = main(["onboarding", "--runs", str(held_runs[2]), str(held_runs[0]), str(tiny / "run"), "--data",
-                 str(tiny / "data"), "--encodings", str(tiny / "enc.parquet"), "--sizes", "4,16", "--repeats", "2",
-                 "--hold-out", "org/model-4,org/model-5", "--out", str(out)])
+    code = main(
+        [
+            "onboarding",
+            "--runs",
+            str(held_runs[2]),
+            str(held_runs[0]),
+            str(tiny / "run"),
+            "--data",
+            str(tiny / "data"),
+            "--encodings",
+            str(tiny / "enc.parquet"),
+            "--sizes",
+            "4,16",
+            "--repeats",
+            "2",
+            "--hold-out",
+            "org/model-4,org/model-5",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     for ext in ("pdf", "png", "csv"):
         assert out.with_suffix(f".{ext}").stat().st_size > 0
@@ -108,15 +146,41 @@ def test_onboarding_command(tiny, held_runs, tmp_path, capsys):
 
 
 def test_onboarding_refuses_a_run_that_saw_some_held_out_models(tiny, held_runs, tmp_path, capsys):
-    code = main(["onboarding", "--runs", str(held_runs[0]), "--data", str(tiny / "data"), "--encodings",
-                 str(tiny / "enc.parquet"), "--hold-out", "org/model-1,org/model-4", "--out", str(tmp_path / "x.pdf")])
+    code = main(
+        [
+            "onboarding",
+            "--runs",
+            str(held_runs[0]),
+            "--data",
+            str(tiny / "data"),
+            "--encodings",
+            str(tiny / "enc.parquet"),
+            "--hold-out",
+            "org/model-1,org/model-4",
+            "--out",
+            str(tmp_path / "x.pdf"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "trained on 1 of the 2 held-out models" in err and "Traceback" not in err
 
 
 def test_train_hold_out_errors_exit_2(tiny, tmp_path, capsys):
-    base = ["train", "--method", "locus", "--data", str(tiny / "data"), "--encodings", str(tiny / "enc.parquet"),
-            "--train-size", "8", "--params", json.dumps(PARAMS), "--out", str(tmp_path / "r")]
+    base = [
+        "train",
+        "--method",
+        "locus",
+        "--data",
+        str(tiny / "data"),
+        "--encodings",
+        str(tiny / "enc.parquet"),
+        "--train-size",
+        "8",
+        "--params",
+        json.dumps(PARAMS),
+        "--out",
+        str(tmp_path / "r"),
+    ]
     assert main([*base, "--hold-out", "column"]) == 2
     assert "no held_out column" in capsys.readouterr().err
     assert main([*base, "--hold-out", "org/model-1", "--train-models", "9"]) == 2
@@ -125,9 +189,22 @@ def test_train_hold_out_errors_exit_2(tiny, tmp_path, capsys):
 
 
 def test_rules_dry_run(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-n", "--directory",
-                          str(tmp_path), "results/figures/sample_eff_ood_test.pdf"],
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-n",
+            "--directory",
+            str(tmp_path),
+            "results/figures/sample_eff_ood_test.pdf",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr + res.stdout
     blocks = res.stdout.split("\nrule ")
     run = next(b for b in blocks if b.startswith("onboarding_run:"))

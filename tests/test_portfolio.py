@@ -1,6 +1,7 @@
 """Model portfolio selection (locus.geometry.portfolio, `locus portfolio`): the kernel and its bandwidth,
 k-center, PAM k-medoids, coverage-greedy, the seeded random baselines, portfolio routing against
 locus.evaluation, and the command line on a tiny real LOCUS run (selections, figure, user errors)."""
+
 from __future__ import annotations
 
 import itertools
@@ -18,8 +19,18 @@ from locus.evaluation import routing_metrics
 from locus.geometry import portfolio as pf
 from locus.runs import execute
 
-TINY_LOCUS = {"dim": 8, "heads": 2, "layers": 1, "latents": 4, "decoder_hidden": 8, "max_steps": 6, "min_steps": 1,
-              "patience": 6, "eval_every": 3, "threads": 1}
+TINY_LOCUS = {
+    "dim": 8,
+    "heads": 2,
+    "layers": 1,
+    "latents": 4,
+    "decoder_hidden": 8,
+    "max_steps": 6,
+    "min_steps": 1,
+    "patience": 6,
+    "eval_every": 3,
+    "threads": 1,
+}
 PARAMS_B = [7.0, 13.0, 70.0, 1.5, 34.0, 8.0, 2.0]
 
 
@@ -31,7 +42,7 @@ def test_bandwidth_is_the_median_pairwise_distance_and_kernel_is_rbf():
     assert pf.median_bandwidth(d) == 3.5  # median of 1, 2, 3, 4, 5, 12 (pairs i < j only; mean 4.5)
     K, sigma = pf.rbf_kernel(d)
     assert sigma == 3.5 and np.allclose(np.diag(K), 1.0)
-    assert K[0, 3] == pytest.approx(np.exp(-(4 / 3.5) ** 2))
+    assert K[0, 3] == pytest.approx(np.exp(-((4 / 3.5) ** 2)))
     assert pf.median_bandwidth(np.zeros((3, 3))) == 1.0 and pf.median_bandwidth(np.zeros((1, 1))) == 1.0
 
 
@@ -53,9 +64,9 @@ def collinear_kernel():
 
 def test_k_center_on_collinear_points_starts_central_then_takes_the_extremes_in_order():
     K = collinear_kernel()
-    assert pf.kernel_medoid(K) == 2          # x = 0: the largest mean similarity
+    assert pf.kernel_medoid(K) == 2  # x = 0: the largest mean similarity
     order = pf.k_center(K, 3)
-    assert order.tolist() == [2, 5, 0]       # then x = 8 (farthest), then x = -3
+    assert order.tolist() == [2, 5, 0]  # then x = 8 (farthest), then x = -3
     full = pf.k_center(K, 6)
     assert sorted(full.tolist()) == list(range(6)) and full[:3].tolist() == order.tolist()  # incremental
 
@@ -85,7 +96,7 @@ def test_pam_never_lowers_the_coverage_of_its_initialisation():
 
 def test_pam_swaps_a_bad_initialisation_to_the_optimum():
     K = two_clusters()
-    bad = np.array([0, 1])                   # both medoids in the first cluster
+    bad = np.array([0, 1])  # both medoids in the first cluster
     medoids = pf.k_medoids(K, 2, init=bad)
     assert pf.coverage(K, medoids) > pf.coverage(K, bad) + 1.0
     best = max(pf.coverage(K, s) for s in itertools.combinations(range(10), 2))
@@ -96,7 +107,7 @@ def test_pam_swaps_a_bad_initialisation_to_the_optimum():
 
 def test_coverage_greedy_takes_the_best_gain_per_parameter_and_respects_the_budget():
     # model 0 is similar to every model but costs 10; the others cover themselves (and a bit of 0) for 1 each
-    K = np.array([[1, .9, .9, .9], [.9, 1, .1, .1], [.9, .1, 1, .1], [.9, .1, .1, 1]])
+    K = np.array([[1, 0.9, 0.9, 0.9], [0.9, 1, 0.1, 0.1], [0.9, 0.1, 1, 0.1], [0.9, 0.1, 0.1, 1]])
     costs = np.array([10.0, 1.0, 1.0, 1.0])
     # first step: gain/cost 3.7/10 for model 0, 2.1/1 for 1-3 -> model 1 (lowest position on the tie)
     assert pf.coverage_greedy(K, costs, 1.0).tolist() == [1]
@@ -141,9 +152,9 @@ def test_random_baselines_are_seeded_and_valid():
 # ------------------------------------------------------------------------------------------------
 def test_portfolio_routing_equals_locus_evaluation_on_the_selected_columns():
     rng = np.random.default_rng(3)
-    logits = rng.integers(0, 3, size=(60, 8)).astype(np.float32)      # many ties
+    logits = rng.integers(0, 3, size=(60, 8)).astype(np.float32)  # many ties
     labels = rng.choice([0.0, 1.0, 0.5, np.nan], size=(60, 8), p=[0.4, 0.3, 0.1, 0.2])
-    labels[:4, :] = np.nan                                            # queries without any label
+    labels[:4, :] = np.nan  # queries without any label
     ranked = pf.rank(logits, labels)
     subsets = [rng.choice(8, size=k, replace=False) for k in (1, 2, 3, 5, 8) for _ in range(4)]
     acc, oracle, n = pf.routing_batch(ranked, subsets)
@@ -152,7 +163,7 @@ def test_portfolio_routing_equals_locus_evaluation_on_the_selected_columns():
         want = routing_metrics(logits[:, cols], labels[:, cols], ks=(1,))
         assert n[i] == want["n_queries"]
         assert acc[i] == pytest.approx(want["routing_acc"]) and oracle[i] == pytest.approx(want["oracle"])
-        got = pf.portfolio_routing(logits, labels, s[::-1])           # order of the selection does not matter
+        got = pf.portfolio_routing(logits, labels, s[::-1])  # order of the selection does not matter
         assert got["routing_acc"] == pytest.approx(want["routing_acc"])
 
 
@@ -163,14 +174,23 @@ def write_data(root, params_b=PARAMS_B, n_q=60, seed=0):
     rng = np.random.default_rng(seed)
     n_m = len(params_b)
     split = ["train"] * (n_q // 2) + ["val"] * (n_q // 4) + ["test"] * (n_q - n_q // 2 - n_q // 4)
-    queries = pd.DataFrame({"prompt_id": np.arange(n_q), "prompt": [f"question {i}" for i in range(n_q)],
-                            "benchmark": "b", "category": "b", "split": split})
-    models = pd.DataFrame({"model_id": np.arange(n_m) * 10, "name": [f"org/model-{i}" for i in range(n_m)],
-                           "params_b": params_b})
+    queries = pd.DataFrame(
+        {
+            "prompt_id": np.arange(n_q),
+            "prompt": [f"question {i}" for i in range(n_q)],
+            "benchmark": "b",
+            "category": "b",
+            "split": split,
+        }
+    )
+    models = pd.DataFrame(
+        {"model_id": np.arange(n_m) * 10, "name": [f"org/model-{i}" for i in range(n_m)], "params_b": params_b}
+    )
     pid, mid = np.meshgrid(np.arange(n_q), models["model_id"], indexing="ij")
     p = np.linspace(0.2, 0.8, n_m)[None, :].repeat(n_q, 0)
-    scores = pd.DataFrame({"prompt_id": pid.ravel(), "model_id": mid.ravel(),
-                           "score": (rng.random(pid.size) < p.ravel()).astype(float)})
+    scores = pd.DataFrame(
+        {"prompt_id": pid.ravel(), "model_id": mid.ravel(), "score": (rng.random(pid.size) < p.ravel()).astype(float)}
+    )
     write_dataset(root, queries, models, scores)
     return queries
 
@@ -180,8 +200,14 @@ def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("portfolio")
     queries = write_data(root / "data")
     vectors = np.random.default_rng(1).normal(size=(len(queries), 6)).astype(np.float32)
-    write_encodings(root / "enc.parquet", queries["prompt_id"], vectors, "toy", False,
-                    data_fingerprint(queries["prompt_id"], queries["prompt"]))
+    write_encodings(
+        root / "enc.parquet",
+        queries["prompt_id"],
+        vectors,
+        "toy",
+        False,
+        data_fingerprint(queries["prompt_id"], queries["prompt"]),
+    )
     execute("locus", TINY_LOCUS, root / "data", root / "enc.parquet", 16, 0, root / "run")
     params = list(PARAMS_B)
     params[1] = params[4] = float("nan")
@@ -206,8 +232,9 @@ def test_cli_k_prints_the_k_medoids_portfolio_and_its_accuracy(tiny, capsys):
     assert "k-medoids portfolio (k = 3): 3 of 7 models" in out and "test routing accuracy restricted" in out
     code, out, _ = cli(capsys, "--run", tiny / "run", "--k", 2, "--method", "k-center")
     assert code == 0 and "k-center portfolio" in out and "accuracy" not in out  # no --data: no accuracy
-    assert [line.split(". ", 1)[1].split(" (")[0] for line in out.splitlines() if line.startswith("    ")] == \
-        [f"org/model-{i}" for i in pf.k_center(K, 2)]
+    assert [line.split(". ", 1)[1].split(" (")[0] for line in out.splitlines() if line.startswith("    ")] == [
+        f"org/model-{i}" for i in pf.k_center(K, 2)
+    ]
 
 
 def test_cli_budget_prints_a_portfolio_within_the_budget(tiny, capsys):
@@ -220,15 +247,34 @@ def test_cli_budget_prints_a_portfolio_within_the_budget(tiny, capsys):
 
 def test_cli_figure_writes_pdf_png_csv_json_with_the_full_pool_accuracy(tiny, capsys):
     out_pdf = tiny / "fig" / "model_portfolio.pdf"
-    code, out, err = cli(capsys, "--run", tiny / "run", "--data", tiny / "data", "--figure", out_pdf,
-                         "--trials", 5, "--budget-points", 4, "--data-label", "tiny")
+    code, out, err = cli(
+        capsys,
+        "--run",
+        tiny / "run",
+        "--data",
+        tiny / "data",
+        "--figure",
+        out_pdf,
+        "--trials",
+        5,
+        "--budget-points",
+        4,
+        "--data-label",
+        "tiny",
+    )
     assert code == 0, err
     for ext in ("pdf", "png", "csv", "json"):
         assert (tiny / "fig" / f"model_portfolio.{ext}").stat().st_size > 0
     frame = pd.read_csv(tiny / "fig" / "model_portfolio.csv")
     summary = json.loads((tiny / "fig" / "model_portfolio.json").read_text())
-    assert set(frame["method"]) == {"k-center", "k-medoids", "random", "coverage-greedy", "random-feasible",
-                                    "full-pool"}
+    assert set(frame["method"]) == {
+        "k-center",
+        "k-medoids",
+        "random",
+        "coverage-greedy",
+        "random-feasible",
+        "full-pool",
+    }
     assert sorted(frame.loc[frame["method"] == "k-center", "k"]) == list(range(1, 8))
     assert (frame.loc[frame["method"] == "random", "trials"] == 5).all()
     metrics = ra.read_metrics(tiny / "run")
@@ -239,12 +285,15 @@ def test_cli_figure_writes_pdf_png_csv_json_with_the_full_pool_accuracy(tiny, ca
     assert (greedy["params_b"] <= greedy["budget_b"] + 1e-9).all() and summary["total_params_b"] == sum(PARAMS_B)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--k", 8], "--k 8 must be between 1 and the run's pool of 7 models"),
-    (["--budget-b", -5], "--budget-b must be a number >= 0"),
-    (["--budget-b", 1], "below the cheapest model (org/model-3, 1.5B)"),
-    (["--budget-b", "nan"], "--budget-b must be a number >= 0"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--k", 8], "--k 8 must be between 1 and the run's pool of 7 models"),
+        (["--budget-b", -5], "--budget-b must be a number >= 0"),
+        (["--budget-b", 1], "below the cheapest model (org/model-3, 1.5B)"),
+        (["--budget-b", "nan"], "--budget-b must be a number >= 0"),
+    ],
+)
 def test_cli_user_errors_exit_2_with_one_line(tiny, capsys, argv, message):
     code, out, err = cli(capsys, "--run", tiny / "run", "--data", tiny / "data", *argv)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
@@ -256,8 +305,9 @@ def test_cli_missing_params_b_names_the_models(tiny, capsys):
     code, _, err = cli(capsys, "--run", tiny / "run", "--budget-b", 50)
     assert code == 2 and "--budget-b needs --data" in err
     out_pdf = tiny / "fig2" / "p.pdf"  # the figure still draws the count panel and says why the budget one is empty
-    code, out, err = cli(capsys, "--run", tiny / "run", "--data", tiny / "data_no_params", "--figure", out_pdf,
-                         "--trials", 2)
+    code, out, err = cli(
+        capsys, "--run", tiny / "run", "--data", tiny / "data_no_params", "--figure", out_pdf, "--trials", 2
+    )
     assert code == 0, err
     assert "no budget panel" in out and "org/model-1, org/model-4" in out
     assert set(pd.read_csv(tiny / "fig2" / "p.csv")["panel"]) == {"count", "both"}

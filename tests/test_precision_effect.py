@@ -2,6 +2,7 @@
 accuracy effect (locus.experiments.precision_effect, `locus bench --precision-effect`, rule
 precision_effect_table): hand-made comparisons, the option's validation and closeness to float32, and the
 CLI on the tiny real LOCUS run of test_views."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,7 +22,7 @@ from locus.methods.locus_method import LocusMethod  # noqa: E402
 def test_compare_hand_made():
     labels = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
     l32 = np.array([[2.0, -1.0], [-1.0, 3.0], [0.5, 0.4], [-1.0, -2.0]])  # routes 0, 1, 0, 0
-    low = np.array([[2.0, -1.0], [-1.0, 3.0], [0.4, 0.5], [1.0, -2.0]])   # routes 0, 1, 1, 0; one label flips
+    low = np.array([[2.0, -1.0], [-1.0, 3.0], [0.4, 0.5], [1.0, -2.0]])  # routes 0, 1, 1, 0; one label flips
     z32, zlow = np.array([[3.0, 4.0], [1.0, 0.0]]), np.array([[3.0, 4.5], [1.0, 0.0]])
     out = pe.compare(z32, zlow, l32, low, labels)
     assert out["routing_acc_float32"] == pytest.approx(3 / 4) and out["routing_acc_bfloat16"] == pytest.approx(3 / 4)
@@ -67,8 +68,24 @@ def test_bfloat16_is_close_to_float32_and_training_validation_stays_exact(tiny):
 
 def test_cli_writes_the_table_and_csv(tiny, tmp_path, capsys):
     out = tmp_path / "precision_effect.tex"
-    assert main(["bench", "--precision-effect", str(out), "--runs", str(tiny / "run"), "--data", str(tiny / "data"),
-                 "--encodings", str(tiny / "enc.parquet"), "--threads", "1"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--precision-effect",
+                str(out),
+                "--runs",
+                str(tiny / "run"),
+                "--data",
+                str(tiny / "data"),
+                "--encodings",
+                str(tiny / "enc.parquet"),
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     frame = pd.read_csv(out.with_suffix(".csv"))
     assert list(frame.columns) == pe.CSV_COLUMNS and len(frame) == 1
     row = frame.iloc[0]
@@ -83,12 +100,15 @@ def test_cli_writes_the_table_and_csv(tiny, tmp_path, capsys):
     assert "agreement" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--precision-effect", "x.tex"], "needs --runs"),
-    (["--precision", "float16"], "expected float32, bfloat16"),
-    (["--precision", "float32,float32"], "expected float32, bfloat16"),
-    (["--precision", "float32,bfloat16", "--quick"], "one precision at a time"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--precision-effect", "x.tex"], "needs --runs"),
+        (["--precision", "float16"], "expected float32, bfloat16"),
+        (["--precision", "float32,float32"], "expected float32, bfloat16"),
+        (["--precision", "float32,bfloat16", "--quick"], "one precision at a time"),
+    ],
+)
 def test_cli_refuses_bad_combinations(argv, message, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["bench", *argv]) == 2
@@ -98,6 +118,7 @@ def test_cli_refuses_bad_combinations(argv, message, tmp_path, monkeypatch, caps
 def _gpu_checks():
     import importlib.util
     from pathlib import Path
+
     path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_checks.py"
     spec = importlib.util.spec_from_file_location("gpu_checks", path)
     module = importlib.util.module_from_spec(spec)
@@ -109,9 +130,23 @@ def test_gpu_checks_val_precision_recomputes_the_selected_validation_value(tiny,
     """scripts/gpu_checks.py val-precision: its float32 row is the validation hit@1 the run selected its
     checkpoint by (the same pass, re-run from the saved weights)."""
     import json
+
     out = tmp_path / "val.txt"
-    assert _gpu_checks().main(["val-precision", str(tiny / "run"), "--data", str(tiny / "data"),
-                               "--encodings", str(tiny / "enc.parquet"), "--out", str(out)]) == 0
+    assert (
+        _gpu_checks().main(
+            [
+                "val-precision",
+                str(tiny / "run"),
+                "--data",
+                str(tiny / "data"),
+                "--encodings",
+                str(tiny / "enc.parquet"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = out.read_text()
     best = json.loads((tiny / "run" / "config.json").read_text())["summary"]["best_val_routing"]
     assert f"float32 {100 * best:.2f} (+0.00)" in text and "tf32" in text and "bfloat16" in text
@@ -119,8 +154,29 @@ def test_gpu_checks_val_precision_recomputes_the_selected_validation_value(tiny,
 
 def test_gpu_checks_profile_runs_on_a_cpu(tmp_path):
     out = tmp_path / "profile.txt"
-    assert _gpu_checks().main(["profile", "--device", "cpu", "--train-size", "16", "--models", "3",
-                               "--val-queries", "8", "--steps", "1", "--repeat", "1", "--rows", "3",
-                               "--out", str(out)]) == 0
+    assert (
+        _gpu_checks().main(
+            [
+                "profile",
+                "--device",
+                "cpu",
+                "--train-size",
+                "16",
+                "--models",
+                "3",
+                "--val-queries",
+                "8",
+                "--steps",
+                "1",
+                "--repeat",
+                "1",
+                "--rows",
+                "3",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = out.read_text()
     assert "training step (paper recipe)" in text and "validation pass" in text and "aten::" in text

@@ -2,6 +2,7 @@
 regeneration.smk): the pure functions on hand-made cases, then a tiny real EmbedLLM run and the tiny LOCUS run
 of test_views regenerated on the same and on perturbed evaluations, the command's errors, and the rules
 (dry run from a temporary directory)."""
+
 from __future__ import annotations
 
 import json
@@ -17,12 +18,20 @@ from locus.experiments import regeneration as rg
 
 torch = pytest.importorskip("torch")
 
-from locus.cli import main  # noqa: E402
-from locus.runs import execute  # noqa: E402
 from test_views import N_REF, REPO  # noqa: E402
 
-EMB_PARAMS = {"dim": 8, "hidden_layers": 0, "max_epochs": 3, "patience": 3, "embed_steps": 60, "embed_lr": 0.2,
-              "threads": 1}
+from locus.cli import main  # noqa: E402
+from locus.runs import execute  # noqa: E402
+
+EMB_PARAMS = {
+    "dim": 8,
+    "hidden_layers": 0,
+    "max_epochs": 3,
+    "patience": 3,
+    "embed_steps": 60,
+    "embed_lr": 0.2,
+    "threads": 1,
+}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -59,9 +68,17 @@ def test_settings_grid():
 
 
 def test_summarize_means_over_repeats():
-    draws = pd.DataFrame({"method": "embedllm", "kind": ["same", "overlap", "overlap"],
-                          "setting": [np.nan, 0.5, 0.5], "repeat": [0, 0, 1], "cosine_distance": [0.2, 0.4, 0.6],
-                          "test_disagreement": [0.01, 0.02, 0.04], "set_size": [10, 10, 10]})
+    draws = pd.DataFrame(
+        {
+            "method": "embedllm",
+            "kind": ["same", "overlap", "overlap"],
+            "setting": [np.nan, 0.5, 0.5],
+            "repeat": [0, 0, 1],
+            "cosine_distance": [0.2, 0.4, 0.6],
+            "test_disagreement": [0.01, 0.02, 0.04],
+            "set_size": [10, 10, 10],
+        }
+    )
     s = rg.summarize(draws).set_index("kind")
     assert s.loc["overlap", "cosine_distance"] == pytest.approx(0.5)
     assert s.loc["overlap", "test_disagreement_std"] == pytest.approx(np.std([0.02, 0.04], ddof=1))
@@ -96,8 +113,17 @@ def test_embedllm_regenerated_on_the_same_data_moves(tiny, emb_run):
 
 def test_measure_heatmap_and_tsne_commands(tiny, emb_run, tmp_path, capsys):
     measures = tmp_path / "m.csv"
-    code = main(["regenerate", "measure", "--runs", str(emb_run), "--locus-run", str(tiny / "run"),
-                 *args(tiny, "--overlaps", "0.5,1", "--sizes", "10,30", "--out", str(measures))])
+    code = main(
+        [
+            "regenerate",
+            "measure",
+            "--runs",
+            str(emb_run),
+            "--locus-run",
+            str(tiny / "run"),
+            *args(tiny, "--overlaps", "0.5,1", "--sizes", "10,30", "--out", str(measures)),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     frame = pd.read_csv(measures)
     assert set(frame["method"]) == {"embedllm", "locus"}
@@ -107,8 +133,9 @@ def test_measure_heatmap_and_tsne_commands(tiny, emb_run, tmp_path, capsys):
     assert emb.loc["same", "cosine_distance"] > loc.loc["same", "cosine_distance"]
 
     out = tmp_path / "heat.pdf"
-    code = main(["regenerate", "heatmap", "--measures", str(measures), "--metric", "test_disagreement",
-                 "--out", str(out)])
+    code = main(
+        ["regenerate", "heatmap", "--measures", str(measures), "--metric", "test_disagreement", "--out", str(out)]
+    )
     assert code == 0, capsys.readouterr().err
     for ext in ("pdf", "png", "csv"):
         assert out.with_suffix(f".{ext}").stat().st_size > 0
@@ -119,8 +146,15 @@ def test_measure_heatmap_and_tsne_commands(tiny, emb_run, tmp_path, capsys):
     assert "LOCUS on the same evaluations" in capsys.readouterr().out
 
     out = tmp_path / "tsne.pdf"
-    code = main(["regenerate", "tsne", "--runs", str(emb_run), *args(tiny, "--overlaps", "0.5", "--sizes", "10",
-                                                                     "--perplexity", "2", "--out", str(out))])
+    code = main(
+        [
+            "regenerate",
+            "tsne",
+            "--runs",
+            str(emb_run),
+            *args(tiny, "--overlaps", "0.5", "--sizes", "10", "--perplexity", "2", "--out", str(out)),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     pts = pd.read_csv(out.with_suffix(".csv"))
     assert sorted(pts["panel"].unique()) == ["original", "overlap", "subsample"]
@@ -129,8 +163,10 @@ def test_measure_heatmap_and_tsne_commands(tiny, emb_run, tmp_path, capsys):
 
 def test_bad_arguments_exit_2_with_one_line(tiny, emb_run, tmp_path, capsys):
     out = tmp_path / "m.csv"
-    assert main(["regenerate", "measure", "--runs", str(emb_run), *args(tiny, "--overlaps", "0.5,1.5",
-                                                                        "--out", str(out))]) == 2
+    assert (
+        main(["regenerate", "measure", "--runs", str(emb_run), *args(tiny, "--overlaps", "0.5,1.5", "--out", str(out))])
+        == 2
+    )
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if "error:" in line]  # argparse: usage, then one error line
     assert len(lines) == 1 and "--overlaps: values [1.5] outside [0.0, 1.0]" in lines[0]
@@ -148,9 +184,14 @@ def test_rules_dry_run(tmp_path):
     snakefile.write_text(
         f'configfile: "{REPO / "config" / "config.yaml"}"\n'
         + "".join(f'include: "{rules / f}.smk"\n' for f in ("common", "data", "encode", "train", "regeneration"))
-        + "\nrule reg_all:\n    default_target: True\n    input: REG_TARGETS\n")
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(snakefile), "-n", "--directory",
-                          str(tmp_path)], capture_output=True, text=True, timeout=600)
+        + "\nrule reg_all:\n    default_target: True\n    input: REG_TARGETS\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(snakefile), "-n", "--directory", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr + res.stdout
     blocks = res.stdout.split("\nrule ")
     runs = [b for b in blocks if b.startswith("regeneration_run:")]

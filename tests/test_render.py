@@ -1,4 +1,5 @@
 """Tables, figures and sample-efficiency factors rendered from fixture metrics.json files."""
+
 from __future__ import annotations
 
 import json
@@ -26,11 +27,23 @@ def data(tmp_path):
     from locus.data.canonical import write_dataset
 
     split_ids = {"train": np.arange(0, 40), "val": np.arange(40, 80), "test": TEST_IDS}
-    queries = pd.DataFrame([{"prompt_id": int(i), "prompt": f"query {i}", "benchmark": BENCHES[int(i) % len(BENCHES)],
-                             "category": "c", "split": split} for split, ids in split_ids.items() for i in ids])
+    queries = pd.DataFrame(
+        [
+            {
+                "prompt_id": int(i),
+                "prompt": f"query {i}",
+                "benchmark": BENCHES[int(i) % len(BENCHES)],
+                "category": "c",
+                "split": split,
+            }
+            for split, ids in split_ids.items()
+            for i in ids
+        ]
+    )
     models = pd.DataFrame({"model_id": [0, 1], "name": ["always/right", "always/wrong"]})
-    scores = pd.DataFrame([(int(i), m, 1.0 - m) for i in queries["prompt_id"] for m in (0, 1)],
-                          columns=["prompt_id", "model_id", "score"])
+    scores = pd.DataFrame(
+        [(int(i), m, 1.0 - m) for i in queries["prompt_id"] for m in (0, 1)], columns=["prompt_id", "model_id", "score"]
+    )
     write_dataset(tmp_path / "data", queries, models, scores)
     return str(tmp_path / "data")
 
@@ -40,23 +53,47 @@ def write_scores(run_dir, correct) -> None:
     its correctness predictions are then all right on those queries and all wrong on the others."""
     correct = np.asarray(correct, dtype=bool)
     logits = np.where(correct[:, None], [[1.0, -1.0]], [[-1.0, 1.0]])
-    pd.DataFrame({"prompt_id": np.repeat(TEST_IDS, 2), "model_id": np.tile([0, 1], N_TEST),
-                  "logit": logits.reshape(-1).astype(np.float32)}).to_parquet(run_dir / "scores_test.parquet")
+    pd.DataFrame(
+        {
+            "prompt_id": np.repeat(TEST_IDS, 2),
+            "model_id": np.tile([0, 1], N_TEST),
+            "logit": logits.reshape(-1).astype(np.float32),
+        }
+    ).to_parquet(run_dir / "scores_test.parquet")
 
 
 def metrics_dict(method, n, seed, routing, corr, encoder="enc", dataset="data/synthetic", bench_offset=None):
     """A metrics.json like locus.runs.execute writes, with controlled routing/correctness values."""
+
     def block(r, c):
         return {"routing_acc": r, "hit@1": r, "correctness_acc": c, "n_queries": 10}
 
     offsets = bench_offset or {b: 0.01 * i for i, b in enumerate(BENCHES)}
-    test = {"overall": block(routing, corr), "by_benchmark": {b: block(routing + o, corr - o) for b, o in offsets.items()}}
-    ref = {"oracle": {"overall": 0.95, **{b: 0.95 for b in offsets}},
-           "random": {"overall": 0.30, **{b: 0.30 for b in offsets}},
-           "best_single": {"overall": 0.50, **{b: 0.50 for b in offsets}}, "best_single_position": 0}
-    return {"method": method, "params": {"dim": 8}, "train_size": n, "seed": seed, "sampling": "shared",
-            "encoder": encoder, "dataset": dataset, "n_train_pairs": 10, "n_models": 3, "fit_seconds": 0.1,
-            "val": test, "test": test, "reference": ref}
+    test = {
+        "overall": block(routing, corr),
+        "by_benchmark": {b: block(routing + o, corr - o) for b, o in offsets.items()},
+    }
+    ref = {
+        "oracle": {"overall": 0.95, **{b: 0.95 for b in offsets}},
+        "random": {"overall": 0.30, **{b: 0.30 for b in offsets}},
+        "best_single": {"overall": 0.50, **{b: 0.50 for b in offsets}},
+        "best_single_position": 0,
+    }
+    return {
+        "method": method,
+        "params": {"dim": 8},
+        "train_size": n,
+        "seed": seed,
+        "sampling": "shared",
+        "encoder": encoder,
+        "dataset": dataset,
+        "n_train_pairs": 10,
+        "n_models": 3,
+        "fit_seconds": 0.1,
+        "val": test,
+        "test": test,
+        "reference": ref,
+    }
 
 
 def write(tmp_path, m, correct=None):
@@ -70,15 +107,17 @@ def write(tmp_path, m, correct=None):
         return str(path)
     if correct is None:
         order = np.random.default_rng(m["seed"]).permutation(N_TEST)
-        correct = np.isin(np.arange(N_TEST), order[:round(m["test"]["overall"]["routing_acc"] * N_TEST)])
+        correct = np.isin(np.arange(N_TEST), order[: round(m["test"]["overall"]["routing_acc"] * N_TEST)])
     write_scores(path.parent, correct)
     return str(path)
 
 
 # routing at (256, 512) per method, two seeds each; correctness = routing + 0.1
-VALUES = {"locus": {256: (0.618, 0.620), 512: (0.630, 0.630)},
-          "embedllm": {256: (0.580, 0.590), 512: (0.600, 0.600)},
-          "irt_net": {256: (0.600, 0.600), 512: (0.640, 0.640)}}
+VALUES = {
+    "locus": {256: (0.618, 0.620), 512: (0.630, 0.630)},
+    "embedllm": {256: (0.580, 0.590), 512: (0.600, 0.600)},
+    "irt_net": {256: (0.600, 0.600), 512: (0.640, 0.640)},
+}
 
 
 @pytest.fixture
@@ -106,8 +145,25 @@ def test_fmt_and_emphasis():
 
 def test_routing_table(runs, data, tmp_path):
     out = tmp_path / "tables" / "routing.tex"
-    assert main(["table", "routing", "--metrics", *runs, "--out", str(out), "--methods", "locus,irt_net,embedllm",
-                 "--data-label", "synthetic (embedded default)", "--data", data]) == 0
+    assert (
+        main(
+            [
+                "table",
+                "routing",
+                "--metrics",
+                *runs,
+                "--out",
+                str(out),
+                "--methods",
+                "locus,irt_net,embedllm",
+                "--data-label",
+                "synthetic (embedded default)",
+                "--data",
+                data,
+            ]
+        )
+        == 0
+    )
     tex = out.read_text()
     assert "synthetic (embedded default)" in tex and "\\label{tab:concise_routing_correctness}" in tex
     locus = row(tex, method_label("locus"))
@@ -147,8 +203,23 @@ def test_by_dataset_tables(runs, data, tmp_path):
     assert (csv[csv.kind == "reference"].emphasis.isna()).all()
 
     out = tmp_path / "cbd.tex"
-    assert main(["table", "correctness-by-dataset", "--metrics", *runs, "--out", str(out), "--methods",
-                 "embedllm,locus", "--data", data]) == 0
+    assert (
+        main(
+            [
+                "table",
+                "correctness-by-dataset",
+                "--metrics",
+                *runs,
+                "--out",
+                str(out),
+                "--methods",
+                "embedllm,locus",
+                "--data",
+                data,
+            ]
+        )
+        == 0
+    )
     tex = out.read_text()
     assert "IRT-Net" not in tex and "Oracle" not in tex
     assert "Corr. Pred Acc" in tex
@@ -171,16 +242,33 @@ def close_runs(tmp_path, n=256):
 
 def test_dagger_marks_cells_not_significantly_worse_than_the_best(tmp_path, data):
     out = tmp_path / "routing.tex"
-    assert main(["table", "routing", "--metrics", *close_runs(tmp_path), "--out", str(out), "--data", data,
-                 "--bootstrap-resamples", "1000"]) == 0
+    assert (
+        main(
+            [
+                "table",
+                "routing",
+                "--metrics",
+                *close_runs(tmp_path),
+                "--out",
+                str(out),
+                "--data",
+                data,
+                "--bootstrap-resamples",
+                "1000",
+            ]
+        )
+        == 0
+    )
     tex = out.read_text()
     assert row(tex, method_label("locus")).split(" & ")[1] == "\\textbf{70.00}"
     assert row(tex, "IRT-Net").split(" & ")[1] == "\\underline{69.50}" + MARK
     assert row(tex, "EmbedLLM").split(" & ")[1] == "50.00"
     assert row(tex, "IRT-Net").split(" & ")[2] == "\\underline{69.50}" + MARK + " \\\\"  # correctness: same
     assert "\\textit{Oracle} & 95.00 & -- \\\\" in tex  # reference rows never carry the mark
-    assert ("paired bootstrap 95\\% interval of (best $-$ value) over the 1000 test queries (1000 resamples, seed 0, "
-            "percentile) includes 0") in tex
+    assert (
+        "paired bootstrap 95\\% interval of (best $-$ value) over the 1000 test queries (1000 resamples, seed 0, "
+        "percentile) includes 0"
+    ) in tex
     assert "Mean{\\scriptsize$\\pm$}std" not in tex and "One seed per cell." in tex
     csv = pd.read_csv(out.with_suffix(".csv")).set_index(["approach", "metric"])
     irt, emb, loc = (csv.loc[(m, "routing_acc")] for m in ("irt_net", "embedllm", "locus"))
@@ -210,8 +298,22 @@ def test_dagger_marks_cells_not_significantly_worse_than_the_best(tmp_path, data
 
 def test_by_dataset_marks_follow_the_intervals(runs, data, tmp_path):
     out = tmp_path / "rbd.tex"
-    assert main(["table", "routing-by-dataset", "--metrics", *runs, *close_runs(tmp_path, 1024), "--out",
-                 str(out), "--data", data]) == 0
+    assert (
+        main(
+            [
+                "table",
+                "routing-by-dataset",
+                "--metrics",
+                *runs,
+                *close_runs(tmp_path, 1024),
+                "--out",
+                str(out),
+                "--data",
+                data,
+            ]
+        )
+        == 0
+    )
     csv = pd.read_csv(out.with_suffix(".csv"))
     methods = csv[csv.kind == "method"]
     # every benchmark column resamples its own queries (a quarter each), Overall all of them
@@ -229,18 +331,23 @@ def test_by_dataset_marks_follow_the_intervals(runs, data, tmp_path):
 
 def test_bootstrap_refuses_mismatched_inputs(runs, data, tmp_path, capsys):
     out = str(tmp_path / "t.tex")
-    assert main(["table", "routing", "--metrics", *runs, "--out", out, "--data", data,
-                 "--reference-method", "knn_router"]) == 2
+    assert (
+        main(["table", "routing", "--metrics", *runs, "--out", out, "--data", data, "--reference-method", "knn_router"])
+        == 2
+    )
     assert "reference method 'knn_router' is not among the table's methods" in capsys.readouterr().err
     # a data set with other test queries than the runs were scored on
     from locus.data.canonical import read_dataset, write_dataset
+
     d = read_dataset(data)
-    write_dataset(tmp_path / "other", d.queries[d.queries.prompt_id != 1999], d.models,
-                  d.scores[d.scores.prompt_id != 1999])
+    write_dataset(
+        tmp_path / "other", d.queries[d.queries.prompt_id != 1999], d.models, d.scores[d.scores.prompt_id != 1999]
+    )
     assert main(["table", "routing", "--metrics", *runs, "--out", out, "--data", str(tmp_path / "other")]) == 2
     assert "are not the 999 test queries of" in capsys.readouterr().err
     # a run whose scores are missing
     from pathlib import Path
+
     (Path(runs[0]).parent / "scores_test.parquet").unlink()
     assert main(["table", "routing", "--metrics", *runs, "--out", out, "--data", data]) == 2
     assert "scores_test.parquet: missing" in capsys.readouterr().err
@@ -252,18 +359,19 @@ def test_bootstrap_refuses_mismatched_inputs(runs, data, tmp_path, capsys):
 
 def test_first_crossing_and_factor_on_known_curve():
     sizes = [64, 128, 256, 512, 1024]
-    ref = [0.50 + 0.05 * math.log2(n / 64) for n in sizes]          # R reaches a at n_R(a)
-    slow = [0.50 + 0.05 * math.log2(n / 256) for n in sizes]        # M needs exactly 4x as many samples
-    n, status = se.first_crossing(sizes, slow, 0.575)               # halfway between 512 and 1024 in log2
+    ref = [0.50 + 0.05 * math.log2(n / 64) for n in sizes]  # R reaches a at n_R(a)
+    slow = [0.50 + 0.05 * math.log2(n / 256) for n in sizes]  # M needs exactly 4x as many samples
+    n, status = se.first_crossing(sizes, slow, 0.575)  # halfway between 512 and 1024 in log2
     assert status == "exact" and n == pytest.approx(512 * math.sqrt(2))
     f = se.factor(sizes, ref, sizes, slow, 0.575)
     assert f["crossing"] == "exact" and f["factor"] == pytest.approx(4.0)
-    assert se.factor(sizes, ref, sizes, slow, 0.68)["crossing"] == "lower_bound"   # M never gets there
+    assert se.factor(sizes, ref, sizes, slow, 0.68)["crossing"] == "lower_bound"  # M never gets there
     # non-monotone curve: the first crossing counts, not a later one
     n, status = se.first_crossing([64, 128, 256], [0.5, 0.7, 0.6], 0.6)
-    assert status == "exact" and n == pytest.approx(64 * 2 ** 0.5)
-    curve = pd.DataFrame({"method": ["locus"] * 5 + ["m"] * 5, "train_size": sizes * 2,
-                          "mean": ref + slow, "std": 0.0, "n_seeds": 1})
+    assert status == "exact" and n == pytest.approx(64 * 2**0.5)
+    curve = pd.DataFrame(
+        {"method": ["locus"] * 5 + ["m"] * 5, "train_size": sizes * 2, "mean": ref + slow, "std": 0.0, "n_seeds": 1}
+    )
     table, summary = se.efficiency(curve, "locus")
     assert summary["reference_point"] == 256
     at = summary["methods"]["m"]["at_reference_point"]
@@ -279,7 +387,9 @@ def test_sample_efficiency_figure(tmp_path):
         for n in sizes:
             jitter = 0.002 * seed
             paths.append(write(tmp_path, metrics_dict("locus", n, seed, 0.5 + 0.05 * math.log2(n / 64) + jitter, 0.6)))
-            paths.append(write(tmp_path, metrics_dict("embedllm", n, seed, 0.5 + 0.05 * math.log2(n / 256) + jitter, 0.6)))
+            paths.append(
+                write(tmp_path, metrics_dict("embedllm", n, seed, 0.5 + 0.05 * math.log2(n / 256) + jitter, 0.6))
+            )
     out = tmp_path / "figures" / "train_sample_eff.pdf"
     assert main(["figure", "sample-efficiency", "--metrics", *paths, "--out", str(out)]) == 0
     png = out.with_suffix(".png").read_bytes()
@@ -315,8 +425,10 @@ def test_bad_inputs(tmp_path, runs, capsys):
     with pytest.raises(DataError, match="'params' must be a JSON object"):
         comparison.load_metrics([write(tmp_path, bad_params)])
     with pytest.raises(DataError, match="one training size only"):
-        se.efficiency(pd.DataFrame({"method": ["locus"], "train_size": [64], "mean": [0.5], "std": [0.0],
-                                    "n_seeds": [1]}), "locus")
+        se.efficiency(
+            pd.DataFrame({"method": ["locus"], "train_size": [64], "mean": [0.5], "std": [0.0], "n_seeds": [1]}),
+            "locus",
+        )
 
 
 def test_a_run_that_predates_a_parameter_compares_at_its_default(tmp_path):
@@ -341,6 +453,7 @@ def test_a_run_that_predates_a_parameter_compares_at_its_default(tmp_path):
 
 def test_factor_labels_read_in_the_right_direction():
     from locus.render.figures import factor_label
+
     assert factor_label(2.7) == "2.7× fewer"
     assert factor_label(1.0) == "1.0× fewer"
     assert factor_label(0.4) == "2.5× more"
@@ -356,8 +469,9 @@ def test_method_labels_come_from_the_method_classes(monkeypatch, tmp_path, data)
     monkeypatch.setattr(cls, "latex_label", "IRT-\\textsc{Net}", raising=False)
     monkeypatch.setattr(cls, "label", "IRT Net (plain)", raising=False)
     # a method no longer registered: its escaped name, after the registered ones
-    paths = [write(tmp_path, metrics_dict(m, n, 0, 0.6, 0.7)) for m in ("old_method", "irt_net", "locus")
-             for n in (256, 512)]
+    paths = [
+        write(tmp_path, metrics_dict(m, n, 0, 0.6, 0.7)) for m in ("old_method", "irt_net", "locus") for n in (256, 512)
+    ]
     out = tmp_path / "t.tex"
     assert main(["table", "routing", "--metrics", *paths, "--out", str(out), "--data", data]) == 0
     body = [line.split(" & ")[0] for line in out.read_text().splitlines() if " & " in line][2:5]
@@ -369,6 +483,7 @@ def test_method_labels_come_from_the_method_classes(monkeypatch, tmp_path, data)
 
 def test_embedding_free_block_follows_the_classes():
     from locus.render import labels
+
     assert not labels.has_embeddings("knn_router") and not labels.has_embeddings("kmeans_router")
     assert labels.has_embeddings("locus") and labels.has_embeddings("not_registered")
 
@@ -376,18 +491,26 @@ def test_embedding_free_block_follows_the_classes():
 # ---------------------------------------------------------------------------------------------- data labels
 def test_captions_name_the_data_set_given_or_recorded(tmp_path, data):
     from locus.experiments import tables
-    paths = [write(tmp_path, metrics_dict(m, 256, 0, 0.6, 0.7, dataset="results/data/llm_router"))
-             for m in ("locus", "irt_net")]
+
+    paths = [
+        write(tmp_path, metrics_dict(m, 256, 0, 0.6, 0.7, dataset="results/data/llm_router"))
+        for m in ("locus", "irt_net")
+    ]
     out = tmp_path / "t.tex"
     assert main(["table", "routing-by-dataset", "--metrics", *paths, "--out", str(out), "--data", data]) == 0
     tex = out.read_text()
     assert "data set llm\\_router (query encoder: enc)" in tex and "results/data" not in tex
-    assert main(["table", "routing", "--metrics", *paths, "--out", str(out), "--data-label", "EmbedLLM 10%",
-                 "--data", data]) == 0
+    assert (
+        main(
+            ["table", "routing", "--metrics", *paths, "--out", str(out), "--data-label", "EmbedLLM 10%", "--data", data]
+        )
+        == 0
+    )
     assert "data set EmbedLLM 10\\% (query encoder" in out.read_text()
     cap = tables.caption("correctness-by-dataset", "my_data", "mpnet", "val", (1, 1))
-    assert cap.startswith("Overall and per-benchmark correctness prediction accuracy (\\%) on the val split of the "
-                          "data set my\\_data") and cap.endswith("One seed per cell.")
+    assert cap.startswith(
+        "Overall and per-benchmark correctness prediction accuracy (\\%) on the val split of the data set my\\_data"
+    ) and cap.endswith("One seed per cell.")
     assert "(reference rows excluded)" not in cap
     assert tables.seeds_sentence((2, 3)) == "Mean{\\scriptsize$\\pm$}std over 2--3 seeds."
     assert comparison.dataset_name("results/data/embedllm/") == "embedllm"
@@ -397,6 +520,7 @@ def test_no_hard_coded_data_set_in_render_or_experiments():
     from pathlib import Path
 
     import locus
+
     root = Path(locus.__file__).parent
     for path in [*root.glob("render/*.py"), *root.glob("experiments/*.py")]:
         assert "synthetic" not in path.read_text().lower(), path
@@ -410,8 +534,14 @@ def test_figure_title_data_and_summary(tmp_path):
     paths = []
     for n in (64, 128, 256):
         for method, shift in (("locus", 0.0), ("embedllm", -0.05)):
-            paths.append(write(tmp_path, metrics_dict(method, n, 0, 0.5 + 0.05 * math.log2(n / 64) + shift, 0.6,
-                                                      dataset="results/data/embedllm")))
+            paths.append(
+                write(
+                    tmp_path,
+                    metrics_dict(
+                        method, n, 0, 0.5 + 0.05 * math.log2(n / 64) + shift, 0.6, dataset="results/data/embedllm"
+                    ),
+                )
+            )
     out = tmp_path / "fig" / "se.pdf"
     summary = figures.sample_efficiency(paths, out)
     assert summary["dataset"] == "embedllm" and summary["encoder"] == "enc"

@@ -103,21 +103,12 @@ def test_routing_block_renders_the_csv_values(results):
         "`snakemake --cores 2 results/tables/routing.tex`.*"
     ) in text
     assert "| training queries per model | 256 | 512 |" in text
-    assert (
-        "| LOCUS | **74.59** | 71.10 † |" in text
-    )  # best in bold, † within noise of the best
+    assert "| LOCUS | **74.59** | 71.10 † |" in text  # best in bold, † within noise of the best
     assert "| kNN router | 73.72 † [−2.9, +1.0] | **72.08** [−0.4, +2.3] |" in text
     assert "| *Oracle* | 95.99 | 95.99 |" in text
-    assert (
-        "| LOCUS | **65.90 ± 0.50** | **65.20 ± 0.25** |" in text
-    )  # three seeds: ± std
-    assert (
-        "| *Bayes ceiling* | 92.26 | 92.26 |" in text
-    )  # a data-set property fills every column
-    assert (
-        "95% interval of the difference to LOCUS (2,000 resamples of the 799 test queries)"
-        in text
-    )
+    assert "| LOCUS | **65.90 ± 0.50** | **65.20 ± 0.25** |" in text  # three seeds: ± std
+    assert "| *Bayes ceiling* | 92.26 | 92.26 |" in text  # a data-set property fills every column
+    assert "95% interval of the difference to LOCUS (2,000 resamples of the 799 test queries)" in text
     for title in (
         "Routing accuracy (%):",
         "Correctness accuracy (%):",
@@ -129,10 +120,7 @@ def test_routing_block_renders_the_csv_values(results):
 def test_other_blocks(results):
     data = render_block("data", Source(results))
     assert data.startswith("**a hand-made pool**") and "- models: 3" in data
-    assert (
-        "| test | 10 | 0.9000 | 0.7000 |" in data
-        and "`results/data/hand/summary.md`" in data
-    )
+    assert "| test | 10 | 0.9000 | 0.7000 |" in data and "`results/data/hand/summary.md`" in data
     prec = render_block("precision-effect", Source(results))
     assert "| 256 | 0 | 74.59 | 74.22 | 65.90 | 65.90 | 96.5 | 0.05 | 0.42 |" in prec
     times = render_block("time-complexity", Source(results))
@@ -151,14 +139,9 @@ def test_update_replaces_blocks_and_keeps_hand_text(results):
         "<!-- /locus-report:data -->\nHand-written text after.\n",
     ):
         assert hand in new
-    assert (
-        f"<!-- locus-report:routing -->\n{render_block('routing', src)}<!-- /locus-report:routing -->"
-        in new
-    )
+    assert f"<!-- locus-report:routing -->\n{render_block('routing', src)}<!-- /locus-report:routing -->" in new
     assert update_text(new, src) == new  # idempotent
-    assert (
-        stale_blocks(PAGE, src) == ["routing", "data"] and stale_blocks(new, src) == []
-    )
+    assert stale_blocks(PAGE, src) == ["routing", "data"] and stale_blocks(new, src) == []
 
 
 def test_check_detects_drift(results):
@@ -175,9 +158,7 @@ def test_errors_name_the_file_or_marker(results):
         match="unknown report block 'nope' .*line 1.*known blocks: data, routing",
     ):
         update_text("<!-- locus-report:nope -->\n<!-- /locus-report:nope -->\n", src)
-    with pytest.raises(
-        ConfigError, match="'routing' opened on line 2 has no closing line"
-    ):
+    with pytest.raises(ConfigError, match="'routing' opened on line 2 has no closing line"):
         update_text("x\n<!-- locus-report:routing -->\nmore\n", src)
     with pytest.raises(
         DataError,
@@ -185,9 +166,7 @@ def test_errors_name_the_file_or_marker(results):
     ):
         render_block("routing-by-dataset", src)
     (results / "tables/routing.csv").write_text(HEADER + "\nlocus,LOCUS,method\n")
-    with pytest.raises(
-        DataError, match=r"routing.csv line 2: 3 fields, the header has 22"
-    ):
+    with pytest.raises(DataError, match=r"routing.csv line 2: 3 fields, the header has 22"):
         render_block("routing", src)
     (results / "tables/routing.csv").write_text("approach,label\nlocus,LOCUS\n")
     with pytest.raises(DataError, match="routing.csv: missing column.*kind"):
@@ -225,16 +204,10 @@ def test_cli_update_and_check(results, tmp_path):
     page.write_text(PAGE)
     res = _locus("--results", results, "--check", page, cwd=tmp_path)
     assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
-    assert (
-        "block 'routing' is stale (and data); regenerate it with: locus report"
-        in res.stderr
-    )
+    assert "block 'routing' is stale (and data); regenerate it with: locus report" in res.stderr
     res = _locus("--results", results, "--update", page, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert (
-        "Hand-written text between." in page.read_text()
-        and "old numbers" not in page.read_text()
-    )
+    assert "Hand-written text between." in page.read_text() and "old numbers" not in page.read_text()
     assert _locus("--results", results, "--check", page, cwd=tmp_path).returncode == 0
     res = _locus("--results", results, "--block", "precision-effect", cwd=tmp_path)
     assert res.returncode == 0 and "74.22" in res.stdout

@@ -1,6 +1,7 @@
 """Run directories: the declared file list, the validating readers (locus.run_artifacts), the checksummed
 checkpoint format (locus.weights), checkpoints that carry their model names, and the checks `runs.execute`
 makes before fitting (encodings fingerprint, training size)."""
+
 from __future__ import annotations
 
 import json
@@ -27,12 +28,20 @@ EMBEDLLM = {"dim": 4, "max_epochs": 3, "patience": 2, "lr": 0.01, "threads": 1}
 def frames(n_q=40, n_m=3, seed=0, text="question"):
     rng = np.random.default_rng(seed)
     split = ["train"] * (n_q // 2) + ["val"] * (n_q // 4) + ["test"] * (n_q - n_q // 2 - n_q // 4)
-    queries = pd.DataFrame({"prompt_id": np.arange(n_q), "prompt": [f"{text} {i}" for i in range(n_q)],
-                            "benchmark": "b", "category": "b", "split": split})
+    queries = pd.DataFrame(
+        {
+            "prompt_id": np.arange(n_q),
+            "prompt": [f"{text} {i}" for i in range(n_q)],
+            "benchmark": "b",
+            "category": "b",
+            "split": split,
+        }
+    )
     models = pd.DataFrame({"model_id": np.arange(n_m) * 10, "name": [f"org/model-{i}" for i in range(n_m)]})
     pid, mid = np.meshgrid(np.arange(n_q), models["model_id"], indexing="ij")
-    scores = pd.DataFrame({"prompt_id": pid.ravel(), "model_id": mid.ravel(),
-                           "score": (rng.random(pid.size) < 0.5).astype(float)})
+    scores = pd.DataFrame(
+        {"prompt_id": pid.ravel(), "model_id": mid.ravel(), "score": (rng.random(pid.size) < 0.5).astype(float)}
+    )
     return queries, models, scores
 
 
@@ -42,8 +51,9 @@ def write_inputs(root, text="question", fingerprint_text=None):
     write_dataset(root / "data", queries, models, scores)
     vectors = np.random.default_rng(1).normal(size=(len(queries), D)).astype(np.float32)
     texts = queries["prompt"] if fingerprint_text is None else [f"{fingerprint_text} {i}" for i in queries["prompt_id"]]
-    write_encodings(root / "enc.parquet", queries["prompt_id"], vectors, "toy", False,
-                    data_fingerprint(queries["prompt_id"], texts))
+    write_encodings(
+        root / "enc.parquet", queries["prompt_id"], vectors, "toy", False, data_fingerprint(queries["prompt_id"], texts)
+    )
     return root / "data", root / "enc.parquet"
 
 
@@ -104,8 +114,14 @@ def test_missing_files_name_the_run_and_the_fix(runs, tmp_path):
     run = _copy(runs, tmp_path)
     for name in ra.RUN_FILES_ALL:
         (run / name).unlink()
-    readers = [lambda: ra.read_scores(run, "val"), lambda: ra.read_embeddings(run), lambda: ra.read_train_pairs(run),
-               lambda: ra.read_metrics(run), lambda: ra.read_log(run), lambda: ra.load_checkpoint(run)]
+    readers = [
+        lambda: ra.read_scores(run, "val"),
+        lambda: ra.read_embeddings(run),
+        lambda: ra.read_train_pairs(run),
+        lambda: ra.read_metrics(run),
+        lambda: ra.read_log(run),
+        lambda: ra.load_checkpoint(run),
+    ]
     for read in readers:
         with pytest.raises(DataError, match=r"missing; .*re-run the training rule"):
             read()
@@ -115,14 +131,18 @@ def test_missing_files_name_the_run_and_the_fix(runs, tmp_path):
 
 def _scores(run, rows):
     pd.DataFrame(rows, columns=["prompt_id", "model_id", "logit"]).astype(
-        {"prompt_id": "int64", "model_id": "int64", "logit": "float32"}).to_parquet(run / "scores_val.parquet")
+        {"prompt_id": "int64", "model_id": "int64", "logit": "float32"}
+    ).to_parquet(run / "scores_val.parquet")
 
 
-@pytest.mark.parametrize("rows,message", [
-    ([(1, 0, 0.5), (1, 0, 0.7)], "duplicate"),
-    ([(1, 0, 0.5), (1, 1, 0.5), (2, 0, 0.1)], r"3 rows for 2 prompts x 2 models"),
-    ([(1, 0, np.nan)], "NaN/Inf|without missing values"),
-])
+@pytest.mark.parametrize(
+    "rows,message",
+    [
+        ([(1, 0, 0.5), (1, 0, 0.7)], "duplicate"),
+        ([(1, 0, 0.5), (1, 1, 0.5), (2, 0, 0.1)], r"3 rows for 2 prompts x 2 models"),
+        ([(1, 0, np.nan)], "NaN/Inf|without missing values"),
+    ],
+)
 def test_read_scores_validates(tmp_path, rows, message):
     _scores(tmp_path, rows)
     with pytest.raises(DataError, match=message):
@@ -161,8 +181,11 @@ def test_other_readers_validate(tmp_path):
 # ------------------------------------------------------------------------------------------------
 # locus.weights: one checksummed format for every method
 # ------------------------------------------------------------------------------------------------
-ARRAYS = {"w": np.arange(6, dtype=np.float32).reshape(2, 3), "ids": np.array([3, 1], np.int64),
-          "mask": np.array([True, False])}
+ARRAYS = {
+    "w": np.arange(6, dtype=np.float32).reshape(2, 3),
+    "ids": np.array([3, 1], np.int64),
+    "mask": np.array([True, False]),
+}
 
 
 def test_weights_round_trip_and_checksum(tmp_path):
@@ -192,6 +215,7 @@ def _damage(directory, how):
         path.write_bytes(bytes(data))
     elif how == "nan":  # NaN weights with a matching checksum: only the finiteness check can catch it
         from safetensors.numpy import save_file
+
         save_file({**ARRAYS, "w": np.full((2, 3), np.nan, np.float32)}, str(path))
         config = json.loads(config_path.read_text())
         config["weights_sha256"] = weights.sha256_file(path)
@@ -215,17 +239,20 @@ def _damage(directory, how):
         path.unlink()
 
 
-@pytest.mark.parametrize("how,message", [
-    ("truncated", r"model.safetensors: SHA-256 .* truncated or modified .*re-run the training rule"),
-    ("flipped", r"does not match .* truncated or modified"),
-    ("nan", r"array 'w' holds 6 NaN/Inf"),
-    ("garbage", r"not a readable safetensors file"),
-    ("no-checksum", r"no 'weights_sha256' entry"),
-    ("bad-json", r"config.json: not valid JSON"),
-    ("list-json", r"config.json: must hold a JSON object, found list"),
-    ("no-config", r"config.json: missing"),
-    ("no-weights", r"model.safetensors: missing"),
-])
+@pytest.mark.parametrize(
+    "how,message",
+    [
+        ("truncated", r"model.safetensors: SHA-256 .* truncated or modified .*re-run the training rule"),
+        ("flipped", r"does not match .* truncated or modified"),
+        ("nan", r"array 'w' holds 6 NaN/Inf"),
+        ("garbage", r"not a readable safetensors file"),
+        ("no-checksum", r"no 'weights_sha256' entry"),
+        ("bad-json", r"config.json: not valid JSON"),
+        ("list-json", r"config.json: must hold a JSON object, found list"),
+        ("no-config", r"config.json: missing"),
+        ("no-weights", r"model.safetensors: missing"),
+    ],
+)
 def test_weights_damage_is_a_data_error(tmp_path, how, message):
     weights.save(tmp_path, ARRAYS, {"method": "x"})
     _damage(tmp_path, how)
@@ -247,8 +274,20 @@ def test_inconsistent_checkpoint_is_a_data_error(runs, tmp_path):
 # ------------------------------------------------------------------------------------------------
 def test_checkpoint_json_keys(runs):
     config = weights.read_config(runs / "embedllm")
-    assert {"method", "params", "seed", "model_ids", "model_names", "encoder", "dataset", "data_fingerprint",
-            "train_size", "sampling", "weights_sha256", "d_phi"} <= set(config)
+    assert {
+        "method",
+        "params",
+        "seed",
+        "model_ids",
+        "model_names",
+        "encoder",
+        "dataset",
+        "data_fingerprint",
+        "train_size",
+        "sampling",
+        "weights_sha256",
+        "d_phi",
+    } <= set(config)
     assert config["model_names"] == ["org/model-0", "org/model-1", "org/model-2"]
 
 
@@ -307,6 +346,7 @@ def test_train_size_larger_than_the_split(tmp_path):
 
 def test_unknown_parameter_fails_before_reading_data(tmp_path):
     from locus.errors import ConfigError
+
     with pytest.raises(ConfigError, match="unknown parameter"):
         execute("knn_router", {"kk": 3}, tmp_path / "nowhere", tmp_path / "nothing.parquet", 12, 0, tmp_path / "run")
     assert not os.listdir(tmp_path)

@@ -1,6 +1,7 @@
 """Sample-efficiency factors on isotonic fits of the curves, with paired bootstrap intervals over test
 queries (locus.experiments.sample_efficiency, locus.experiments.sample_efficiency_ci, `locus figure
 sample-efficiency --runs/--metrics --data`)."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,13 @@ STEADY = [0.62, 0.64, 0.66, 0.68, 0.70, 0.72, 0.74]  # +2 points per doubling
 
 
 def curve_frame(curves: dict, std=0.0, n_seeds=1) -> pd.DataFrame:
-    return pd.DataFrame([{"method": m, "train_size": n, "mean": a, "std": std, "n_seeds": n_seeds}
-                         for m, (sizes, accs) in curves.items() for n, a in zip(sizes, accs)])
+    return pd.DataFrame(
+        [
+            {"method": m, "train_size": n, "mean": a, "std": std, "n_seeds": n_seeds}
+            for m, (sizes, accs) in curves.items()
+            for n, a in zip(sizes, accs)
+        ]
+    )
 
 
 # ---------------------------------------------------------------------------------------------- isotonic
@@ -50,7 +56,7 @@ def test_factor_comes_from_the_fit_not_from_a_noisy_peak():
     # the steady curve a quarter of the way from 2048 to 4096 in log2: 2**11.25 / 2**9 = 2**2.25
     assert summary["reference_point"] == 512 and at["target"] == pytest.approx(0.725)
     assert at["crossing"] == "exact" and at["n_reference"] == pytest.approx(512)
-    assert at["n_method"] == pytest.approx(2 ** 11.25) and at["factor"] == pytest.approx(2 ** 2.25)
+    assert at["n_method"] == pytest.approx(2**11.25) and at["factor"] == pytest.approx(2**2.25)
     # on the raw curve the peak (0.740 at 512) would give 4096 / 512 = 8x
     assert se.factor(GRID, NOISY_LOCUS, GRID, STEADY, 0.740)["factor"] == pytest.approx(8.0)
     # no per-query values: no interval, nothing annotated
@@ -99,9 +105,9 @@ def test_censored_resamples_are_bounded_on_the_side_they_are_known():
         return lo.item(), hi.item()
 
     assert bounds([0.40, 0.50, 0.55], 0.6) == (pytest.approx(256 / 128), math.inf)  # M never: k > 256/128
-    assert bounds([0.65, 0.70, 0.75], 0.6) == (0.0, pytest.approx(64 / 128))         # M at start: k <= 1/2
-    assert bounds([0.40, 0.45, 0.50], 0.5) == (pytest.approx(256 / 64), math.inf)     # R at start, M at 256
-    assert bounds([0.60, 0.70, 0.80], 0.5) == (0.0, math.inf)                          # both at start
+    assert bounds([0.65, 0.70, 0.75], 0.6) == (0.0, pytest.approx(64 / 128))  # M at start: k <= 1/2
+    assert bounds([0.40, 0.45, 0.50], 0.5) == (pytest.approx(256 / 64), math.inf)  # R at start, M at 256
+    assert bounds([0.60, 0.70, 0.80], 0.5) == (0.0, math.inf)  # both at start
     # interval: lower end from the lower bounds, upper end from the upper bounds
     lo = np.r_[np.full(97, 2.0), [3.0, 3.0, 3.0]]
     hi = np.r_[np.full(97, 2.0), [math.inf] * 3]
@@ -123,8 +129,9 @@ def skills(sizes, shift):
 def cells_from(correct: dict) -> tuple[dict, pd.DataFrame]:
     """(method, n) -> 0/1 per query  ->  QueryValues-like cells and the curve of their means."""
     cells = {k: {"routing_acc": (v.astype(float), np.ones(Q))} for k, v in correct.items()}
-    curve = pd.DataFrame([{"method": m, "train_size": n, "mean": v.mean(), "std": 0.0, "n_seeds": 1}
-                          for (m, n), v in correct.items()])
+    curve = pd.DataFrame(
+        [{"method": m, "train_size": n, "mean": v.mean(), "std": 0.0, "n_seeds": 1} for (m, n), v in correct.items()]
+    )
     return cells, curve
 
 
@@ -200,11 +207,17 @@ def data(tmp_path):
     from locus.data.canonical import write_dataset
 
     split_ids = {"train": np.arange(0, 60), "val": np.arange(60, 100), "test": TEST_IDS}
-    queries = pd.DataFrame([{"prompt_id": int(i), "prompt": f"query {i}", "benchmark": "b", "category": "c",
-                             "split": split} for split, ids in split_ids.items() for i in ids])
+    queries = pd.DataFrame(
+        [
+            {"prompt_id": int(i), "prompt": f"query {i}", "benchmark": "b", "category": "c", "split": split}
+            for split, ids in split_ids.items()
+            for i in ids
+        ]
+    )
     models = pd.DataFrame({"model_id": [0, 1], "name": ["always/right", "always/wrong"]})
-    scores = pd.DataFrame([(int(i), m, 1.0 - m) for i in queries["prompt_id"] for m in (0, 1)],
-                          columns=["prompt_id", "model_id", "score"])
+    scores = pd.DataFrame(
+        [(int(i), m, 1.0 - m) for i in queries["prompt_id"] for m in (0, 1)], columns=["prompt_id", "model_id", "score"]
+    )
     write_dataset(tmp_path / "data", queries, models, scores)
     return tmp_path / "data"
 
@@ -216,12 +229,25 @@ def write_run(root, method, n, seed, correct) -> str:
     run.mkdir(parents=True)
     acc = float(np.mean(correct))
     block = {"overall": {"routing_acc": acc, "correctness_acc": acc}}
-    run.joinpath("metrics.json").write_text(json.dumps(
-        {"method": method, "params": {}, "train_size": n, "seed": seed, "sampling": "shared", "encoder": "enc",
-         "dataset": "data", "val": block, "test": block}))
+    run.joinpath("metrics.json").write_text(
+        json.dumps(
+            {
+                "method": method,
+                "params": {},
+                "train_size": n,
+                "seed": seed,
+                "sampling": "shared",
+                "encoder": "enc",
+                "dataset": "data",
+                "val": block,
+                "test": block,
+            }
+        )
+    )
     logits = np.where(np.asarray(correct)[:, None], [[1.0, -1.0]], [[-1.0, 1.0]]).astype(np.float32)
-    pd.DataFrame({"prompt_id": np.repeat(TEST_IDS, 2), "model_id": np.tile([0, 1], N_TEST),
-                  "logit": logits.reshape(-1)}).to_parquet(run / "scores_test.parquet")
+    pd.DataFrame(
+        {"prompt_id": np.repeat(TEST_IDS, 2), "model_id": np.tile([0, 1], N_TEST), "logit": logits.reshape(-1)}
+    ).to_parquet(run / "scores_test.parquet")
     return str(run)
 
 
@@ -242,8 +268,25 @@ def runs(tmp_path):
 
 def test_cli_runs_and_data_give_intervals_and_annotate_only_significant(tmp_path, data, runs, capsys):
     out = tmp_path / "fig" / "se.pdf"
-    assert main(["figure", "sample-efficiency", "--runs", *runs, "--data", str(data), "--out", str(out),
-                 "--n-boot", "200", "--boot-seed", "3"]) == 0
+    assert (
+        main(
+            [
+                "figure",
+                "sample-efficiency",
+                "--runs",
+                *runs,
+                "--data",
+                str(data),
+                "--out",
+                str(out),
+                "--n-boot",
+                "200",
+                "--boot-seed",
+                "3",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "locus vs twin" in printed and "annotated: none" in printed
     summary = json.loads(out.with_suffix(".json").read_text())
@@ -264,8 +307,25 @@ def test_cli_runs_and_data_give_intervals_and_annotate_only_significant(tmp_path
     # --metrics (the runs' metrics.json) gives the very same numbers
     out2 = tmp_path / "fig2" / "se.pdf"
     metrics = [f"{r}/metrics.json" for r in runs]
-    assert main(["figure", "sample-efficiency", "--metrics", *metrics, "--data", str(data), "--out", str(out2),
-                 "--bootstrap-resamples", "200", "--bootstrap-seed", "3"]) == 0
+    assert (
+        main(
+            [
+                "figure",
+                "sample-efficiency",
+                "--metrics",
+                *metrics,
+                "--data",
+                str(data),
+                "--out",
+                str(out2),
+                "--bootstrap-resamples",
+                "200",
+                "--bootstrap-seed",
+                "3",
+            ]
+        )
+        == 0
+    )
     assert json.loads(out2.with_suffix(".json").read_text()) == summary
 
 
@@ -286,15 +346,18 @@ def test_cli_input_errors(tmp_path, data, runs, capsys):
     assert "not both" in capsys.readouterr().err
     assert main(["figure", "sample-efficiency", "--out", out]) == 2
     assert "--runs (run directories) or --metrics" in capsys.readouterr().err
-    assert main(["figure", "sample-efficiency", "--runs", *runs, "--data", str(data), "--out", out,
-                 "--metric", "hit@3"]) == 2
+    assert (
+        main(["figure", "sample-efficiency", "--runs", *runs, "--data", str(data), "--out", out, "--metric", "hit@3"])
+        == 2
+    )
     assert "not hit@3" in capsys.readouterr().err
     # a metrics.json that disagrees with its scores file
     path = tmp_path / "runs" / "twin" / "n64" / "s0" / "metrics.json"
     m = json.loads(path.read_text())
     m["test"]["overall"]["routing_acc"] += 0.05
     path.write_text(json.dumps(m))
-    assert main(["figure", "sample-efficiency", "--runs", *runs, "--data", str(data), "--out", out,
-                 "--n-boot", "20"]) == 2
+    assert (
+        main(["figure", "sample-efficiency", "--runs", *runs, "--data", str(data), "--out", out, "--n-boot", "20"]) == 2
+    )
     assert "twin at n=64" in capsys.readouterr().err
     assert not (tmp_path / "se.json").exists()

@@ -8,6 +8,7 @@ marked: two dry runs that only need Snakemake, and one of the time-limit helpers
 Each Snakemake run has a hard time limit (SIGINT, then SIGKILL) and every test cancels whatever
 it left on the cluster, so a broken cluster or plugin fails the test instead of hanging it.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,7 +20,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from slurm_cluster import REPO, interrupt_when, run_bounded
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -51,10 +51,26 @@ def cluster(slurm_cluster):
 def test_slurm_profile_reads_environment(tmp_path):
     """Dry run: account/partitions/GPU come from LOCUS_SLURM_*; torch methods' runs (train_run) get gpu=1,
     kNN / K-Means runs (train_run_cpu) ask for no GPU."""
-    env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "HOME": str(tmp_path),
-           "LOCUS_SLURM_ACCOUNT": "acct42", "LOCUS_SLURM_PARTITION": "short", "LOCUS_SLURM_GPU_PARTITION": "gpuq"}
-    cmd = [*SNAKEMAKE, ROUTING, "-n", "--profile", str(PROFILE), "-s", str(REPO / "Snakefile"),
-           "--directory", str(tmp_path), "--configfile", str(TINY)]
+    env = {
+        "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "LOCUS_SLURM_ACCOUNT": "acct42",
+        "LOCUS_SLURM_PARTITION": "short",
+        "LOCUS_SLURM_GPU_PARTITION": "gpuq",
+    }
+    cmd = [
+        *SNAKEMAKE,
+        ROUTING,
+        "-n",
+        "--profile",
+        str(PROFILE),
+        "-s",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "--configfile",
+        str(TINY),
+    ]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-6000:]
@@ -76,12 +92,24 @@ def test_profile_by_name_after_link(tmp_path):
     """scripts/link-profile.sh makes the literal `snakemake --profile slurm` find profiles/slurm."""
     home = tmp_path / "home"
     env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "HOME": str(home)}
-    link = subprocess.run(["bash", str(REPO / "scripts" / "link-profile.sh")], env=env,
-                          capture_output=True, text=True, timeout=30)
+    link = subprocess.run(
+        ["bash", str(REPO / "scripts" / "link-profile.sh")], env=env, capture_output=True, text=True, timeout=30
+    )
     assert link.returncode == 0, link.stderr
     assert (home / ".config" / "snakemake" / "slurm").resolve() == PROFILE.resolve()
-    cmd = [*SNAKEMAKE, ROUTING, "-n", "--profile", "slurm", "-s", str(REPO / "Snakefile"),
-           "--directory", str(tmp_path / "wd"), "--configfile", str(TINY)]
+    cmd = [
+        *SNAKEMAKE,
+        ROUTING,
+        "-n",
+        "--profile",
+        "slurm",
+        "-s",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(tmp_path / "wd"),
+        "--configfile",
+        str(TINY),
+    ]
     res = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-6000:]
@@ -92,9 +120,7 @@ def test_profile_by_name_after_link(tmp_path):
 def test_helpers_stop_children_even_when_sigint_is_inherited_ignored(tmp_path):
     """A test process started in the background of a non-interactive shell inherits SIGINT ignored, and so
     would Snakemake (Python keeps an inherited SIG_IGN): the helpers' SIGINT must still stop the command."""
-    script = ("import signal, sys, time\n"
-              "print('handler', signal.getsignal(signal.SIGINT), flush=True)\n"
-              "time.sleep(60)\n")
+    script = "import signal, sys, time\nprint('handler', signal.getsignal(signal.SIGINT), flush=True)\ntime.sleep(60)\n"
     cmd = [sys.executable, "-c", script]
     env = {"PATH": "/usr/bin:/bin"}
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as `pytest &` in a script would start
@@ -116,8 +142,19 @@ def test_helpers_stop_children_even_when_sigint_is_inherited_ignored(tmp_path):
 def test_sbatch_round_trip_with_fake_gpu(cluster, tmp_path):
     """sbatch -> job runs with the fake GPU -> sacct reports it COMPLETED with gres/gpu=1."""
     out = tmp_path / "job.out"
-    res = cluster.run("sbatch", "--parsable", "-A", cluster.account, "-p", cluster.gpu_partition, "--gpus=1",
-                      "-o", str(out), "--wrap", "echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES")
+    res = cluster.run(
+        "sbatch",
+        "--parsable",
+        "-A",
+        cluster.account,
+        "-p",
+        cluster.gpu_partition,
+        "--gpus=1",
+        "-o",
+        str(out),
+        "--wrap",
+        "echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES",
+    )
     assert res.returncode == 0, res.stderr
     job_id = res.stdout.strip().split(";")[0]
     deadline = time.monotonic() + 60
@@ -143,12 +180,29 @@ def test_workflow_trains_on_slurm(cluster, tmp_path):
     """
     common = ["-s", str(REPO / "Snakefile"), "--directory", str(tmp_path)]
     inputs = ["results/data/synthetic/scores.parquet", "results/encodings/synthetic/all-MiniLM-L6-v2.parquet"]
-    local = run_bounded([*SNAKEMAKE, *inputs, "--cores", "2", *common, "--configfile", str(TINY)],
-                        timeout=300, env=cluster.env, cwd=tmp_path)
+    local = run_bounded(
+        [*SNAKEMAKE, *inputs, "--cores", "2", *common, "--configfile", str(TINY)],
+        timeout=300,
+        env=cluster.env,
+        cwd=tmp_path,
+    )
     assert local.returncode == 0 and not local.timed_out, local.output[-4000:]
 
-    res = run_bounded([*SNAKEMAKE, ROUTING, "--profile", str(PROFILE), "--slurm-keep-successful-logs",
-                       *common, "--configfile", str(TINY)], timeout=300, env=cluster.env, cwd=tmp_path)
+    res = run_bounded(
+        [
+            *SNAKEMAKE,
+            ROUTING,
+            "--profile",
+            str(PROFILE),
+            "--slurm-keep-successful-logs",
+            *common,
+            "--configfile",
+            str(TINY),
+        ],
+        timeout=300,
+        env=cluster.env,
+        cwd=tmp_path,
+    )
     assert not res.timed_out, "snakemake --profile slurm hit its time limit:\n" + res.output[-4000:]
     assert res.returncode == 0, res.output[-6000:]
     jobs = submitted_jobs(res.output)
@@ -217,6 +271,7 @@ def test_interrupt_cancels_running_jobs(cluster, tmp_path):
     """The time limit every test relies on: SIGINT stops Snakemake promptly and it scancels its jobs."""
     (tmp_path / "Snakefile").write_text('rule slow:\n    output: "slow.txt"\n    shell: "sleep 600; touch {output}"\n')
     cmd = [*SNAKEMAKE, "--profile", str(PROFILE), "-s", str(tmp_path / "Snakefile"), "--directory", str(tmp_path)]
+
     # SIGINT once the job runs, as when a user stops a long run: the plugin logs "submitted with SLURM
     # jobid" a moment before it records the job as active, and a SIGINT in that instant leaves the job
     # uncancelled (seen once in CI: the orphaned job then ran and ended COMPLETED). Limits with the margin
@@ -229,10 +284,13 @@ def test_interrupt_cancels_running_jobs(cluster, tmp_path):
         rows = cluster.sacct([match.group(1)])
         return bool(rows) and rows[0]["State"] == "RUNNING"
 
-    res, took = interrupt_when(cmd, SUBMITTED.pattern, timeout=180, env=cluster.env, cwd=tmp_path, grace=120,
-                               ready=running, group=False)
+    res, took = interrupt_when(
+        cmd, SUBMITTED.pattern, timeout=180, env=cluster.env, cwd=tmp_path, grace=120, ready=running, group=False
+    )
     assert not res.timed_out, "the job was never submitted or never ran:\n" + res.output[-4000:]
-    assert not res.killed and res.returncode != 0, f"Snakemake did not stop within 120 s of SIGINT:\n{res.output[-15000:]}"
+    assert not res.killed and res.returncode != 0, (
+        f"Snakemake did not stop within 120 s of SIGINT:\n{res.output[-15000:]}"
+    )
     assert took < 120
     jobs = submitted_jobs(res.output)
     assert list(jobs.values()) == ["slow"], res.output[-4000:]

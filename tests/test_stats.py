@@ -1,6 +1,7 @@
 """Pool statistics (`locus stats`, locus/data/stats.py) on hand-made matrices with values computed by hand.
 
 Matrices are [queries x models]; NaN = not evaluated."""
+
 from __future__ import annotations
 
 import json
@@ -19,19 +20,13 @@ nan = np.nan
 
 # three models A, B, C on four queries, complete:
 # d(A,B) = 1/4 (q3), d(A,C) = 4/4, d(B,C) = 3/4 (q1, q2, q4)
-ABC = np.array([[1, 1, 0],
-                [1, 1, 0],
-                [1, 0, 0],
-                [0, 0, 1]], dtype=float)
+ABC = np.array([[1, 1, 0], [1, 1, 0], [1, 0, 0], [0, 0, 1]], dtype=float)
 NAMES = ["A", "B", "C"]
 
 # missing pairs: A = [1, 1, 0, -], B = [1, 0, -, 1], C = [-, 1, 0, 1]
 # common queries: AB q1, q2 (differ q2) -> 1/2; AC q2, q3 (agree) -> 0; BC q2, q4 (differ q2) -> 1/2.
 # Read as 0, the missing pairs would give 1/2 for every pair.
-SPARSE = np.array([[1, 1, nan],
-                   [1, 0, 1],
-                   [0, nan, 0],
-                   [nan, 1, 1]], dtype=float)
+SPARSE = np.array([[1, 1, nan], [1, 0, 1], [0, nan, 0], [nan, 1, 1]], dtype=float)
 
 
 def test_binarize_threshold_keeps_missing():
@@ -90,7 +85,8 @@ def test_closest_pairs_order_and_ties():
     assert pairs.to_dict("records") == [
         {"model_a": "A", "model_b": "B", "disagreement": 0.25, "common_queries": 4},
         {"model_a": "B", "model_b": "C", "disagreement": 0.75, "common_queries": 4},
-        {"model_a": "A", "model_b": "C", "disagreement": 1.0, "common_queries": 4}]
+        {"model_a": "A", "model_b": "C", "disagreement": 1.0, "common_queries": 4},
+    ]
     same = np.tile(ABC[:, :1], (1, 4))  # four identical models: ties in model order
     d, common = S.pairwise_disagreement(same)
     pairs = S.closest_pairs(d, common, list("WXYZ"), k=4)
@@ -172,9 +168,15 @@ def _tiny_dataset(directory):
     that are not 0/1 (>= 0.5 counts as right). Correctness (A, B, C):
     train q1 1 1 0, q2 1 - 0; val q3 1 0 0, q4 0 1 1; test q5 1 1 1, q6 0 1 0."""
     scores = {1: (1, 1, 0), 2: (0.7, None, 0.2), 3: (1, 0, 0), 4: (0, 1, 0.5), 5: (1, 1, 1), 6: (0, 0.9, 0)}
-    q = pd.DataFrame({"prompt_id": range(1, 7), "prompt": [f"question {i}" for i in range(1, 7)],
-                      "benchmark": ["x", "y"] * 3, "category": ["c"] * 6,
-                      "split": ["train", "train", "val", "val", "test", "test"]})
+    q = pd.DataFrame(
+        {
+            "prompt_id": range(1, 7),
+            "prompt": [f"question {i}" for i in range(1, 7)],
+            "benchmark": ["x", "y"] * 3,
+            "category": ["c"] * 6,
+            "split": ["train", "train", "val", "val", "test", "test"],
+        }
+    )
     m = pd.DataFrame({"model_id": [10, 11, 12], "name": NAMES})
     rows = [(p, 10 + k, v) for p, vs in scores.items() for k, v in enumerate(vs) if v is not None]
     s = pd.DataFrame(rows, columns=["prompt_id", "model_id", "score"]).astype({"score": float})

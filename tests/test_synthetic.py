@@ -1,4 +1,5 @@
 """Tests of the synthetic EmbedLLM-like data set and the packaged model pool."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -106,20 +107,34 @@ def test_partial_evaluation_mode():
     queries, models, scores = synthetic.build({**SMALL, "partial_fraction": 0.3, "n_models": 12})
     validate(queries, models, scores)
     per_model = scores.groupby("model_id")["prompt_id"].apply(frozenset)
-    assert len(set(per_model)) == 12                                     # different query subsets
+    assert len(set(per_model)) == 12  # different query subsets
     assert abs(len(scores) / (len(queries) * 12) - 0.3) < 0.02
     split_of = dict(zip(queries["prompt_id"], queries["split"]))
     for subset in per_model:
-        assert {split_of[p] for p in subset} == set(SPLITS)                # every model, every split
+        assert {split_of[p] for p in subset} == set(SPLITS)  # every model, every split
     tiny = synthetic.build({**SMALL, "partial_fraction": 0.001, "n_models": 5})[2]
     assert tiny.groupby("model_id").size().min() >= 3
 
 
-@pytest.mark.parametrize("bad", [{"n_queries": 10}, {"partial_fraction": 0}, {"split_fractions": [0.5, 0.5]},
-                                 {"n_models": 113}, {"colour": 1}, {"seed": 1.5},
-                                 {"n_queries": "many"}, {"split_fractions": 0.8}, {"partial_fraction": "half"},
-                                 {"generator": 3}, {"generator": 0}, {"generator": 1.5}, {"generator": "two"},
-                                 {"generator": True}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"n_queries": 10},
+        {"partial_fraction": 0},
+        {"split_fractions": [0.5, 0.5]},
+        {"n_models": 113},
+        {"colour": 1},
+        {"seed": 1.5},
+        {"n_queries": "many"},
+        {"split_fractions": 0.8},
+        {"partial_fraction": "half"},
+        {"generator": 3},
+        {"generator": 0},
+        {"generator": 1.5},
+        {"generator": "two"},
+        {"generator": True},
+    ],
+)
 def test_bad_parameters_raise_config_error(bad):
     with pytest.raises(ConfigError):
         synthetic.build(bad)
@@ -146,8 +161,11 @@ def test_split_sizes_is_cheap_and_refuses_small_splits():
     start = time.perf_counter()
     assert synthetic.split_sizes({"n_queries": 36_000})["train"] > 28_000
     assert time.perf_counter() - start < 0.5
-    with pytest.raises(ConfigError, match=r"n_queries=40 .* gives train 34, val 4, test 2 queries; every split needs "
-                                          r"at least 3 \(too small: test\)\. Raise n_queries to at least 43"):
+    with pytest.raises(
+        ConfigError,
+        match=r"n_queries=40 .* gives train 34, val 4, test 2 queries; every split needs "
+        r"at least 3 \(too small: test\)\. Raise n_queries to at least 43",
+    ):
         synthetic.split_sizes({"n_queries": 40})
     with pytest.raises(ConfigError, match="too small: val"):
         synthetic.split_sizes({"n_queries": 600, "split_fractions": [0.995, 0.002, 0.003]})
@@ -161,7 +179,7 @@ def test_split_sizes_is_cheap_and_refuses_small_splits():
 # generator version 2 (locus.data.synthetic_v2) and the truth
 # ----------------------------------------------------------------------------------------------
 V2 = {**SMALL, "generator": 2}
-STATS_PARAMS = {"generator": 2, "seed": 0, "n_queries": 2000}   # 112 models x 2,000 queries (docs/data-realism.md)
+STATS_PARAMS = {"generator": 2, "seed": 0, "n_queries": 2000}  # 112 models x 2,000 queries (docs/data-realism.md)
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +206,7 @@ def test_v2_deterministic_for_a_seed_and_different_for_another(small_v2):
 
 def test_v2_keeps_the_queries_models_and_layout_of_v1(small, small_v2):
     queries, models, scores, _ = small_v2
-    pd.testing.assert_frame_equal(queries, small[0])                 # same texts, benchmarks, splits
+    pd.testing.assert_frame_equal(queries, small[0])  # same texts, benchmarks, splits
     pd.testing.assert_frame_equal(models, small[1])
     pd.testing.assert_frame_equal(scores[["prompt_id", "model_id"]], small[2][["prompt_id", "model_id"]])
     assert not np.array_equal(scores["score"].to_numpy(), small[2]["score"].to_numpy())
@@ -224,7 +242,7 @@ def test_truth_has_one_row_per_evaluated_pair_and_matches_the_scores(generator):
     p = truth["p_correct"].to_numpy(dtype=float)
     assert np.isfinite(p).all() and p.min() >= 0 and p.max() <= 1
     assert abs(scores["score"].mean() - p.mean()) < 0.01
-    for a, b in zip(synthetic.build(params), (queries, models, scores)):   # build = build_with_truth minus truth
+    for a, b in zip(synthetic.build(params), (queries, models, scores)):  # build = build_with_truth minus truth
         pd.testing.assert_frame_equal(a, b)
 
 
@@ -242,9 +260,15 @@ def _headline(queries, models, scores) -> dict:
 
     st = S.pool_statistics(validate(queries, models, scores))
     d = st["disagreement"]
-    return {"disagreement": d["mean"], "disagreement_p05": d["p05"], "disagreement_p95": d["p95"],
-            "shared_difficulty": st["shared_difficulty"]["value"], "pc1": st["pc1"]["value"],
-            "accuracy_sd": st["accuracy_sd"]["value"], "nn_agreement": st["nn_agreement"]["value"]}
+    return {
+        "disagreement": d["mean"],
+        "disagreement_p05": d["p05"],
+        "disagreement_p95": d["p95"],
+        "shared_difficulty": st["shared_difficulty"]["value"],
+        "pc1": st["pc1"]["value"],
+        "accuracy_sd": st["accuracy_sd"]["value"],
+        "nn_agreement": st["nn_agreement"]["value"],
+    }
 
 
 def test_v2_pool_statistics_are_inside_the_real_range(pool_v2):
@@ -253,10 +277,13 @@ def test_v2_pool_statistics_are_inside_the_real_range(pool_v2):
     queries, models, scores, _, _ = pool_v2
     values = _headline(queries, models, scores)
     print({k: round(v, 3) for k, v in values.items()})
-    outside = {k: (round(values[k], 3), target, tol) for k, (target, tol) in synthetic_v2.CALIBRATION_TARGETS.items()
-               if not abs(values[k] - target) <= tol}
+    outside = {
+        k: (round(values[k], 3), target, tol)
+        for k, (target, tol) in synthetic_v2.CALIBRATION_TARGETS.items()
+        if not abs(values[k] - target) <= tol
+    }
     assert not outside, f"outside the documented tolerance (value, target, tolerance): {outside}"
-    v1 = _headline(*synthetic.build({"seed": 0, "n_queries": 2000}))   # version 1 is far outside (the reason for 2)
+    v1 = _headline(*synthetic.build({"seed": 0, "n_queries": 2000}))  # version 1 is far outside (the reason for 2)
     assert v1["shared_difficulty"] > 0.5 and v1["accuracy_sd"] < 0.1 and v1["nn_agreement"] > 0.83
 
 
@@ -283,9 +310,12 @@ def test_v2_benchmark_levels_gpqa_near_chance_and_size_recency_ordering(pool_v2)
     for name, target in synthetic.TARGET_ACCURACY.items():
         assert abs(correct[bench == name].mean() - target) < 0.03, name
     gpqa = correct[bench == "GPQA"].mean(axis=0)
-    assert gpqa.mean() < 0.32 and gpqa.max() < 0.5                    # chance is 0.25 with 4 options
+    assert gpqa.mean() < 0.32 and gpqa.max() < 0.5  # chance is 0.25 with 4 options
     acc = pd.Series(correct.mean(axis=0), index=models["name"])
-    assert acc["meta-llama/Meta-Llama-3-70B-Instruct"] > acc["meta-llama/Llama-2-70b-chat-hf"] > acc[
-        "meta-llama/Llama-2-7b-chat-hf"]
+    assert (
+        acc["meta-llama/Meta-Llama-3-70B-Instruct"]
+        > acc["meta-llama/Llama-2-70b-chat-hf"]
+        > acc["meta-llama/Llama-2-7b-chat-hf"]
+    )
     assert acc.idxmax().startswith("meta-llama/Meta-Llama-3-70B")
-    assert acc["meta-llama/LlamaGuard-7b"] < 0.05                     # a safety classifier barely answers
+    assert acc["meta-llama/LlamaGuard-7b"] < 0.05  # a safety classifier barely answers

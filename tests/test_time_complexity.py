@@ -1,6 +1,7 @@
 """Time complexity (locus.experiments.time_complexity, `locus bench --time-complexity`): the plotted frame on
 hand-made measurements with known FLOPs and reference rows, refusals, a tiny real run through the CLI, and
 bad arguments."""
+
 from __future__ import annotations
 
 import csv
@@ -20,20 +21,33 @@ TINY = '{"dim":16,"heads":2,"layers":1,"latents":8,"decoder_hidden":16}'
 
 
 def point(what, m, n, median, low=None, high=None, cold=1.0, repeats=3):
-    return {"what": what, "n_models": m, "n": n, "median_s": median, "min_s": median if low is None else low,
-            "max_s": median if high is None else high, "cold_s": cold, "repeats": repeats}
+    return {
+        "what": what,
+        "n_models": m,
+        "n": n,
+        "median_s": median,
+        "min_s": median if low is None else low,
+        "max_s": median if high is None else high,
+        "cold_s": cold,
+        "repeats": repeats,
+    }
 
 
 def test_frame_of_hand_made_measurements():
-    ms = [point("predict", 112, 4096, 0.04, 0.03, 0.05),
-          point("embed", 112, 4096, 3.0, 2.0, 4.0, cold=5.0),
-          point("embed", 16, 64, 0.01)]
+    ms = [
+        point("predict", 112, 4096, 0.04, 0.03, 0.05),
+        point("embed", 112, 4096, 3.0, 2.0, 4.0, cold=5.0),
+        point("embed", 16, 64, 0.01),
+    ]
     frame = tc.build_frame(ms, PARAMS, META)
     assert list(frame.columns) == tc.CSV_COLUMNS
     measured = frame[frame["source"] == "measured"]
     # sorted by what, pool size, n; the reference rows follow
     assert list(zip(measured["what"], measured["n_models"], measured["n"])) == [
-        ("embed", 16, 64), ("embed", 112, 4096), ("predict", 112, 4096)]
+        ("embed", 16, 64),
+        ("embed", 112, 4096),
+        ("predict", 112, 4096),
+    ]
     assert frame["source"].tolist()[3:] == ["paper", "target", "paper", "target"]
     big = measured.iloc[1]
     assert (big["median_s"], big["min_s"], big["max_s"], big["cold_s"], big["repeats"]) == (3.0, 2.0, 4.0, 5.0, 3)
@@ -50,8 +64,7 @@ def test_frame_of_hand_made_measurements():
 
 
 def test_headline_compares_the_reference_shape_with_the_target():
-    frame = tc.build_frame([point("embed", 112, 4096, 3.0, 2.0, 4.0), point("predict", 112, 4096, 0.04)],
-                           PARAMS, META)
+    frame = tc.build_frame([point("embed", 112, 4096, 3.0, 2.0, 4.0), point("predict", 112, 4096, 0.04)], PARAMS, META)
     h = tc.headline(frame)
     assert h["embed"]["median_s"] == 3.0 and h["embed"]["meets_target"] is False
     assert h["embed"]["paper_s"] == bench.PAPER["embed"] and h["embed"]["target_s"] == tc.TARGETS["embed"]
@@ -62,12 +75,20 @@ def test_headline_compares_the_reference_shape_with_the_target():
 
 
 def test_bfloat16_series_sit_beside_float32():
-    ms = [point("embed", 112, 4096, 3.0), {**point("embed", 112, 4096, 2.0), "precision": "bfloat16"},
-          {**point("predict", 112, 4096, 0.04), "precision": "bfloat16"}, point("predict", 112, 4096, 0.1)]
+    ms = [
+        point("embed", 112, 4096, 3.0),
+        {**point("embed", 112, 4096, 2.0), "precision": "bfloat16"},
+        {**point("predict", 112, 4096, 0.04), "precision": "bfloat16"},
+        point("predict", 112, 4096, 0.1),
+    ]
     frame = tc.build_frame(ms, PARAMS, META)
     measured = frame[frame["source"] == "measured"]
     assert list(zip(measured["what"], measured["precision"])) == [
-        ("embed", "float32"), ("embed", "bfloat16"), ("predict", "float32"), ("predict", "bfloat16")]
+        ("embed", "float32"),
+        ("embed", "bfloat16"),
+        ("predict", "float32"),
+        ("predict", "bfloat16"),
+    ]
     assert measured["label"].tolist()[1] == "112 models, bfloat16"
     h = tc.headline(frame)
     assert h["embed"]["median_s"] == 3.0 and h["embed/bfloat16"]["median_s"] == 2.0
@@ -88,15 +109,18 @@ def test_headline_is_none_when_the_reference_shape_was_not_measured():
     assert any("not measured" in line for line in tc.report_lines(frame))
 
 
-@pytest.mark.parametrize("bad, message", [
-    ([], "no measurements"),
-    ([point("train", 4, 8, 0.1)], "'what' must be one of"),
-    ([point("embed", 0, 8, 0.1)], "n_models must be >= 1"),
-    ([point("embed", 4, 8, 0.0)], "positive seconds"),
-    ([point("embed", 4, 8, math.nan)], "positive seconds"),
-    ([point("embed", 4, 8, 0.5, 0.6, 0.7)], "min_s <= median_s <= max_s"),
-    ([point("embed", 4, 8, 0.1), point("embed", 4, 8, 0.2)], "measured twice"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ([], "no measurements"),
+        ([point("train", 4, 8, 0.1)], "'what' must be one of"),
+        ([point("embed", 0, 8, 0.1)], "n_models must be >= 1"),
+        ([point("embed", 4, 8, 0.0)], "positive seconds"),
+        ([point("embed", 4, 8, math.nan)], "positive seconds"),
+        ([point("embed", 4, 8, 0.5, 0.6, 0.7)], "min_s <= median_s <= max_s"),
+        ([point("embed", 4, 8, 0.1), point("embed", 4, 8, 0.2)], "measured twice"),
+    ],
+)
 def test_frame_refuses_bad_measurements(bad, message):
     with pytest.raises(DataError, match=message):
         tc.build_frame(bad, PARAMS, META)
@@ -105,9 +129,32 @@ def test_frame_refuses_bad_measurements(bad, message):
 def test_bench_time_complexity_tiny_run(tmp_path, capsys):
     pytest.importorskip("torch")
     out = tmp_path / "figs" / "tc.pdf"
-    assert main(["bench", "--time-complexity", str(out), "--pool-sizes", "4,2", "--eval-sizes", "8,16",
-                 "--query-sizes", "16,8", "--repeat", "1", "--device", "cpu", "--threads", "1",
-                 "--params", TINY, "--precision", "float32,bfloat16"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--time-complexity",
+                str(out),
+                "--pool-sizes",
+                "4,2",
+                "--eval-sizes",
+                "8,16",
+                "--query-sizes",
+                "16,8",
+                "--repeat",
+                "1",
+                "--device",
+                "cpu",
+                "--threads",
+                "1",
+                "--params",
+                TINY,
+                "--precision",
+                "float32,bfloat16",
+            ]
+        )
+        == 0
+    )
     for ext in ("pdf", "png", "csv"):
         assert (tmp_path / "figs" / f"tc.{ext}").stat().st_size > 0
     assert (tmp_path / "figs" / "tc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -116,12 +163,22 @@ def test_bench_time_complexity_tiny_run(tmp_path, capsys):
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == tc.CSV_COLUMNS
     measured = [r for r in rows if r["source"] == "measured"]
-    expected = [("embed", "2", "8"), ("embed", "2", "16"), ("embed", "4", "8"), ("embed", "4", "16"),
-                ("predict", "4", "8"), ("predict", "4", "16")]  # prediction: the largest pool
+    expected = [
+        ("embed", "2", "8"),
+        ("embed", "2", "16"),
+        ("embed", "4", "8"),
+        ("embed", "4", "16"),
+        ("predict", "4", "8"),
+        ("predict", "4", "16"),
+    ]  # prediction: the largest pool
     assert [(r["what"], r["n_models"], r["n"]) for r in measured if r["precision"] == "float32"] == expected
     assert [(r["what"], r["n_models"], r["n"]) for r in measured if r["precision"] == "bfloat16"] == expected
     assert sorted((r["source"], r["what"]) for r in rows if r["source"] != "measured") == [
-        ("paper", "embed"), ("paper", "predict"), ("target", "embed"), ("target", "predict")]
+        ("paper", "embed"),
+        ("paper", "predict"),
+        ("target", "embed"),
+        ("target", "predict"),
+    ]
     tiny = {"dim": 16, "heads": 2, "layers": 1, "latents": 8, "decoder_hidden": 16}
     p = {**LocusMethod.defaults, **tiny}
     for r in measured:
@@ -135,18 +192,41 @@ def test_bench_time_complexity_tiny_run(tmp_path, capsys):
     assert "not measured" in text and f"wrote {out}" in text
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--time-complexity", "{tmp}/tc.pdf", "--pool-sizes", "16,0"], "argument --pool-sizes: must be >= 1, got 0"),
-    (["--time-complexity", "{tmp}/tc.pdf", "--eval-sizes", "64,x"],
-     "argument --eval-sizes: expected a whole number >= 1, got 'x'"),
-    (["--time-complexity", "{tmp}/tc.pdf", "--query-sizes", ","],
-     "argument --query-sizes: expected comma-separated whole numbers >= 1"),
-    (["--time-complexity", "{tmp}/tc.png"], "argument --time-complexity: {tmp}/tc.png: expected a path ending in .pdf"),
-    (["--pool-sizes", "16"], "--pool-sizes only apply with --time-complexity"),
-    (["--time-complexity", "{tmp}/tc.pdf", "--quick"], "leave out --time-to-accuracy, --quick and --json"),
-    (["--time-complexity", "{tmp}/tc.pdf", "--pool-sizes", "2", "--eval-sizes", "8", "--query-sizes", "8",
-      "--params", '{"dimm": 3}'], "unknown parameter(s) ['dimm']"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--time-complexity", "{tmp}/tc.pdf", "--pool-sizes", "16,0"], "argument --pool-sizes: must be >= 1, got 0"),
+        (
+            ["--time-complexity", "{tmp}/tc.pdf", "--eval-sizes", "64,x"],
+            "argument --eval-sizes: expected a whole number >= 1, got 'x'",
+        ),
+        (
+            ["--time-complexity", "{tmp}/tc.pdf", "--query-sizes", ","],
+            "argument --query-sizes: expected comma-separated whole numbers >= 1",
+        ),
+        (
+            ["--time-complexity", "{tmp}/tc.png"],
+            "argument --time-complexity: {tmp}/tc.png: expected a path ending in .pdf",
+        ),
+        (["--pool-sizes", "16"], "--pool-sizes only apply with --time-complexity"),
+        (["--time-complexity", "{tmp}/tc.pdf", "--quick"], "leave out --time-to-accuracy, --quick and --json"),
+        (
+            [
+                "--time-complexity",
+                "{tmp}/tc.pdf",
+                "--pool-sizes",
+                "2",
+                "--eval-sizes",
+                "8",
+                "--query-sizes",
+                "8",
+                "--params",
+                '{"dimm": 3}',
+            ],
+            "unknown parameter(s) ['dimm']",
+        ),
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, message):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     assert main(["bench", *argv]) == 2

@@ -1,5 +1,6 @@
 """Time to accuracy (locus.experiments.time_to_accuracy): the summary on hand-made training logs with known
 answers, the figure files, refusals, and two real (tiny) LOCUS runs with the `paper` and `fast` recipes."""
+
 from __future__ import annotations
 
 import json
@@ -16,11 +17,20 @@ from locus.experiments import time_to_accuracy as tta
 def fake_run(root, recipe, steps, seconds, val, seed=0, n=256, test=0.5):
     d = root / recipe
     d.mkdir(parents=True)
-    metrics = {"method": "locus", "params": {"recipe": recipe}, "train_size": n, "seed": seed,
-               "dataset": "results/data/toy", "encoder": "enc", "val": {}, "test": {"overall": {"routing_acc": test}}}
+    metrics = {
+        "method": "locus",
+        "params": {"recipe": recipe},
+        "train_size": n,
+        "seed": seed,
+        "dataset": "results/data/toy",
+        "encoder": "enc",
+        "val": {},
+        "test": {"overall": {"routing_acc": test}},
+    }
     (d / "metrics.json").write_text(json.dumps(metrics))
-    pd.DataFrame({"step": steps, "seconds": seconds, "val_routing": val, "train_loss": 0.5}).to_csv(d / "log.csv",
-                                                                                                   index=False)
+    pd.DataFrame({"step": steps, "seconds": seconds, "val_routing": val, "train_loss": 0.5}).to_csv(
+        d / "log.csv", index=False
+    )
     return d
 
 
@@ -39,7 +49,12 @@ def test_summary_of_hand_made_curves(two_runs):
     p, f = s["recipes"]["paper"], s["recipes"]["fast"]
     assert (p["best_val_routing"], p["step_to_best"], p["seconds_to_best"]) == (0.8, 3, 30.0)
     assert (p["seconds_to_target"], p["steps"], p["seconds"]) == (30.0, 4, 40.0)
-    assert (f["best_val_routing"], f["step_to_best"], f["seconds_to_target"], f["step_to_target"]) == (0.795, 30, 2.0, 20)
+    assert (f["best_val_routing"], f["step_to_best"], f["seconds_to_target"], f["step_to_target"]) == (
+        0.795,
+        30,
+        2.0,
+        20,
+    )
     assert f["speedup_to_target"] == pytest.approx(15.0) and p["speedup_to_target"] == pytest.approx(1.0)
     assert f["test_routing"] == 0.6 and math.isnan(f["peak_rss_mb"])
     curve = frame[(frame["kind"] == "curve") & (frame["recipe"] == "paper")]
@@ -51,7 +66,11 @@ def test_constant_router_level_in_validation_queries(two_runs):
     above it, paper's best 0.80 20 and fast's 0.795 15; the CSV gets the level as a row."""
     runs = [tta.read_recipe_run(d) for d in two_runs]
     frame, s = tta.compare(runs, "paper", 0.99, constant=(0.78, 1000))
-    assert (s["constant_router_val_routing"], s["n_val_queries"], s["target_queries_above_constant"]) == (0.78, 1000, 12)
+    assert (s["constant_router_val_routing"], s["n_val_queries"], s["target_queries_above_constant"]) == (
+        0.78,
+        1000,
+        12,
+    )
     assert s["recipes"]["paper"]["best_queries_above_constant"] == 20
     assert s["recipes"]["fast"]["best_queries_above_constant"] == 15
     assert frame.loc[frame["kind"] == "constant_router_val_routing", "value"].tolist() == [0.78]
@@ -89,9 +108,14 @@ def test_several_seeds_each_against_its_own_target(tmp_path):
     seed 2: fast never reaches its target: counted as 0. Median 5x, range 0-15x, target in 2 of 3 seeds."""
     dirs = []
     for seed, paper, fast in [
-            (0, ([1, 2, 3, 4], [10.0, 20.0, 30.0, 40.0], [0.5, 0.7, 0.8, 0.8]), ([10, 20, 30], [1.0, 2.0, 3.0], [0.6, 0.792, 0.795])),
-            (1, ([1, 2], [20.0, 40.0], [0.7, 0.8]), ([10, 20], [4.0, 8.0], [0.6, 0.80])),
-            (2, ([1, 2], [5.0, 10.0], [0.7, 0.9]), ([10], [1.0], [0.6]))]:
+        (
+            0,
+            ([1, 2, 3, 4], [10.0, 20.0, 30.0, 40.0], [0.5, 0.7, 0.8, 0.8]),
+            ([10, 20, 30], [1.0, 2.0, 3.0], [0.6, 0.792, 0.795]),
+        ),
+        (1, ([1, 2], [20.0, 40.0], [0.7, 0.8]), ([10, 20], [4.0, 8.0], [0.6, 0.80])),
+        (2, ([1, 2], [5.0, 10.0], [0.7, 0.9]), ([10], [1.0], [0.6])),
+    ]:
         dirs.append(fake_run(tmp_path / f"s{seed}", "paper", *paper, seed=seed))
         dirs.append(fake_run(tmp_path / f"s{seed}", "fast", *fast, seed=seed, test=0.6 + 0.1 * seed))
     runs = [tta.read_recipe_run(d) for d in dirs]
@@ -99,13 +123,16 @@ def test_several_seeds_each_against_its_own_target(tmp_path):
     assert s["seeds"] == [0, 1, 2] and set(s["per_seed"]) == {"0", "1", "2"}
     f = s["recipes"]["fast"]
     assert f["speedups_to_target"] == pytest.approx([15.0, 5.0, 0.0])
-    assert (f["speedup_to_target"], f["speedup_min"], f["speedup_max"], f["seeds_reaching_target"]) == \
-        pytest.approx((5.0, 0.0, 15.0, 2))
+    assert (f["speedup_to_target"], f["speedup_min"], f["speedup_max"], f["seeds_reaching_target"]) == pytest.approx(
+        (5.0, 0.0, 15.0, 2)
+    )
     assert f["test_routing_mean"] == pytest.approx(0.7)
     assert s["per_seed"]["2"]["target_val_routing"] == pytest.approx(0.891)  # each seed's own reference
     assert set(frame.loc[frame["kind"] == "curve", "seed"]) == {0, 1, 2}
     assert frame.loc[(frame["kind"] == "speedup_to_target") & frame["seed"].isna(), "value"].tolist() == [1.0, 5.0]
-    assert "speed-up median 5.0x (min never, max 15.0x; target reached in 2 of 3 seeds)" in "\n".join(tta.report_lines(s))
+    assert "speed-up median 5.0x (min never, max 15.0x; target reached in 2 of 3 seeds)" in "\n".join(
+        tta.report_lines(s)
+    )
     out = tmp_path / "fig" / "tta.pdf"
     out.parent.mkdir()
     written = tta.write(dirs, out)
@@ -113,7 +140,9 @@ def test_several_seeds_each_against_its_own_target(tmp_path):
     assert (tmp_path / "fig" / "tta.png").stat().st_size > 0
     _, one = tta.compare_seeds(runs[:2], "paper", 0.99)  # one seed: that seed's summary, as compare gives it
     assert one["seeds"] == [0] and one["recipes"]["fast"]["speedup_to_target"] == pytest.approx(15.0)
-    with pytest.raises(DataError, match=r"every seed needs a run of each recipe; got \{0: \['fast', 'paper'\], 1: \['paper'\]\}"):
+    with pytest.raises(
+        DataError, match=r"every seed needs a run of each recipe; got \{0: \['fast', 'paper'\], 1: \['paper'\]\}"
+    ):
         tta.compare_seeds(runs[:3], "paper", 0.99)  # seed 1 has no fast run
     with pytest.raises(DataError, match="no run of the reference recipe 'paper'"):
         tta.compare_seeds([runs[1], runs[3]], "paper", 0.99)
@@ -124,19 +153,29 @@ def test_reference_validated_as_rarely_as_the_other_recipe(tmp_path):
     interval 2). Paper read at its even steps and its last (2, 4, 6: 0.80, 0.78, 0.79): best 0.80 at 20 s;
     averaged over the two offsets (odd steps: best 0.90; even: 0.80): 0.85. Matched target 0.792, reached by
     fast at step 4 (4 s): 5x, while the plain target 0.891 is never reached."""
-    paper = fake_run(tmp_path / "s0", "paper", [1, 2, 3, 4, 5, 6], [10.0, 20.0, 30.0, 40.0, 50.0, 60.0],
-                     [0.5, 0.8, 0.9, 0.78, 0.6, 0.79])
+    paper = fake_run(
+        tmp_path / "s0",
+        "paper",
+        [1, 2, 3, 4, 5, 6],
+        [10.0, 20.0, 30.0, 40.0, 50.0, 60.0],
+        [0.5, 0.8, 0.9, 0.78, 0.6, 0.79],
+    )
     fast = fake_run(tmp_path / "s0", "fast", [2, 4], [2.0, 4.0], [0.7, 0.795])
     _, s = tta.compare([tta.read_recipe_run(paper), tta.read_recipe_run(fast)], "paper", 0.99)
     f = s["recipes"]["fast"]
     assert math.isnan(f["speedup_to_target"])
-    assert (f["validation_interval"], f["reference_best_at_interval"], f["reference_seconds_to_best_at_interval"]) \
-        == (2, 0.8, 20.0)
+    assert (f["validation_interval"], f["reference_best_at_interval"], f["reference_seconds_to_best_at_interval"]) == (
+        2,
+        0.8,
+        20.0,
+    )
     assert f["reference_best_mean_over_offsets"] == pytest.approx(0.85)
     assert (f["seconds_to_matched_target"], f["speedup_to_matched_target"]) == (4.0, pytest.approx(5.0))
     assert "reference_best_at_interval" not in s["recipes"]["paper"]
-    assert ("paper validated every 2 steps like it: best 80.00% (20 s; 85.00% averaged over the look offsets), "
-            "its target at 4 s, speed-up 5.0x") in "\n".join(tta.report_lines(s))
+    assert (
+        "paper validated every 2 steps like it: best 80.00% (20 s; 85.00% averaged over the look offsets), "
+        "its target at 4 s, speed-up 5.0x"
+    ) in "\n".join(tta.report_lines(s))
     # seed 1: the reference's last step counts as a look (3: 0.6, not 1: 0.5); fast never reaches 0.594
     paper1 = fake_run(tmp_path / "s1", "paper", [1, 2, 3], [1.0, 2.0, 3.0], [0.5, 0.9, 0.6], seed=1)
     fast1 = fake_run(tmp_path / "s1", "fast", [3, 6], [1.0, 2.0], [0.5, 0.55], seed=1)
@@ -147,9 +186,12 @@ def test_reference_validated_as_rarely_as_the_other_recipe(tmp_path):
     assert math.isnan(one["speedup_to_matched_target"])
     m = over["recipes"]["fast"]
     assert m["speedups_to_matched_target"] == pytest.approx([5.0, 0.0]) and m["seeds_reaching_matched_target"] == 1
-    assert frame.loc[(frame["kind"] == "speedup_to_matched_target") & frame["seed"].isna(), "value"].tolist() \
-        == [pytest.approx(2.5)]
-    assert "validated as rarely: speed-up median 2.5x, target reached in 1 of 2 seeds" in "\n".join(tta.report_lines(over))
+    assert frame.loc[(frame["kind"] == "speedup_to_matched_target") & frame["seed"].isna(), "value"].tolist() == [
+        pytest.approx(2.5)
+    ]
+    assert "validated as rarely: speed-up median 2.5x, target reached in 1 of 2 seeds" in "\n".join(
+        tta.report_lines(over)
+    )
 
 
 def test_a_recipe_validated_every_step_has_no_rarer_reading_to_report(tmp_path):
@@ -159,8 +201,11 @@ def test_a_recipe_validated_every_step_has_no_rarer_reading_to_report(tmp_path):
     fast = fake_run(tmp_path, "fast", [1, 2, 3], [1.0, 2.0, 3.0], [0.6, 0.795, 0.7])
     _, s = tta.compare([tta.read_recipe_run(paper), tta.read_recipe_run(fast)], "paper", 0.99)
     f = s["recipes"]["fast"]
-    assert (f["validation_interval"], f["speedup_to_target"], f["speedup_to_matched_target"]) \
-        == (1, pytest.approx(10.0), pytest.approx(10.0))
+    assert (f["validation_interval"], f["speedup_to_target"], f["speedup_to_matched_target"]) == (
+        1,
+        pytest.approx(10.0),
+        pytest.approx(10.0),
+    )
     text = "\n".join(tta.report_lines(s))
     assert "validated every step, as often as paper: no rarer reading to compare" in text
     assert "every 1 steps" not in text
@@ -178,8 +223,10 @@ def test_figure_draws_raw_curves_for_one_seed_only(two_runs, tmp_path):
     runs = [tta.read_recipe_run(d) for d in two_runs]
     thin, _ = thin_lines(*tta.compare_seeds(runs, "paper", 0.99))
     assert thin == 2
-    other = [tta.read_recipe_run(fake_run(tmp_path / "s1", r, [1, 2], [1.0, 2.0], [0.6, 0.7], seed=1))
-             for r in ("paper", "fast")]
+    other = [
+        tta.read_recipe_run(fake_run(tmp_path / "s1", r, [1, 2], [1.0, 2.0], [0.6, 0.7], seed=1))
+        for r in ("paper", "fast")
+    ]
     thin, legend = thin_lines(*tta.compare_seeds(runs + other, "paper", 0.99))
     assert thin == 0
     assert any("paper validated as rarely" in t.get_text() for t in legend.get_texts())
@@ -246,15 +293,29 @@ def tiny_data(tmp_path, prompt="q"):
 
     rng = np.random.default_rng(0)
     n_q = 60
-    queries = pd.DataFrame({"prompt_id": np.arange(n_q), "prompt": [f"{prompt} {i}" for i in range(n_q)], "benchmark": "b",
-                            "category": "b", "split": ["train"] * 30 + ["val"] * 15 + ["test"] * 15})
+    queries = pd.DataFrame(
+        {
+            "prompt_id": np.arange(n_q),
+            "prompt": [f"{prompt} {i}" for i in range(n_q)],
+            "benchmark": "b",
+            "category": "b",
+            "split": ["train"] * 30 + ["val"] * 15 + ["test"] * 15,
+        }
+    )
     models = pd.DataFrame({"model_id": np.arange(4), "name": [f"org/m{i}" for i in range(4)]})
     pid, mid = np.meshgrid(np.arange(n_q), np.arange(4), indexing="ij")
-    scores = pd.DataFrame({"prompt_id": pid.ravel(), "model_id": mid.ravel(),
-                           "score": (rng.random(pid.size) < 0.5).astype(float)})
+    scores = pd.DataFrame(
+        {"prompt_id": pid.ravel(), "model_id": mid.ravel(), "score": (rng.random(pid.size) < 0.5).astype(float)}
+    )
     write_dataset(tmp_path / "data", queries, models, scores)
-    write_encodings(tmp_path / "enc.parquet", queries["prompt_id"], rng.normal(size=(n_q, 8)).astype(np.float32),
-                    "toy", False, data_fingerprint(queries["prompt_id"], queries["prompt"]))
+    write_encodings(
+        tmp_path / "enc.parquet",
+        queries["prompt_id"],
+        rng.normal(size=(n_q, 8)).astype(np.float32),
+        "toy",
+        False,
+        data_fingerprint(queries["prompt_id"], queries["prompt"]),
+    )
     return tmp_path / "data", tmp_path / "enc.parquet"
 
 
@@ -296,8 +357,21 @@ def test_bench_time_to_accuracy_mode(tmp_path, capsys):
 
     data, enc = tiny_data(tmp_path)
     out = tmp_path / "tta"
-    argv = ["bench", "--time-to-accuracy", str(out), "--data", str(data), "--encodings", str(enc),
-            "--train-size", "20", "--threads", "1", "--params", json.dumps({**SMALL, "eval_every": 2})]
+    argv = [
+        "bench",
+        "--time-to-accuracy",
+        str(out),
+        "--data",
+        str(data),
+        "--encodings",
+        str(enc),
+        "--train-size",
+        "20",
+        "--threads",
+        "1",
+        "--params",
+        json.dumps({**SMALL, "eval_every": 2}),
+    ]
     assert main(argv) == 0
     summary = json.loads((out / "time_to_accuracy.json").read_text())
     assert set(summary["recipes"]) == {"paper", "fast"} and summary["train_size"] == 20

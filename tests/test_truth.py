@@ -1,6 +1,7 @@
 """The synthetic generator's truth: written beside the canonical files (and only for synthetic data),
 checked against the manifest and the scores, and turned into expected routing accuracies, the Bayes
 ceiling and the best single model (chosen on train) in the routing tables and the workflow."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,7 @@ import pytest
 
 from locus.cli import main
 from locus.data import synthetic
-from locus.data.canonical import MANIFEST, write_dataset
-from locus.data.canonical import read_truth
+from locus.data.canonical import MANIFEST, read_truth, write_dataset
 from locus.data.truth import SOURCES_WITH_TRUTH, TRUTH_FILE
 from locus.errors import DataError
 from locus.experiments.bootstrap import EXPECTED, per_query
@@ -37,9 +37,11 @@ def build_synthetic(out) -> Path:
 
 
 def write_csv_source(tmp_path, out) -> None:
-    rows = ["prompt,model,score,split"] + [f"What is {i} plus {i + 1}?,org/{m},{(i + j) % 2},"
-                                           f"{'train' if i < 8 else 'val' if i < 10 else 'test'}"
-                                           for i in range(12) for j, m in enumerate("ab")]
+    rows = ["prompt,model,score,split"] + [
+        f"What is {i} plus {i + 1}?,org/{m},{(i + j) % 2},{'train' if i < 8 else 'val' if i < 10 else 'test'}"
+        for i in range(12)
+        for j, m in enumerate("ab")
+    ]
     (tmp_path / "evals.csv").write_text("\n".join(rows) + "\n")
     assert main(["data", "csv", "--out", str(out), "--params", json.dumps({"path": str(tmp_path / "evals.csv")})]) == 0
 
@@ -73,8 +75,12 @@ def test_sources_without_truth_write_none_and_remove_a_stale_one(tmp_path):
     assert manifest(out)["truth"] is None and TRUTH_FILE not in manifest(out)["files"]
     assert read_truth(out) is None
     write_csv_source(tmp_path, tmp_path / "fresh")
-    assert sorted(p.name for p in (tmp_path / "fresh").iterdir()) == [MANIFEST, "models.parquet", "queries.parquet",
-                                                                      "scores.parquet"]
+    assert sorted(p.name for p in (tmp_path / "fresh").iterdir()) == [
+        MANIFEST,
+        "models.parquet",
+        "queries.parquet",
+        "scores.parquet",
+    ]
 
 
 def test_only_synthetic_has_truth_and_it_can_build_it():
@@ -90,8 +96,11 @@ def test_a_stray_truth_file_is_refused(tmp_path):
     write_csv_source(tmp_path, out)
     other = build_synthetic(tmp_path / "syn")
     shutil.copy(other / TRUTH_FILE, out / TRUTH_FILE)  # left over, or copied in
-    with pytest.raises(DataError, match=r"truth\.parquet: not part of this data set: .*dataset\.json records no "
-                                        r"truth file.*Delete it, or rebuild"):
+    with pytest.raises(
+        DataError,
+        match=r"truth\.parquet: not part of this data set: .*dataset\.json records no "
+        r"truth file.*Delete it, or rebuild",
+    ):
         read_truth(out)
 
 
@@ -107,8 +116,9 @@ def test_a_tampered_truth_file_is_refused_with_exit_code_2(tmp_path, capsys):
     # a truth file of another build of the same data set (same rows, other probabilities, other checksum)
     build_synthetic(tmp_path / "syn2")
     shutil.copy(tmp_path / "syn2" / TRUTH_FILE, tmp_path / "syn2.truth")
-    assert main(["data", "synthetic", "--out", str(tmp_path / "syn2"), "--params",
-                 json.dumps({**SMALL, "seed": 1})]) == 0
+    assert (
+        main(["data", "synthetic", "--out", str(tmp_path / "syn2"), "--params", json.dumps({**SMALL, "seed": 1})]) == 0
+    )
     shutil.copy(tmp_path / "syn2.truth", tmp_path / "syn2" / TRUTH_FILE)
     with pytest.raises(DataError, match="differs from the version recorded"):
         read_truth(tmp_path / "syn2")
@@ -125,18 +135,32 @@ def hand_made(tmp_path, truth: pd.DataFrame) -> Path:
     return out
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda t: t.assign(p_correct=t["p_correct"].where(t.index != 2, 1.5)),
-     r"column 'p_correct' must be a probability in \[0, 1\].*row 2: 1\.5"),
-    (lambda t: t.assign(p_correct=t["p_correct"].where(t.index != 3, np.nan)), r"p_correct.*row 3: nan"),
-    (lambda t: t.drop(columns="p_correct"), r"missing column\(s\) \['p_correct'\]"),
-    (lambda t: pd.concat([t, t.iloc[[0]]]), r"1 \(prompt_id, model_id\) pair\(s\) have more than one truth row, "
-                                           r"e\.g\. prompt_id 0 x model_id 0"),
-    (lambda t: pd.concat([t, pd.DataFrame({"prompt_id": [9], "model_id": [0], "p_correct": [0.5]})],
-                         ignore_index=True),
-     r"1 truth row\(s\) name pairs without a score in scores\.parquet \(0-based row 19: prompt_id 9 x model_id 0\)"),
-    (lambda t: t.iloc[1:], r"1 scored pair\(s\) of scores\.parquet have no truth row, e\.g\. prompt_id 0 x model_id 0"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            lambda t: t.assign(p_correct=t["p_correct"].where(t.index != 2, 1.5)),
+            r"column 'p_correct' must be a probability in \[0, 1\].*row 2: 1\.5",
+        ),
+        (lambda t: t.assign(p_correct=t["p_correct"].where(t.index != 3, np.nan)), r"p_correct.*row 3: nan"),
+        (lambda t: t.drop(columns="p_correct"), r"missing column\(s\) \['p_correct'\]"),
+        (
+            lambda t: pd.concat([t, t.iloc[[0]]]),
+            r"1 \(prompt_id, model_id\) pair\(s\) have more than one truth row, "
+            r"e\.g\. prompt_id 0 x model_id 0",
+        ),
+        (
+            lambda t: pd.concat(
+                [t, pd.DataFrame({"prompt_id": [9], "model_id": [0], "p_correct": [0.5]})], ignore_index=True
+            ),
+            r"1 truth row\(s\) name pairs without a score in scores\.parquet \(0-based row 19: prompt_id 9 x model_id 0\)",
+        ),
+        (
+            lambda t: t.iloc[1:],
+            r"1 scored pair\(s\) of scores\.parquet have no truth row, e\.g\. prompt_id 0 x model_id 0",
+        ),
+    ],
+)
 def test_truth_checks_name_the_file_the_rows_and_the_fix(tmp_path, edit, message):
     out = hand_made(tmp_path, edit(tiny_case()[3]))
     with pytest.raises(DataError, match=message) as err:
@@ -175,9 +199,15 @@ EXP_KNN = BEST_SINGLE_TRAIN
 
 def tiny_case():
     split = {**{i: "train" for i in range(4)}, 4: "val", 5: "val", **{i: "test" for i in range(6, 10)}}
-    queries = pd.DataFrame({"prompt_id": list(split), "prompt": [f"question {i}" for i in split],
-                            "benchmark": ["A" if i < 8 else "B" for i in split], "category": "c",
-                            "split": list(split.values())})
+    queries = pd.DataFrame(
+        {
+            "prompt_id": list(split),
+            "prompt": [f"question {i}" for i in split],
+            "benchmark": ["A" if i < 8 else "B" for i in split],
+            "category": "c",
+            "split": list(split.values()),
+        }
+    )
     models = pd.DataFrame({"model_id": [0, 1], "name": ["org/zero", "org/one"]})
     rows, truth = [], []
     for q in split:
@@ -214,16 +244,33 @@ def write_run(root: Path, method: str, seed: int, logits: dict, ys: dict) -> str
     run = root / "runs" / method / f"s{seed}"
     run.mkdir(parents=True)
     ids = sorted(logits)
-    pd.DataFrame({"prompt_id": np.repeat(ids, 2), "model_id": np.tile([0, 1], len(ids)),
-                  "logit": np.array([logits[i] for i in ids], np.float32).reshape(-1)}
-                 ).to_parquet(run / "scores_test.parquet")
+    pd.DataFrame(
+        {
+            "prompt_id": np.repeat(ids, 2),
+            "model_id": np.tile([0, 1], len(ids)),
+            "logit": np.array([logits[i] for i in ids], np.float32).reshape(-1),
+        }
+    ).to_parquet(run / "scores_test.parquet")
     routed = [ys[i][int(np.argmax(logits[i]))] if ys[i][0] is not None else ys[i][1] for i in ids]
-    block = {"overall": {"routing_acc": float(np.mean(routed)), "correctness_acc": 0.5},
-             "by_benchmark": {"A": {"routing_acc": float(np.mean(routed[:2]))},
-                              "B": {"routing_acc": float(np.mean(routed[2:]))}}}
-    metrics = {"method": method, "params": {}, "train_size": 4, "seed": seed, "sampling": "shared", "encoder": "enc",
-               "dataset": str(root / "d"), "test": block, "val": block,
-               "reference": {"oracle": {"overall": 1.0}, "random": {"overall": 0.5}, "best_single": {"overall": 0.5}}}
+    block = {
+        "overall": {"routing_acc": float(np.mean(routed)), "correctness_acc": 0.5},
+        "by_benchmark": {
+            "A": {"routing_acc": float(np.mean(routed[:2]))},
+            "B": {"routing_acc": float(np.mean(routed[2:]))},
+        },
+    }
+    metrics = {
+        "method": method,
+        "params": {},
+        "train_size": 4,
+        "seed": seed,
+        "sampling": "shared",
+        "encoder": "enc",
+        "dataset": str(root / "d"),
+        "test": block,
+        "val": block,
+        "reference": {"oracle": {"overall": 1.0}, "random": {"overall": 0.5}, "best_single": {"overall": 0.5}},
+    }
     (run / "metrics.json").write_text(json.dumps(metrics))
     return str(run / "metrics.json")
 
@@ -232,8 +279,11 @@ def write_run(root: Path, method: str, seed: int, logits: dict, ys: dict) -> str
 def table_case(tmp_path):
     q, m, s, t = tiny_case()
     write_dataset(tmp_path / "d", q, m, s, truth=t)
-    runs = [write_run(tmp_path, "locus", 0, LOCUS_S0, TEST_Y), write_run(tmp_path, "locus", 1, LOCUS_S1, TEST_Y),
-            write_run(tmp_path, "knn_router", 0, KNN, TEST_Y)]
+    runs = [
+        write_run(tmp_path, "locus", 0, LOCUS_S0, TEST_Y),
+        write_run(tmp_path, "locus", 1, LOCUS_S1, TEST_Y),
+        write_run(tmp_path, "knn_router", 0, KNN, TEST_Y),
+    ]
     return tmp_path, runs
 
 
@@ -267,14 +317,24 @@ def test_routing_table_gets_expected_rows_only_with_truth(table_case):
     assert "Expected routing accuracy" in tex and "Bayes ceiling (75.00)" in tex
     assert re.search(r"\\textit\{Bayes ceiling \(max true \$p\$\)\} & 75\.00 & {2}\\\\", tex)
     lines = tex.splitlines()
-    block = lines[next(i for i, line in enumerate(lines) if "Expected routing accuracy" in line):]
-    assert any(line.startswith(method_label("locus")) and "\\textbf{71.25}{\\scriptsize$\\pm$1.77}" in line for line in block)
+    block = lines[next(i for i, line in enumerate(lines) if "Expected routing accuracy" in line) :]
+    assert any(
+        line.startswith(method_label("locus")) and "\\textbf{71.25}{\\scriptsize$\\pm$1.77}" in line for line in block
+    )
 
 
 def test_by_dataset_tables_and_truth(table_case, capsys):
     root, runs = table_case
-    args = ["--metrics", *runs, "--data", str(root / "d"), "--truth", str(root / "d" / TRUTH_FILE),
-            "--bootstrap-resamples", "100"]
+    args = [
+        "--metrics",
+        *runs,
+        "--data",
+        str(root / "d"),
+        "--truth",
+        str(root / "d" / TRUTH_FILE),
+        "--bootstrap-resamples",
+        "100",
+    ]
     assert main(["table", "routing-by-dataset", *args, "--out", str(root / "rbd.tex")]) == 0
     csv = pd.read_csv(root / "rbd.csv")
     exp = csv[(csv.metric == EXPECTED) & (csv.kind == "method")].set_index(["approach", "benchmark"])
@@ -299,8 +359,18 @@ def test_table_refuses_truth_of_another_data_set(table_case, capsys):
 # workflow
 # ------------------------------------------------------------------------------------------------
 def dry_run(tmp_path, *args) -> str:
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-n", "-p", "--directory", str(tmp_path),
-           *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-n",
+        "-p",
+        "--directory",
+        str(tmp_path),
+        *args,
+    ]
     res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr + res.stdout
     return res.stdout

@@ -1,6 +1,7 @@
 """Embedding views (locus.geometry.views / .hypothetical, `locus views KIND`): the pure functions on hand-made
 cases with known answers, then every kind of the command on a tiny real LOCUS run, its errors, and the
 workflow's rules (dry run)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -22,22 +23,33 @@ from locus.data.encodings import data_fingerprint, write_encodings  # noqa: E402
 from locus.runs import execute  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-PARAMS = {"dim": 8, "heads": 2, "layers": 1, "latents": 4, "decoder_hidden": 8, "max_steps": 6, "eval_every": 3,
-          "threads": 1}
+PARAMS = {
+    "dim": 8,
+    "heads": 2,
+    "layers": 1,
+    "latents": 4,
+    "decoder_hidden": 8,
+    "max_steps": 6,
+    "eval_every": 3,
+    "threads": 1,
+}
 N_TRAIN, N_REF = 50, 30  # training queries; reference set (train size) -> 20 outside it
 
 
 # --------------------------------------------------------------------------------------------------
 # pure functions
 # --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("n_ref, n_outside, alpha, expected", [
-    (10, 100, 0.3, (3, 7)),    # enough outside queries: size n_ref
-    (10, 100, 1.0, (10, 0)),   # the reference set itself
-    (10, 4, 0.0, (0, 4)),      # capped: only 4 outside queries
-    (10, 4, 0.5, (4, 4)),      # capped at 4 / (1 - 0.5) = 8, half shared
-    (10, 4, 0.75, (8, 2)),     # 4 / 0.25 = 16 > 10: size n_ref again
-    (4096, 2304, 0.0, (0, 2304)),  # the default data at alpha = 0
-])
+@pytest.mark.parametrize(
+    "n_ref, n_outside, alpha, expected",
+    [
+        (10, 100, 0.3, (3, 7)),  # enough outside queries: size n_ref
+        (10, 100, 1.0, (10, 0)),  # the reference set itself
+        (10, 4, 0.0, (0, 4)),  # capped: only 4 outside queries
+        (10, 4, 0.5, (4, 4)),  # capped at 4 / (1 - 0.5) = 8, half shared
+        (10, 4, 0.75, (8, 2)),  # 4 / 0.25 = 16 > 10: size n_ref again
+        (4096, 2304, 0.0, (0, 2304)),  # the default data at alpha = 0
+    ],
+)
 def test_overlap_sizes(n_ref, n_outside, alpha, expected):
     assert v.overlap_sizes(n_ref, n_outside, alpha) == expected
 
@@ -75,9 +87,7 @@ def test_subsample_and_rng_for():
 
 
 def test_true_ranks_and_recall_at_k():
-    dist = np.array([[0.1, 0.2, 0.3],
-                     [0.5, 0.4, 0.1],
-                     [0.2, 0.2, 0.9]])
+    dist = np.array([[0.1, 0.2, 0.3], [0.5, 0.4, 0.1], [0.2, 0.2, 0.9]])
     true = [0, 0, 1]
     assert v.true_ranks(dist, true).tolist() == [0, 2, 0]  # row 3: a tie counts for the true item
     assert v.recall_at_k(dist, true, [1, 2, 3]) == {1: pytest.approx(2 / 3), 2: pytest.approx(2 / 3), 3: 1.0}
@@ -100,8 +110,9 @@ def test_nearest_others_excludes_itself():
 
 
 def test_accuracy_profile_and_hypothetical_labels():
-    scores = pd.DataFrame({"prompt_id": [1, 2, 3, 1, 3], "model_id": [7, 7, 7, 8, 8],
-                           "score": [1.0, 0.0, 1.0, 0.0, 0.0]})
+    scores = pd.DataFrame(
+        {"prompt_id": [1, 2, 3, 1, 3], "model_id": [7, 7, 7, 8, 8], "score": [1.0, 0.0, 1.0, 0.0, 0.0]}
+    )
     bench = pd.Series({1: "a", 2: "a", 3: "b"})
     table, overall = v.accuracy_profile(scores, bench)
     assert table.loc[7, "a"] == 0.5 and table.loc[7, "b"] == 1.0 and table.loc[8, "a"] == 0.0
@@ -143,25 +154,50 @@ def write_tiny(root: Path, n_models=6, seed=0, text="question"):
     rng = np.random.default_rng(seed)
     n_q = 80
     split = ["train"] * N_TRAIN + ["val"] * 15 + ["test"] * 15
-    queries = pd.DataFrame({"prompt_id": np.arange(n_q), "prompt": [f"{text} {i}" for i in range(n_q)],
-                            "benchmark": np.where(np.arange(n_q) % 3 == 0, "math", "text"), "category": "c",
-                            "split": split})
-    models = pd.DataFrame({"model_id": np.arange(n_models) * 10,
-                           "name": [f"org/model-{i}" for i in range(n_models)]})
+    queries = pd.DataFrame(
+        {
+            "prompt_id": np.arange(n_q),
+            "prompt": [f"{text} {i}" for i in range(n_q)],
+            "benchmark": np.where(np.arange(n_q) % 3 == 0, "math", "text"),
+            "category": "c",
+            "split": split,
+        }
+    )
+    models = pd.DataFrame({"model_id": np.arange(n_models) * 10, "name": [f"org/model-{i}" for i in range(n_models)]})
     pid, mid = np.meshgrid(np.arange(n_q), models["model_id"], indexing="ij")
     p = (mid / 10 + 1) / (n_models + 1)
-    scores = pd.DataFrame({"prompt_id": pid.ravel(), "model_id": mid.ravel(),
-                           "score": (rng.random(pid.size) < p.ravel()).astype(float)})
+    scores = pd.DataFrame(
+        {"prompt_id": pid.ravel(), "model_id": mid.ravel(), "score": (rng.random(pid.size) < p.ravel()).astype(float)}
+    )
     write_dataset(root / "data", queries, models, scores)
     vectors = rng.normal(size=(n_q, 8)).astype(np.float32)
-    write_encodings(root / "enc.parquet", queries["prompt_id"], vectors, "toy", False,
-                    data_fingerprint(queries["prompt_id"], queries["prompt"]))
+    write_encodings(
+        root / "enc.parquet",
+        queries["prompt_id"],
+        vectors,
+        "toy",
+        False,
+        data_fingerprint(queries["prompt_id"], queries["prompt"]),
+    )
     return root / "data", root / "enc.parquet"
 
 
 def views(tiny, kind, out, *extra):
-    return main(["views", kind, "--run", str(tiny / "run"), "--data", str(tiny / "data"),
-                 "--encodings", str(tiny / "enc.parquet"), "--out", str(out), *extra])
+    return main(
+        [
+            "views",
+            kind,
+            "--run",
+            str(tiny / "run"),
+            "--data",
+            str(tiny / "data"),
+            "--encodings",
+            str(tiny / "enc.parquet"),
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
 
 
 def test_reference_embeddings_are_one_forward_pass_of_the_reference_set(tiny):
@@ -196,8 +232,22 @@ def test_test_queries_never_build_an_embedding(tiny, tmp_path, monkeypatch):
 
 def test_size_convergence_command(tiny, tmp_path, capsys):
     out = tmp_path / "anchor.pdf"
-    assert views(tiny, "size-convergence", out, "--model", "org/model-3", "--sizes", "4,8,16,30,64",
-                 "--repeats", "3", "--neighbours", "2") == 0
+    assert (
+        views(
+            tiny,
+            "size-convergence",
+            out,
+            "--model",
+            "org/model-3",
+            "--sizes",
+            "4,8,16,30,64",
+            "--repeats",
+            "3",
+            "--neighbours",
+            "2",
+        )
+        == 0
+    )
     for ext in ("pdf", "png", "csv"):
         assert out.with_suffix(f".{ext}").stat().st_size > 0
     frame = pd.read_csv(out.with_suffix(".csv"))
@@ -213,8 +263,12 @@ def test_size_convergence_command(tiny, tmp_path, capsys):
 
 def test_overlap_convergence_command_caps_the_set_size(tiny, tmp_path):
     out = tmp_path / "overlap.pdf"
-    assert views(tiny, "overlap-convergence", out, "--model", "org/model-1", "--overlaps", "0,0.25,0.5,1",
-                 "--repeats", "2") == 0
+    assert (
+        views(
+            tiny, "overlap-convergence", out, "--model", "org/model-1", "--overlaps", "0,0.25,0.5,1", "--repeats", "2"
+        )
+        == 0
+    )
     draws = pd.read_csv(out.with_suffix(".csv")).query("kind == 'draw'")
     sizes = draws.groupby("alpha")["set_size"].first().to_dict()
     # 30 reference queries, 20 outside: alpha 0 -> 20, 0.25 -> floor(20 / 0.75) = 26, then 30
@@ -223,8 +277,12 @@ def test_overlap_convergence_command_caps_the_set_size(tiny, tmp_path):
     assert draws.groupby("alpha")["shared"].first().to_dict() == {0.0: 0, 0.25: 6, 0.5: 15, 1.0: 30}
     assert draws.loc[draws["alpha"] == 1.0, "distance"].max() < 1e-4
     first = out.with_suffix(".csv").read_bytes()
-    assert views(tiny, "overlap-convergence", out, "--model", "org/model-1", "--overlaps", "0,0.25,0.5,1",
-                 "--repeats", "2") == 0
+    assert (
+        views(
+            tiny, "overlap-convergence", out, "--model", "org/model-1", "--overlaps", "0,0.25,0.5,1", "--repeats", "2"
+        )
+        == 0
+    )
     assert out.with_suffix(".csv").read_bytes() == first  # seeded: same numbers again
 
 
@@ -256,8 +314,25 @@ def test_hypothetical_recall_finds_distinct_models(tiny):
 
 def test_query_tsne_command(tiny, tmp_path):
     out = tmp_path / "q.pdf"
-    assert main(["views", "query-tsne", "--data", str(tiny / "data"), "--encodings", str(tiny / "enc.parquet"),
-                 "--max-queries", "40", "--perplexity", "5", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "views",
+                "query-tsne",
+                "--data",
+                str(tiny / "data"),
+                "--encodings",
+                str(tiny / "enc.parquet"),
+                "--max-queries",
+                "40",
+                "--perplexity",
+                "5",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     frame = pd.read_csv(out.with_suffix(".csv"))
     assert len(frame) == 40 and frame["prompt_id"].is_unique and set(frame["benchmark"]) == {"math", "text"}
     assert frame[["x", "y"]].notna().all().all() and set(frame["encoder"]) == {"toy"}
@@ -265,8 +340,24 @@ def test_query_tsne_command(tiny, tmp_path):
 
 def test_robustness_tsne_command(tiny, tmp_path):
     out = tmp_path / "r.pdf"
-    assert views(tiny, "robustness-tsne", out, "--models", "org/model-0,org/model-5", "--overlaps", "0,1",
-                 "--sizes", "8,30", "--repeats", "2", "--perplexity", "5") == 0
+    assert (
+        views(
+            tiny,
+            "robustness-tsne",
+            out,
+            "--models",
+            "org/model-0,org/model-5",
+            "--overlaps",
+            "0,1",
+            "--sizes",
+            "8,30",
+            "--repeats",
+            "2",
+            "--perplexity",
+            "5",
+        )
+        == 0
+    )
     frame = pd.read_csv(out.with_suffix(".csv"))
     assert (frame["panel"] == "reference").sum() == 6
     new = frame[frame["panel"] != "reference"]
@@ -276,10 +367,13 @@ def test_robustness_tsne_command(tiny, tmp_path):
     assert frame[["x", "y"]].notna().all().all()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--model", "org/model-9x"], "close names: org/model-"),
-    (["--model", "org/model-1", "--sizes", "40,64"], "all exceed the 30 reference evaluations"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--model", "org/model-9x"], "close names: org/model-"),
+        (["--model", "org/model-1", "--sizes", "40,64"], "all exceed the 30 reference evaluations"),
+    ],
+)
 def test_command_errors_exit_2(tiny, tmp_path, capsys, args, message):
     assert views(tiny, "size-convergence", tmp_path / "x.pdf", *args) == 2
     err = capsys.readouterr().err
@@ -287,16 +381,59 @@ def test_command_errors_exit_2(tiny, tmp_path, capsys, args, message):
 
 
 def test_command_needs_a_locus_run_of_the_same_data(tiny, tmp_path, capsys):
-    assert main(["views", "hypothetical", "--data", str(tiny / "data"), "--encodings", str(tiny / "enc.parquet"),
-                 "--out", str(tmp_path / "x.pdf")]) == 2
+    assert (
+        main(
+            [
+                "views",
+                "hypothetical",
+                "--data",
+                str(tiny / "data"),
+                "--encodings",
+                str(tiny / "enc.parquet"),
+                "--out",
+                str(tmp_path / "x.pdf"),
+            ]
+        )
+        == 2
+    )
     assert "needs --run" in capsys.readouterr().err
     execute("knn_router", {"k_grid": [3]}, tiny / "data", tiny / "enc.parquet", N_REF, 0, tmp_path / "knn")
-    assert main(["views", "hypothetical", "--run", str(tmp_path / "knn"), "--data", str(tiny / "data"),
-                 "--encodings", str(tiny / "enc.parquet"), "--out", str(tmp_path / "x.pdf")]) == 2
+    assert (
+        main(
+            [
+                "views",
+                "hypothetical",
+                "--run",
+                str(tmp_path / "knn"),
+                "--data",
+                str(tiny / "data"),
+                "--encodings",
+                str(tiny / "enc.parquet"),
+                "--out",
+                str(tmp_path / "x.pdf"),
+            ]
+        )
+        == 2
+    )
     assert "need a LOCUS run" in capsys.readouterr().err
     other, other_enc = write_tiny(tmp_path / "other", text="another question")
-    assert main(["views", "hypothetical", "--run", str(tiny / "run"), "--data", str(other),
-                 "--encodings", str(other_enc), "--out", str(tmp_path / "x.pdf")]) == 2
+    assert (
+        main(
+            [
+                "views",
+                "hypothetical",
+                "--run",
+                str(tiny / "run"),
+                "--data",
+                str(other),
+                "--encodings",
+                str(other_enc),
+                "--out",
+                str(tmp_path / "x.pdf"),
+            ]
+        )
+        == 2
+    )
     assert "another data set" in capsys.readouterr().err
 
 
@@ -304,11 +441,29 @@ def test_command_needs_a_locus_run_of_the_same_data(tiny, tmp_path, capsys):
 # the workflow
 # --------------------------------------------------------------------------------------------------
 def test_rules_dry_run(tmp_path):
-    names = ["hypothetical_model_embedding", "query_encodings_tsne", "embedding_robustness_tsne",
-             "overlap_convergence", "anchor_size_convergence"]
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-n", "--directory",
-                          str(tmp_path), *[f"results/figures/{n}.pdf" for n in names]],
-                         capture_output=True, text=True, timeout=600)
+    names = [
+        "hypothetical_model_embedding",
+        "query_encodings_tsne",
+        "embedding_robustness_tsne",
+        "overlap_convergence",
+        "anchor_size_convergence",
+    ]
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-n",
+            "--directory",
+            str(tmp_path),
+            *[f"results/figures/{n}.pdf" for n in names],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr + res.stdout
     blocks = res.stdout.split("\nrule ")
     run = "results/runs/synthetic/all-MiniLM-L6-v2/locus/n4096/d128/s0"

@@ -1,5 +1,6 @@
 """The Snakemake DAG: dry run of the default config, a real run of the data + encodings stages on the
 tiny config, a no-op second run, and config validation errors."""
+
 from __future__ import annotations
 
 import re
@@ -40,8 +41,15 @@ def test_dry_run_default_config(tmp_path):
 
 
 def test_seed_bands_config_adds_seeds_to_the_figure_only(tmp_path):
-    res = snakemake("-n", "results/figures/train_sample_eff.pdf", "results/tables/routing.tex",
-                    "--directory", str(tmp_path), "--configfile", str(REPO / "config" / "seed-bands.yaml"))
+    res = snakemake(
+        "-n",
+        "results/figures/train_sample_eff.pdf",
+        "results/tables/routing.tex",
+        "--directory",
+        str(tmp_path),
+        "--configfile",
+        str(REPO / "config" / "seed-bands.yaml"),
+    )
     assert res.returncode == 0, res.stderr + res.stdout
     out = res.stdout
     for seed in (0, 1, 2):
@@ -66,27 +74,61 @@ def test_invalid_config_is_refused(tmp_path):
 # Wrong values fail when the DAG is built (a dry run), with the offending key, not in the last job.
 CONFIG_ERRORS = [
     ("unknown-encoder", "encoder: all-MiniLM-L7-v2\n", r"encoder 'all-MiniLM-L7-v2' is unknown"),
-    ("unknown-method-param", "methods:\n  locus: {dim: 128, params: {lr: 0.1}}\n",
-     r"methods.locus.params: unknown parameter\(s\) \['lr'\]"),
-    ("locus-param-value", "methods:\n  locus: {dim: 128, params: {heads: 3}}\n",
-     r"methods.locus.params: heads must be a divisor of dim \(128\), got 3"),
-    ("dim-in-params", "methods:\n  locus: {dim: 128, params: {dim: 64}}\n", r"methods.locus.params.dim: set it with methods.locus.dim"),
-    ("threads-in-params", "methods:\n  irt_net: {dim: 232, params: {threads: 4}}\n", r"params.threads: set it with the top-level"),
-    ("dim-for-knn", "methods:\n  knn_router: {dim: 16}\n", r"methods.knn_router.dim = 16: this method has no embedding"),
+    (
+        "unknown-method-param",
+        "methods:\n  locus: {dim: 128, params: {lr: 0.1}}\n",
+        r"methods.locus.params: unknown parameter\(s\) \['lr'\]",
+    ),
+    (
+        "locus-param-value",
+        "methods:\n  locus: {dim: 128, params: {heads: 3}}\n",
+        r"methods.locus.params: heads must be a divisor of dim \(128\), got 3",
+    ),
+    (
+        "dim-in-params",
+        "methods:\n  locus: {dim: 128, params: {dim: 64}}\n",
+        r"methods.locus.params.dim: set it with methods.locus.dim",
+    ),
+    (
+        "threads-in-params",
+        "methods:\n  irt_net: {dim: 232, params: {threads: 4}}\n",
+        r"params.threads: set it with the top-level",
+    ),
+    (
+        "dim-for-knn",
+        "methods:\n  knn_router: {dim: 16}\n",
+        r"methods.knn_router.dim = 16: this method has no embedding",
+    ),
     ("duplicate-seeds", "seeds: [0, 0]\n", r"seeds"),
     ("duplicate-sizes", "train_sizes: [256, 256]\n", r"train_sizes"),
     ("size-over-train-split", "train_sizes: [8000]\n", r"train_sizes \[8000\] exceed the 6400 training queries"),
-    ("figure-size-over-train-split", "sample_efficiency:\n  train_sizes: [64, 7000]\n",
-     r"sample_efficiency.train_sizes \[7000\] exceed"),
-    ("reference-not-a-method", "sample_efficiency:\n  reference_method: knn_router\n",
-     r"reference_method 'knn_router' is not among"),
-    ("unregistered-method", "table_methods: [locus, gpt_router]\n", r"method 'gpt_router' has no entry under `methods`"),
+    (
+        "figure-size-over-train-split",
+        "sample_efficiency:\n  train_sizes: [64, 7000]\n",
+        r"sample_efficiency.train_sizes \[7000\] exceed",
+    ),
+    (
+        "reference-not-a-method",
+        "sample_efficiency:\n  reference_method: knn_router\n",
+        r"reference_method 'knn_router' is not among",
+    ),
+    (
+        "unregistered-method",
+        "table_methods: [locus, gpt_router]\n",
+        r"method 'gpt_router' has no entry under `methods`",
+    ),
     ("unregistered-method-entry", "methods:\n  gpt_router: {dim: 0}\n", r"'gpt_router' is not a registered method"),
-    ("n-queries-too-small", "datasets:\n  synthetic: {source: synthetic, params: {n_queries: 5}}\n",
-     r"datasets.synthetic.params"),
+    (
+        "n-queries-too-small",
+        "datasets:\n  synthetic: {source: synthetic, params: {n_queries: 5}}\n",
+        r"datasets.synthetic.params",
+    ),
     ("old-data-label-key", "data_label: mine\n", r"data_label"),
-    ("precision-effect-size-not-trained", "precision_effect: {train_sizes: [2048]}\n",
-     r"precision_effect.train_sizes \[2048\] must be among train_sizes"),
+    (
+        "precision-effect-size-not-trained",
+        "precision_effect: {train_sizes: [2048]}\n",
+        r"precision_effect.train_sizes \[2048\] must be among train_sizes",
+    ),
     ("unknown-precision", "time_complexity: {precisions: [float16]}\n", r"precisions"),
     ("tta-seed-not-seeds", "time_to_accuracy: {seed: 1}\n", r"'seed' was unexpected"),
 ]
@@ -115,12 +157,21 @@ def test_time_to_accuracy_over_several_seeds(tmp_path):
     """`time_to_accuracy.seeds` trains every recipe once per seed; the figure reads all of them."""
     extra = tmp_path / "seeds.yaml"
     extra.write_text("time_to_accuracy: {seeds: [0, 3]}\n")
-    res = snakemake("-n", "results/figures/time_to_accuracy.pdf", "--directory", str(tmp_path), "--configfile",
-                    str(REPO / "config" / "config.yaml"), str(extra))
+    res = snakemake(
+        "-n",
+        "results/figures/time_to_accuracy.pdf",
+        "--directory",
+        str(tmp_path),
+        "--configfile",
+        str(REPO / "config" / "config.yaml"),
+        str(extra),
+    )
     assert res.returncode == 0, res.stderr + res.stdout
     for seed in (0, 3):
         for recipe in ("paper", "fast"):
-            assert f"results/time_to_accuracy/synthetic/all-MiniLM-L6-v2/n256/s{seed}/{recipe}/metrics.json" in res.stdout
+            assert (
+                f"results/time_to_accuracy/synthetic/all-MiniLM-L6-v2/n256/s{seed}/{recipe}/metrics.json" in res.stdout
+            )
 
 
 def test_every_run_file_is_a_declared_output(tmp_path):
@@ -131,7 +182,9 @@ def test_every_run_file_is_a_declared_output(tmp_path):
     for method, rule in (("locus", "train_run"), ("knn_router", "train_run_cpu")):
         run = f"results/runs/synthetic/all-MiniLM-L6-v2/{method}/n256/d{128 if method == 'locus' else 0}/s0"
         files = run_artifacts.run_files(method)
-        assert {"metrics.json", "scores_val.parquet", "scores_test.parquet", "train_pairs.parquet", "log.csv"} <= set(files)
+        assert {"metrics.json", "scores_val.parquet", "scores_test.parquet", "train_pairs.parquet", "log.csv"} <= set(
+            files
+        )
         if method == "locus":
             assert {"embeddings.parquet", "model.safetensors", "config.json"} <= set(files)
         targets += [f"{run}/{name}" for name in files]
@@ -165,9 +218,13 @@ def test_encodings_stage_runs_and_is_idempotent(tmp_path):
 
 def test_figure_seeds_are_separate_from_table_seeds(tmp_path):
     own = tmp_path / "figure-seeds.yaml"
-    own.write_text("sample_efficiency:\n  methods: [locus, irt_net, embedllm]\n"
-                   "  train_sizes: [64, 128, 256, 512, 1024, 2048, 4096]\n  seeds: [5]\n")
-    res = snakemake("-n", "results/figures/train_sample_eff.pdf", "--directory", str(tmp_path), "--configfile", str(own))
+    own.write_text(
+        "sample_efficiency:\n  methods: [locus, irt_net, embedllm]\n"
+        "  train_sizes: [64, 128, 256, 512, 1024, 2048, 4096]\n  seeds: [5]\n"
+    )
+    res = snakemake(
+        "-n", "results/figures/train_sample_eff.pdf", "--directory", str(tmp_path), "--configfile", str(own)
+    )
     assert res.returncode == 0, res.stderr + res.stdout
     assert "results/runs/synthetic/all-MiniLM-L6-v2/locus/n64/d128/s5/metrics.json" in res.stdout
     assert "/s0/metrics.json" not in res.stdout
@@ -201,9 +258,14 @@ def test_schema_vocabularies_and_defaults_are_the_package_ones():
 def test_rules_take_defaults_from_the_schema():
     """No `.get(key, literal)` copy of a schema default in the rules: a config key is read as config[...]
     after validation has filled in the schema's defaults (a default derived from another value may stay)."""
-    copies = [f"{path.name}:{n}: {line.strip()}"
-              for path in sorted((REPO / "workflow" / "rules").glob("*.smk"))
-              for n, line in enumerate(path.read_text().splitlines(), 1)
-              if re.search(r"\b(config|GEO|SE|TTA|REG|ABL|ONB|TC|PE|NB|PF|VIEWS)(\[[^]]+\])*\.get\([^,)]+,\s*"
-                           r"([\"'\[{\d-]|True|False|None)", line)]
+    copies = [
+        f"{path.name}:{n}: {line.strip()}"
+        for path in sorted((REPO / "workflow" / "rules").glob("*.smk"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(
+            r"\b(config|GEO|SE|TTA|REG|ABL|ONB|TC|PE|NB|PF|VIEWS)(\[[^]]+\])*\.get\([^,)]+,\s*"
+            r"([\"'\[{\d-]|True|False|None)",
+            line,
+        )
+    ]
     assert not copies, "read these from config[...] and give the key a default in the schema:\n" + "\n".join(copies)

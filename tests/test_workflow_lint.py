@@ -11,6 +11,7 @@ Three of Snakemake's lints do not fit this workflow and are accepted (every othe
 - "Mixed rules and functions in same snakefile": each rule file keeps the helpers and cross-field checks
   of its own experiment beside its rules; common.smk holds what several files share.
 """
+
 from __future__ import annotations
 
 import re
@@ -37,10 +38,15 @@ def test_snakefmt_check():
     cmd = [str(snakefmt), "--line-length", SNAKEFMT_LINE_LENGTH, "Snakefile", "workflow"]
     res = subprocess.run([*cmd, "--check"], cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     if res.returncode != 0:
-        diff = subprocess.run([*cmd, "--compact-diff"], cwd=REPO, capture_output=True, text=True, timeout=300,
-                              check=False)
-        pytest.fail("snakefmt would reformat (run `snakefmt --line-length 120 Snakefile workflow`):\n"
-                    + res.stderr + diff.stdout + diff.stderr)
+        diff = subprocess.run(
+            [*cmd, "--compact-diff"], cwd=REPO, capture_output=True, text=True, timeout=300, check=False
+        )
+        pytest.fail(
+            "snakefmt would reformat (run `snakefmt --line-length 120 Snakefile workflow`):\n"
+            + res.stderr
+            + diff.stdout
+            + diff.stderr
+        )
 
 
 def unaccepted_lints(output: str) -> list[str]:

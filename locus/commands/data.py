@@ -16,6 +16,7 @@ Sources in :data:`locus.data.truth.SOURCES_WITH_TRUTH` (synthetic) also return t
 P(correct) of every scored pair (``build_with_truth``); it is written as ``truth.parquet`` in the same
 file set. Other sources write none (and a truth file of an earlier build in ``--out`` is removed).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -47,14 +48,25 @@ log = logging.getLogger(__name__)
 def add_arguments(p):
     p.add_argument("source", choices=sorted(SOURCES), help="which adapter to run")
     p.add_argument("--out", required=True, type=output_dir(), help="output data set directory")
-    p.add_argument("--params", default="{}", help="adapter parameters as a JSON object (may also hold the "
-                                                  "data-set options duplicates and split_overlap)")
-    p.add_argument("--duplicates", default=None, choices=OPTION_CHOICES["duplicates"],
-                   help="policy for several scores of one (prompt, model) (default: last, as the authors)")
-    p.add_argument("--split-overlap", dest="split_overlap", default=None,
-                   choices=OPTION_CHOICES["split_overlap"],
-                   help="one prompt text in several splits: error (the default; llmrouter: keep_train), "
-                        "keep_test (drop its train/val copies), keep_train (drop its val/test copies), keep_all")
+    p.add_argument(
+        "--params",
+        default="{}",
+        help="adapter parameters as a JSON object (may also hold the data-set options duplicates and split_overlap)",
+    )
+    p.add_argument(
+        "--duplicates",
+        default=None,
+        choices=OPTION_CHOICES["duplicates"],
+        help="policy for several scores of one (prompt, model) (default: last, as the authors)",
+    )
+    p.add_argument(
+        "--split-overlap",
+        dest="split_overlap",
+        default=None,
+        choices=OPTION_CHOICES["split_overlap"],
+        help="one prompt text in several splits: error (the default; llmrouter: keep_train), "
+        "keep_test (drop its train/val copies), keep_train (drop its val/test copies), keep_all",
+    )
 
 
 def adapter(source: str):
@@ -92,15 +104,24 @@ def run(args) -> int:
     if unknown:
         renamed = getattr(module, "RENAMED_PARAMS", {})
         hint = "".join(f"; {k} is now {renamed[k]}" for k in unknown if k in renamed)
-        raise ConfigError(f"{what}: unknown parameter(s) {unknown}; known: {sorted(module.DEFAULTS)} "
-                          f"and the data-set options {sorted(OPTION_DEFAULTS)}{hint}")
+        raise ConfigError(
+            f"{what}: unknown parameter(s) {unknown}; known: {sorted(module.DEFAULTS)} "
+            f"and the data-set options {sorted(OPTION_DEFAULTS)}{hint}"
+        )
     params.update({k: v for k, v in options.items() if k in module.DEFAULTS})
     if args.source in SOURCES_WITH_TRUTH:  # the generator's true P(correct), written beside the scores
         queries, models, scores, truth = module.build_with_truth({**module.DEFAULTS, **params})
     else:
         (queries, models, scores), truth = module.build({**module.DEFAULTS, **params}), None
     data = write_dataset(args.out, queries, models, scores, **options, truth=truth)
-    log.info("wrote %s: %d queries, %d models, %d scores%s (duplicates: %s, split_overlap: %s)", args.out,
-             len(data.queries), len(data.models), len(data.scores), " + truth" if truth is not None else "",
-             options["duplicates"], options["split_overlap"])
+    log.info(
+        "wrote %s: %d queries, %d models, %d scores%s (duplicates: %s, split_overlap: %s)",
+        args.out,
+        len(data.queries),
+        len(data.models),
+        len(data.scores),
+        " + truth" if truth is not None else "",
+        options["duplicates"],
+        options["split_overlap"],
+    )
     return 0

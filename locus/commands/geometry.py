@@ -15,6 +15,7 @@ Kinds and what each writes:
 
 Definitions: :mod:`locus.geometry.distances`, :mod:`locus.geometry.families`, :mod:`locus.geometry.neighbours`.
 """
+
 from __future__ import annotations
 
 from locus.cli import existing_dir, int_at_least, output_file
@@ -31,29 +32,69 @@ def tag_list(text: str) -> list[str]:
 
 def add_arguments(p):
     p.add_argument("kind", choices=KINDS, help="analysis")
-    p.add_argument("--runs", nargs="+", required=True, type=existing_dir("run directory"),
-                   help="reference run directories, one per embedding method (families: exactly one)")
-    p.add_argument("--data", required=True, type=existing_dir("data set directory"),
-                   help="canonical data set the runs were trained on (test labels)")
-    p.add_argument("--out", required=True, type=output_file((".pdf", ".png", ".tex")),
-                   help="output: .tex (distance-correlation table) or .pdf (figure; .png, .csv, and for families "
-                        ".json, beside it)")
-    p.add_argument("--metric", choices=("cosine", "euclidean"), default=None,
-                   help="embedding distance (default: euclidean for families, as in the paper; cosine for "
-                        "neighbours and fallback)")
+    p.add_argument(
+        "--runs",
+        nargs="+",
+        required=True,
+        type=existing_dir("run directory"),
+        help="reference run directories, one per embedding method (families: exactly one)",
+    )
+    p.add_argument(
+        "--data",
+        required=True,
+        type=existing_dir("data set directory"),
+        help="canonical data set the runs were trained on (test labels)",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        type=output_file((".pdf", ".png", ".tex")),
+        help="output: .tex (distance-correlation table) or .pdf (figure; .png, .csv, and for families "
+        ".json, beside it)",
+    )
+    p.add_argument(
+        "--metric",
+        choices=("cosine", "euclidean"),
+        default=None,
+        help="embedding distance (default: euclidean for families, as in the paper; cosine for "
+        "neighbours and fallback)",
+    )
     p.add_argument("--max-k", type=int_at_least(1), default=10, help="neighbours/fallback: largest k (default 10)")
     p.add_argument("--linkage", default="average", help="families: scipy linkage method (default average)")
-    p.add_argument("--highlight", type=tag_list, default=["math", "code"],
-                   help="families: comma-separated tags of models.parquet to colour (default math,code; '' = none)")
-    p.add_argument("--n-perm", type=int_at_least(0), default=1000,
-                   help="families: permutations of the tag-separation test (default 1000; 0 = none)")
-    p.add_argument("--n-boot", "--bootstrap-resamples", dest="n_boot", type=int_at_least(0), default=200,
-                   help="distance-correlation table: bootstrap resamples of the test queries (default 200; 0 = none)")
-    p.add_argument("--boot-seed", "--bootstrap-seed", dest="boot_seed", type=int_at_least(0), default=0,
-                   help="seed of the bootstrap resampling and of the permutations (default 0)")
+    p.add_argument(
+        "--highlight",
+        type=tag_list,
+        default=["math", "code"],
+        help="families: comma-separated tags of models.parquet to colour (default math,code; '' = none)",
+    )
+    p.add_argument(
+        "--n-perm",
+        type=int_at_least(0),
+        default=1000,
+        help="families: permutations of the tag-separation test (default 1000; 0 = none)",
+    )
+    p.add_argument(
+        "--n-boot",
+        "--bootstrap-resamples",
+        dest="n_boot",
+        type=int_at_least(0),
+        default=200,
+        help="distance-correlation table: bootstrap resamples of the test queries (default 200; 0 = none)",
+    )
+    p.add_argument(
+        "--boot-seed",
+        "--bootstrap-seed",
+        dest="boot_seed",
+        type=int_at_least(0),
+        default=0,
+        help="seed of the bootstrap resampling and of the permutations (default 0)",
+    )
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
-    p.add_argument("--reference-method", default="locus",
-                   help="distance-correlation: method the others' correlations are compared to (paired bootstrap)")
+    p.add_argument(
+        "--reference-method",
+        default="locus",
+        help="distance-correlation: method the others' correlations are compared to (paired bootstrap)",
+    )
     p.add_argument("--data-label", default=None, help="data set name for titles and captions")
 
 
@@ -66,9 +107,16 @@ def run(args) -> int:
     if args.kind == "distance-correlation":
         from locus.geometry import distances
 
-        frame = distances.write(args.runs, args.data, args.out, n_boot=args.n_boot, seed=args.boot_seed,
-                                confidence=args.confidence, reference_method=args.reference_method,
-                                data_label=args.data_label)
+        frame = distances.write(
+            args.runs,
+            args.data,
+            args.out,
+            n_boot=args.n_boot,
+            seed=args.boot_seed,
+            confidence=args.confidence,
+            reference_method=args.reference_method,
+            data_label=args.data_label,
+        )
         print("\n".join(distances.report_lines(frame)))
         return 0
     if args.kind == "families":
@@ -76,14 +124,29 @@ def run(args) -> int:
 
         if len(args.runs) != 1:
             raise ConfigError(f"locus geometry families draws one run's embeddings; got {len(args.runs)} --runs")
-        summary = families.write(args.runs[0], args.data, args.out, metric=args.metric or "euclidean",
-                                 method=args.linkage, highlight=args.highlight, n_perm=args.n_perm,
-                                 seed=args.boot_seed, data_label=args.data_label)
+        summary = families.write(
+            args.runs[0],
+            args.data,
+            args.out,
+            metric=args.metric or "euclidean",
+            method=args.linkage,
+            highlight=args.highlight,
+            n_perm=args.n_perm,
+            seed=args.boot_seed,
+            data_label=args.data_label,
+        )
         print("\n".join(families.report_lines(summary)))
         return 0
     from locus.geometry import neighbours
 
-    frame = neighbours.write(args.kind, args.runs, args.data, args.out, max_k=args.max_k,
-                             metric=args.metric or "cosine", data_label=args.data_label)
+    frame = neighbours.write(
+        args.kind,
+        args.runs,
+        args.data,
+        args.out,
+        max_k=args.max_k,
+        metric=args.metric or "cosine",
+        data_label=args.data_label,
+    )
     print("\n".join(neighbours.report_lines(args.kind, frame)))
     return 0

@@ -1,6 +1,7 @@
 """`locus onboarding`: new-model onboarding heat map (paper §4.2, figure sample_eff_ood_test): held-out models
 embedded from k of their evaluations by LOCUS runs trained without them (and by a run of the whole pool),
 correctness accuracy on their test queries. No training: :mod:`locus.experiments.onboarding`."""
+
 from __future__ import annotations
 
 from locus.cli import comma_list, existing_dir, existing_file, int_at_least, output_file
@@ -22,18 +23,35 @@ def _sizes(text: str) -> list[int]:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--runs", nargs="+", required=True, type=existing_dir("run directory"),
-                   help="LOCUS run directories: trained with --hold-out (one per number of training models) and "
-                        "optionally one run of the whole pool (the 'all' row)")
-    p.add_argument("--data", required=True, type=existing_dir("data set directory"),
-                   help="the canonical data set the runs were trained on")
+    p.add_argument(
+        "--runs",
+        nargs="+",
+        required=True,
+        type=existing_dir("run directory"),
+        help="LOCUS run directories: trained with --hold-out (one per number of training models) and "
+        "optionally one run of the whole pool (the 'all' row)",
+    )
+    p.add_argument(
+        "--data",
+        required=True,
+        type=existing_dir("data set directory"),
+        help="the canonical data set the runs were trained on",
+    )
     p.add_argument("--encodings", required=True, type=existing_file("encodings file"), help="the runs' query encodings")
-    p.add_argument("--sizes", type=_sizes, default=[16, 32, 64, 128, 256, 512, 1024],
-                   help="evaluations each held-out model is embedded from (training-split queries)")
+    p.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=[16, 32, 64, 128, 256, 512, 1024],
+        help="evaluations each held-out model is embedded from (training-split queries)",
+    )
     p.add_argument("--repeats", type=int_at_least(1), default=1, help="seeded draws per size")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the draws")
-    p.add_argument("--hold-out", default="column", metavar="column|NAME,NAME,...",
-                   help="the held-out models: 'column' = the data set's held_out column (default), else names")
+    p.add_argument(
+        "--hold-out",
+        default="column",
+        metavar="column|NAME,NAME,...",
+        help="the held-out models: 'column' = the data set's held_out column (default), else names",
+    )
     p.add_argument("--out", required=True, type=output_file((".pdf",)), help="output .pdf (.png and .csv beside it)")
     p.add_argument("--threads", type=int_at_least(0, "0 = torch's default"), default=0, help="torch threads")
     p.add_argument("--data-label", default=None, help="data set name for the title")
@@ -45,11 +63,22 @@ def run(args) -> int:
 
     set_threads(args.threads)
     names = None if args.hold_out == "column" else [n.strip() for n in args.hold_out.split(",") if n.strip()]
-    s = write_onboarding(args.runs, args.data, args.encodings, args.out, args.sizes, repeats=args.repeats,
-                         seed=args.seed, held_out_names=names, data_label=args.data_label)
+    s = write_onboarding(
+        args.runs,
+        args.data,
+        args.encodings,
+        args.out,
+        args.sizes,
+        repeats=args.repeats,
+        seed=args.seed,
+        held_out_names=names,
+        data_label=args.data_label,
+    )
     table = s["grid"].pivot(index="row", columns="k", values="accuracy").reindex([r["row"] for r in s["rows"]])
-    print(f"correctness accuracy (%) of {len(s['held_out'])} held-out models embedded from k evaluations "
-          f"(rows: models in training):")
+    print(
+        f"correctness accuracy (%) of {len(s['held_out'])} held-out models embedded from k evaluations "
+        f"(rows: models in training):"
+    )
     print((100 * table).round(2).to_string())
     print(f"wrote {args.out}")
     return 0

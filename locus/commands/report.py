@@ -41,9 +41,7 @@ def add_arguments(p):
         type=existing_file("Markdown page"),
         help="exit 2 if a generated block of this page is stale",
     )
-    mode.add_argument(
-        "--block", nargs="+", default=None, help="print these blocks (default: all)"
-    )
+    mode.add_argument("--block", nargs="+", default=None, help="print these blocks (default: all)")
 
 
 def run(args) -> int:
@@ -61,9 +59,7 @@ def run(args) -> int:
     page = args.update or args.check
     if page is None:
         for name in args.block or list(BLOCKS):
-            print(
-                f"<!-- locus-report:{name} -->\n{render_block(name, src)}<!-- /locus-report:{name} -->\n"
-            )
+            print(f"<!-- locus-report:{name} -->\n{render_block(name, src)}<!-- /locus-report:{name} -->\n")
         return 0
     text = Path(page).read_text(encoding="utf-8")
     if args.check is not None:
@@ -81,8 +77,6 @@ def run(args) -> int:
         try:
             write_text(page, new)
         except OSError as exc:
-            raise DataError(
-                f"cannot write {page}: {exc.strerror or exc}; check its permissions and the disk"
-            ) from None
+            raise DataError(f"cannot write {page}: {exc.strerror or exc}; check its permissions and the disk") from None
     print(f"{page}: {'updated' if new != text else 'already current'}")
     return 0

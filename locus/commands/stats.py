@@ -4,6 +4,7 @@ Prints the pool statistics of :mod:`locus.data.stats` (model disagreement, share
 share, accuracy spread, nearest-neighbour agreement, oracle / best single / random routing per
 split, per-benchmark spread, closest model pairs) as Markdown; ``--json`` also writes them as JSON
 (undefined values as null)."""
+
 from __future__ import annotations
 
 from locus.cli import output_file
@@ -16,8 +17,12 @@ HELP = "pool statistics of a data set: model disagreement, shared difficulty, ro
 def add_arguments(p):
     p.add_argument("--data", required=True, help="canonical data set directory")
     p.add_argument("--json", default=None, type=output_file((".json",)), help="also write the statistics as JSON")
-    p.add_argument("--duplicates", default=DEFAULT_DUPLICATE_POLICY, choices=DUPLICATE_POLICIES,
-                   help="policy for several scores of one (prompt, model) in a data set written by hand")
+    p.add_argument(
+        "--duplicates",
+        default=DEFAULT_DUPLICATE_POLICY,
+        choices=DUPLICATE_POLICIES,
+        help="policy for several scores of one (prompt, model) in a data set written by hand",
+    )
 
 
 def run(args) -> int:

@@ -1,6 +1,7 @@
 """`locus summary --data DIR --out FILE.md [--label TEXT]`: Markdown summary of a canonical data set.
 
 The title shows ``--label`` (default: the data set directory's name)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,8 +17,12 @@ def add_arguments(p):
     p.add_argument("--data", required=True, help="canonical data set directory")
     p.add_argument("--out", required=True, type=output_file(), help="output Markdown file")
     p.add_argument("--label", default=None, help="data set label shown in the title (default: the directory name)")
-    p.add_argument("--duplicates", default=DEFAULT_DUPLICATE_POLICY, choices=DUPLICATE_POLICIES,
-                   help="policy for several scores of one (prompt, model) in a data set written by hand")
+    p.add_argument(
+        "--duplicates",
+        default=DEFAULT_DUPLICATE_POLICY,
+        choices=DUPLICATE_POLICIES,
+        help="policy for several scores of one (prompt, model) in a data set written by hand",
+    )
 
 
 def run(args) -> int:

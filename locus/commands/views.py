@@ -7,39 +7,67 @@ Kinds: ``hypothetical`` (recall@k of hypothetical embeddings vs evaluation-set s
 subsampled sets), ``overlap-convergence`` / ``size-convergence`` (‖z − z_ref‖ of one model vs α / n),
 ``perf-vs-evalset`` (test accuracy with every model re-embedded from subsampled / overlap-α sets).
 """
+
 from __future__ import annotations
 
-from locus.cli import (comma_list, existing_dir, existing_file, int_at_least, number_list, output_file,
-                       positive_number)
+from locus.cli import comma_list, existing_dir, existing_file, int_at_least, number_list, output_file, positive_number
 
 NAME = "views"
 HELP = "embedding views of a LOCUS run: hypothetical embeddings, t-SNE, convergence (PDF + PNG + CSV)"
-KINDS = ("hypothetical", "query-tsne", "robustness-tsne", "overlap-convergence", "size-convergence",
-         "perf-vs-evalset")
+KINDS = ("hypothetical", "query-tsne", "robustness-tsne", "overlap-convergence", "size-convergence", "perf-vs-evalset")
 
 
 def add_arguments(p) -> None:
     p.add_argument("kind", choices=KINDS, help="the view")
-    p.add_argument("--run", type=existing_dir("run directory"), default=None,
-                   help="the LOCUS reference run directory (every kind except query-tsne)")
-    p.add_argument("--data", required=True, type=existing_dir("data set directory"),
-                   help="the canonical data set the run was trained on")
-    p.add_argument("--encodings", nargs="+", required=True, type=existing_file("encodings file"),
-                   help="the run's query encodings (query-tsne: one file per panel)")
+    p.add_argument(
+        "--run",
+        type=existing_dir("run directory"),
+        default=None,
+        help="the LOCUS reference run directory (every kind except query-tsne)",
+    )
+    p.add_argument(
+        "--data",
+        required=True,
+        type=existing_dir("data set directory"),
+        help="the canonical data set the run was trained on",
+    )
+    p.add_argument(
+        "--encodings",
+        nargs="+",
+        required=True,
+        type=existing_file("encodings file"),
+        help="the run's query encodings (query-tsne: one file per panel)",
+    )
     p.add_argument("--out", required=True, type=output_file((".pdf",)), help="output .pdf (.png and .csv beside it)")
-    p.add_argument("--sizes", type=number_list(int), default=[64, 128, 256, 512, 1024, 2048, 4096],
-                   help="hypothetical: evaluation-set sizes (capped by the training split); size-convergence, "
-                        "robustness-tsne, perf-vs-evalset: evaluations subsampled from the reference set")
+    p.add_argument(
+        "--sizes",
+        type=number_list(int),
+        default=[64, 128, 256, 512, 1024, 2048, 4096],
+        help="hypothetical: evaluation-set sizes (capped by the training split); size-convergence, "
+        "robustness-tsne, perf-vs-evalset: evaluations subsampled from the reference set",
+    )
     p.add_argument("--ks", type=number_list(int), default=[1, 2, 3, 5, 10], help="hypothetical: the k of recall@k")
-    p.add_argument("--overlaps", type=number_list(float), default=[0.0, 0.25, 0.5, 0.75, 1.0],
-                   help="overlap-convergence, robustness-tsne, perf-vs-evalset: overlap fractions α in [0, 1]")
-    p.add_argument("--model", default="codellama/CodeLlama-13b-Instruct-hf",
-                   help="overlap-/size-convergence: the model (name as in models.parquet)")
-    p.add_argument("--models", type=comma_list, default=None,
-                   help="robustness-tsne: comma-separated model names to re-embed")
+    p.add_argument(
+        "--overlaps",
+        type=number_list(float),
+        default=[0.0, 0.25, 0.5, 0.75, 1.0],
+        help="overlap-convergence, robustness-tsne, perf-vs-evalset: overlap fractions α in [0, 1]",
+    )
+    p.add_argument(
+        "--model",
+        default="codellama/CodeLlama-13b-Instruct-hf",
+        help="overlap-/size-convergence: the model (name as in models.parquet)",
+    )
+    p.add_argument(
+        "--models", type=comma_list, default=None, help="robustness-tsne: comma-separated model names to re-embed"
+    )
     p.add_argument("--repeats", type=int_at_least(1), default=3, help="seeded draws per grid point")
-    p.add_argument("--neighbours", type=int_at_least(0), default=3,
-                   help="convergence: dashed lines at the distances to this many nearest other models")
+    p.add_argument(
+        "--neighbours",
+        type=int_at_least(0),
+        default=3,
+        help="convergence: dashed lines at the distances to this many nearest other models",
+    )
     p.add_argument("--max-queries", type=int_at_least(3), default=2000, help="query-tsne: queries shown (subsample)")
     p.add_argument("--perplexity", type=positive_number, default=30.0, help="t-SNE perplexity (capped by the points)")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of every draw and of t-SNE")
@@ -56,10 +84,13 @@ def run(args) -> int:
     if args.kind == "query-tsne":
         from locus.geometry.hypothetical import write_query_tsne
 
-        frame = write_query_tsne(encodings_paths=args.encodings, max_queries=args.max_queries,
-                                 perplexity=args.perplexity, **common)
-        print(f"t-SNE of {frame.groupby('encoder').size().iloc[0]} queries x {frame['encoder'].nunique()} "
-              f"encoder(s); wrote {args.out}")
+        frame = write_query_tsne(
+            encodings_paths=args.encodings, max_queries=args.max_queries, perplexity=args.perplexity, **common
+        )
+        print(
+            f"t-SNE of {frame.groupby('encoder').size().iloc[0]} queries x {frame['encoder'].nunique()} "
+            f"encoder(s); wrote {args.out}"
+        )
         return 0
     if args.run is None:
         raise ConfigError(f"locus views {args.kind} needs --run (the LOCUS reference run directory)")
@@ -82,9 +113,11 @@ def run(args) -> int:
 
         s = write_perf_vs_evalset(sizes=args.sizes, overlaps=args.overlaps, repeats=args.repeats, **common)
         ref = s["reference"]
-        print(f"{s['n_models']} models re-embedded, {s['n_test_queries']} test queries; reference embeddings: "
-              f"correctness {100 * ref['correctness_acc']:.2f}%, routing {100 * ref['routing_acc']:.2f}% "
-              f"(best single model {100 * s['best_single_routing_acc']:.2f}%)")
+        print(
+            f"{s['n_models']} models re-embedded, {s['n_test_queries']} test queries; reference embeddings: "
+            f"correctness {100 * ref['correctness_acc']:.2f}%, routing {100 * ref['routing_acc']:.2f}% "
+            f"(best single model {100 * s['best_single_routing_acc']:.2f}%)"
+        )
         cols = ["panel", "setting", "set_size", "correctness_acc", "routing_acc", "distance", "draws"]
         print(s["summary"][cols].round(4).to_string(index=False))
     elif args.kind == "robustness-tsne":
@@ -92,19 +125,35 @@ def run(args) -> int:
 
         if not args.models:
             raise ConfigError("locus views robustness-tsne needs --models NAME,NAME,... (the models to re-embed)")
-        frame = write_robustness(models=args.models, overlaps=args.overlaps, sizes=args.sizes, repeats=args.repeats,
-                                 perplexity=args.perplexity, **common)
+        frame = write_robustness(
+            models=args.models,
+            overlaps=args.overlaps,
+            sizes=args.sizes,
+            repeats=args.repeats,
+            perplexity=args.perplexity,
+            **common,
+        )
         new = frame[frame["panel"] != "reference"]
-        print(f"t-SNE of {len(frame) - len(new)} reference + {len(new)} recomputed embeddings; mean distance to "
-              f"the reference embedding per panel: {new.groupby('panel')['distance'].mean().round(4).to_dict()}")
+        print(
+            f"t-SNE of {len(frame) - len(new)} reference + {len(new)} recomputed embeddings; mean distance to "
+            f"the reference embedding per panel: {new.groupby('panel')['distance'].mean().round(4).to_dict()}"
+        )
     else:
         from locus.geometry.views import write_convergence
 
         kind = args.kind.split("-")[0]
-        s = write_convergence(kind, model=args.model, grid=args.overlaps if kind == "overlap" else args.sizes,
-                              repeats=args.repeats, neighbours=args.neighbours, **common)
+        s = write_convergence(
+            kind,
+            model=args.model,
+            grid=args.overlaps if kind == "overlap" else args.sizes,
+            repeats=args.repeats,
+            neighbours=args.neighbours,
+            **common,
+        )
         print(f"{s['model']}: reference set {s['reference_size']}, {s['outside']} training queries outside it")
         print(s["summary"].round(4).to_string(index=False))
-        print("nearest other models:", ", ".join(f"{r.neighbour} {r.distance:.4f}" for r in s["neighbours"].itertuples()))
+        print(
+            "nearest other models:", ", ".join(f"{r.neighbour} {r.distance:.4f}" for r in s["neighbours"].itertuples())
+        )
     print(f"wrote {args.out}")
     return 0

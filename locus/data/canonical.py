@@ -14,6 +14,7 @@ source: ``duplicates`` (:data:`DUPLICATE_POLICIES`) and ``split_overlap`` (:data
 Optional provenance columns ``origin`` / ``origin_row`` let errors name the input row (``evals.csv row 7``);
 they are never written. The individual checks of :func:`validate` are in :mod:`locus.data.validation`.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -25,13 +26,32 @@ import numpy as np
 import pandas as pd
 
 from locus import atomic
-from locus.constants import (DEFAULT_DUPLICATE_POLICY, DEFAULT_SPLIT_OVERLAP, DUPLICATE_POLICIES,
-                             SPLIT_OVERLAP_POLICIES, SPLITS)
-from locus.data.validation import (ORIGIN, ORIGIN_ROW, SHOW, describe_overlap, describe_pair,
-                                   every_model_and_split_scored, format_ids, int_column, known_ids, known_splits,
-                                   model_metadata, origin_files, require_columns, score_column, text_column)
+from locus.constants import (
+    DEFAULT_DUPLICATE_POLICY,
+    DEFAULT_SPLIT_OVERLAP,
+    DUPLICATE_POLICIES,
+    SPLIT_OVERLAP_POLICIES,
+    SPLITS,
+)
 from locus.data.truth import REBUILD, TRUTH_FILE, check_truth, remove_stale_truth
 from locus.data.truth import manifest_entry as truth_entry
+from locus.data.validation import (
+    ORIGIN,
+    ORIGIN_ROW,
+    SHOW,
+    describe_overlap,
+    describe_pair,
+    every_model_and_split_scored,
+    format_ids,
+    int_column,
+    known_ids,
+    known_splits,
+    model_metadata,
+    origin_files,
+    require_columns,
+    score_column,
+    text_column,
+)
 from locus.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -134,9 +154,7 @@ def read_dataset(directory: str | Path, duplicates: str = DEFAULT_DUPLICATE_POLI
             frames[key] = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises many types
             raise DataError(f"{path}: not a readable Parquet file ({exc}). Re-create it with `locus data`.") from None
-    return validate(
-        frames["queries"], frames["models"], frames["scores"], source=str(directory), duplicates=duplicates
-    )
+    return validate(frames["queries"], frames["models"], frames["scores"], source=str(directory), duplicates=duplicates)
 
 
 def validate(
@@ -169,8 +187,9 @@ def validate(
         queries[col] = text_column(queries, col, qf, "prompt_id")
     dup_q = queries["prompt_id"].duplicated(keep=False)
     if dup_q.any():
-        raise DataError(f"{qf}: prompt_id not unique: {format_ids(queries.loc[dup_q, 'prompt_id'])}; "
-                        f"give every query its own id.")
+        raise DataError(
+            f"{qf}: prompt_id not unique: {format_ids(queries.loc[dup_q, 'prompt_id'])}; give every query its own id."
+        )
     known_splits(queries, SPLITS, qf)
 
     scores = scores.copy()
@@ -189,13 +208,16 @@ def validate(
     model_metadata(models, mf)
     dup_m = models["model_id"].duplicated(keep=False)
     if dup_m.any():
-        raise DataError(f"{mf}: model_id not unique: {format_ids(models.loc[dup_m, 'model_id'])}; "
-                        f"give every model its own id.")
+        raise DataError(
+            f"{mf}: model_id not unique: {format_ids(models.loc[dup_m, 'model_id'])}; give every model its own id."
+        )
     dup_n = models["name"].duplicated(keep=False)
     if dup_n.any():
         shown = sorted(models.loc[dup_n, "name"].unique())[:SHOW]
-        raise DataError(f"{mf}: model name(s) not unique: {shown} (model_id "
-                        f"{format_ids(models.loc[dup_n, 'model_id'])}); give each model one row and one name.")
+        raise DataError(
+            f"{mf}: model name(s) not unique: {shown} (model_id "
+            f"{format_ids(models.loc[dup_n, 'model_id'])}); give each model one row and one name."
+        )
 
     scores["prompt_id"] = int_column(scores, "prompt_id", sf)
     scores["model_id"] = int_column(scores, "model_id", sf)
@@ -211,8 +233,14 @@ def validate(
     return EvalData(queries=queries, models=models, scores=scores, source=source)
 
 
-def resolve_duplicates(scores: pd.DataFrame, policy: str, source: str = "scores", *,
-                       queries: pd.DataFrame | None = None, models: pd.DataFrame | None = None) -> pd.DataFrame:
+def resolve_duplicates(
+    scores: pd.DataFrame,
+    policy: str,
+    source: str = "scores",
+    *,
+    queries: pd.DataFrame | None = None,
+    models: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Collapse duplicate (prompt_id, model_id) rows by `policy` (last / max / mean / error).
 
     `queries` / `models` (optional) let the ``error`` message show prompt text and model names;
@@ -225,8 +253,9 @@ def resolve_duplicates(scores: pd.DataFrame, policy: str, source: str = "scores"
     pairs = scores.loc[dup, ["prompt_id", "model_id"]].drop_duplicates()
     if policy == "error":
         where = origin_files(scores.loc[dup]) or source
-        shown = "; ".join(describe_pair(scores, dup, p, m, queries, models)
-                          for p, m in pairs.head(2).itertuples(index=False))
+        shown = "; ".join(
+            describe_pair(scores, dup, p, m, queries, models) for p, m in pairs.head(2).itertuples(index=False)
+        )
         raise DataError(
             f"{where}: {len(pairs)} (prompt, model) pair(s) have more than one score, e.g. {shown}. Keep one row "
             f"per pair, or choose how to combine them: duplicates last, max or mean (`locus data --duplicates`, "
@@ -275,14 +304,19 @@ def resolve_split_overlap(queries: pd.DataFrame, scores: pd.DataFrame, policy: s
             f"--split-overlap`): keep_test (keep it in test/val, drop the training copy), keep_train or keep_all."
         )
     if policy == "keep_all":
-        log.warning("%d prompt text(s) occur in more than one split; all copies kept (split_overlap: keep_all)",
-                    len(texts))
+        log.warning(
+            "%d prompt text(s) occur in more than one split; all copies kept (split_overlap: keep_all)", len(texts)
+        )
         return queries, scores
     keep = {t: pick_split(g, policy) for t, g in queries.loc[overlap].groupby("prompt", sort=False)["split"]}
     drop = overlap & (queries["prompt"].map(keep).to_numpy() != queries["split"].to_numpy())
     dropped = queries.loc[drop, "prompt_id"]
-    log.info("%d prompt text(s) occur in more than one split: kept one copy each (%s), dropped %d querie(s)",
-             len(texts), policy, int(drop.sum()))
+    log.info(
+        "%d prompt text(s) occur in more than one split: kept one copy each (%s), dropped %d querie(s)",
+        len(texts),
+        policy,
+        int(drop.sum()),
+    )
     return queries.loc[~drop], scores.loc[~scores["prompt_id"].isin(dropped)]
 
 
@@ -294,9 +328,15 @@ def _check_split(split: str) -> None:
 # ----------------------------------------------------------------------------------------------
 # writing
 # ----------------------------------------------------------------------------------------------
-def write_dataset(directory: str | Path, queries: pd.DataFrame, models: pd.DataFrame, scores: pd.DataFrame,
-                  duplicates: str = DEFAULT_DUPLICATE_POLICY, split_overlap: str = DEFAULT_SPLIT_OVERLAP,
-                  truth: pd.DataFrame | None = None) -> EvalData:
+def write_dataset(
+    directory: str | Path,
+    queries: pd.DataFrame,
+    models: pd.DataFrame,
+    scores: pd.DataFrame,
+    duplicates: str = DEFAULT_DUPLICATE_POLICY,
+    split_overlap: str = DEFAULT_SPLIT_OVERLAP,
+    truth: pd.DataFrame | None = None,
+) -> EvalData:
     """Apply the data-set options, validate, then write the three files and the manifest as one set.
 
     Nothing is written when validation fails. The files are written to a temporary directory and
@@ -307,8 +347,7 @@ def write_dataset(directory: str | Path, queries: pd.DataFrame, models: pd.DataF
     and recorded in the manifest (``truth``); without it a truth file of an earlier build is removed.
     """
     directory = Path(directory)
-    data = validate(queries, models, scores, source=str(directory), duplicates=duplicates,
-                    split_overlap=split_overlap)
+    data = validate(queries, models, scores, source=str(directory), duplicates=duplicates, split_overlap=split_overlap)
     if truth is not None:
         truth = check_truth(truth, data.scores, f"{directory}/{TRUTH_FILE} (generator truth)", drop_unscored=True)
     writers = {
@@ -318,11 +357,18 @@ def write_dataset(directory: str | Path, queries: pd.DataFrame, models: pd.DataF
     }
     if truth is not None:
         writers[TRUTH_FILE] = lambda p: truth.to_parquet(p, index=False)
-    info = {"format": FORMAT, "version": FORMAT_VERSION,
-            "options": {"duplicates": duplicates, "split_overlap": split_overlap},
-            "counts": {"queries": len(data.queries), "models": len(data.models), "scores": len(data.scores),
-                       **{f"{s}_queries": int((data.queries["split"] == s).sum()) for s in SPLITS}},
-            "truth": truth_entry(truth)}
+    info = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "options": {"duplicates": duplicates, "split_overlap": split_overlap},
+        "counts": {
+            "queries": len(data.queries),
+            "models": len(data.models),
+            "scores": len(data.scores),
+            **{f"{s}_queries": int((data.queries["split"] == s).sum()) for s in SPLITS},
+        },
+        "truth": truth_entry(truth),
+    }
     atomic.write_file_set(directory, writers, MANIFEST, info)
     if truth is None:  # after the swap: until then the old manifest still lists it; a reader refuses a stray one
         remove_stale_truth(directory)
@@ -344,8 +390,10 @@ def resolve_model(name: str, names: dict, what: str) -> int:
         close = difflib.get_close_matches(low.split("/")[-1], [v.lower().split("/")[-1] for v in by_name], n=5)
         close = [v for v in by_name if v.lower().split("/")[-1] in close]
     why = f"matches {len(hits)} models" if hits else f"is not among the {len(names)} models"
-    raise ConfigError(f"{what}: {name!r} {why}; close names: "
-                      f"{', '.join(close) if close else 'none'} — use a full name from the data set's models.parquet.")
+    raise ConfigError(
+        f"{what}: {name!r} {why}; close names: "
+        f"{', '.join(close) if close else 'none'} — use a full name from the data set's models.parquet."
+    )
 
 
 def read_truth(data_dir: str | Path, data=None) -> pd.DataFrame | None:
@@ -368,18 +416,23 @@ def read_truth(data_dir: str | Path, data=None) -> pd.DataFrame | None:
         recorded = manifest.get("truth")
         if recorded is None:
             if path.exists():
-                raise DataError(f"{path}: not part of this data set: {directory / MANIFEST} records no truth file "
-                                f"(left over from an earlier build, or copied in). Delete it, or {REBUILD} to write "
-                                f"its own truth.")
+                raise DataError(
+                    f"{path}: not part of this data set: {directory / MANIFEST} records no truth file "
+                    f"(left over from an earlier build, or copied in). Delete it, or {REBUILD} to write "
+                    f"its own truth."
+                )
             return None
         if TRUTH_FILE not in manifest["files"] or not isinstance(recorded, dict):
-            raise DataError(f"{directory / MANIFEST}: records truth but does not list {TRUTH_FILE} with its "
-                            f"checksum; {REBUILD}.")
+            raise DataError(
+                f"{directory / MANIFEST}: records truth but does not list {TRUTH_FILE} with its checksum; {REBUILD}."
+            )
         try:
             atomic.verify_file_set(directory, MANIFEST)
         except atomic.FileSetError as exc:
-            raise DataError(f"{path}: {exc}: the truth file does not match the data set; {REBUILD} (delete "
-                            f"{TRUTH_FILE} and {MANIFEST} only if you edited the files on purpose).") from None
+            raise DataError(
+                f"{path}: {exc}: the truth file does not match the data set; {REBUILD} (delete "
+                f"{TRUTH_FILE} and {MANIFEST} only if you edited the files on purpose)."
+            ) from None
     elif not path.exists():
         return None
     if not path.is_file():
@@ -390,8 +443,9 @@ def read_truth(data_dir: str | Path, data=None) -> pd.DataFrame | None:
         raise DataError(f"{path}: not a readable Parquet file ({exc}); {REBUILD}.") from None
     truth = check_truth(frame, data.scores, str(path))
     if manifest is not None and int(manifest["truth"].get("rows", -1)) != len(truth):
-        raise DataError(f"{path}: {len(truth)} rows, but {directory / MANIFEST} records "
-                        f"{manifest['truth'].get('rows')}; {REBUILD}.")
+        raise DataError(
+            f"{path}: {len(truth)} rows, but {directory / MANIFEST} records {manifest['truth'].get('rows')}; {REBUILD}."
+        )
     return truth
 
 

@@ -10,6 +10,7 @@ Columns (header names are matched exactly):
 How cells are read, how queries, model ids and splits are formed and how errors name rows: :func:`build`.
 Duplicate pairs and split overlaps are resolved by the data-set options (:mod:`locus.data.canonical`).
 """
+
 from __future__ import annotations
 
 import csv
@@ -78,8 +79,11 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     prompt = _text(df, "prompt", where, strip=False)
     model = _text(df, "model", where)
     score = _scores(df["score"], where)
-    benchmark = _text(df, "benchmark", where) if "benchmark" in df.columns else \
-        pd.Series(DEFAULT_BENCHMARK, index=df.index, dtype=object)
+    benchmark = (
+        _text(df, "benchmark", where)
+        if "benchmark" in df.columns
+        else pd.Series(DEFAULT_BENCHMARK, index=df.index, dtype=object)
+    )
     category = _text(df, "category", where) if "category" in df.columns else benchmark
     split = _splits(df, where) if "split" in df.columns else None
 
@@ -88,12 +92,14 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     key = prompt if split is None else pd.Series(list(zip(prompt, split)), index=df.index, dtype=object)
     prompt_codes, _ = pd.factorize(key, sort=False)  # first-appearance order
     first_rows = np.unique(prompt_codes, return_index=True)[1]
-    queries = pd.DataFrame({
-        "prompt_id": np.arange(len(first_rows), dtype=np.int64),
-        "prompt": prompt.to_numpy()[first_rows],
-        "benchmark": benchmark.to_numpy()[first_rows],
-        "category": category.to_numpy()[first_rows],
-    })
+    queries = pd.DataFrame(
+        {
+            "prompt_id": np.arange(len(first_rows), dtype=np.int64),
+            "prompt": prompt.to_numpy()[first_rows],
+            "benchmark": benchmark.to_numpy()[first_rows],
+            "category": category.to_numpy()[first_rows],
+        }
+    )
     if split is None:
         queries["split"] = draw_splits(len(queries), p["split_fractions"], p["seed"])
     else:
@@ -105,10 +111,15 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     names = sorted(model.unique()) if p["model_order"] == "sorted" else list(pd.unique(model))
     models = pd.DataFrame({"model_id": np.arange(len(names), dtype=np.int64), "name": names})
     model_ids = pd.Index(names).get_indexer(model)
-    scores = pd.DataFrame({"prompt_id": prompt_codes.astype(np.int64), "model_id": model_ids.astype(np.int64),
-                           "score": score,
-                           ORIGIN: pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), [str(path)]),
-                           ORIGIN_ROW: rows})
+    scores = pd.DataFrame(
+        {
+            "prompt_id": prompt_codes.astype(np.int64),
+            "model_id": model_ids.astype(np.int64),
+            "score": score,
+            ORIGIN: pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), [str(path)]),
+            ORIGIN_ROW: rows,
+        }
+    )
     return queries, models, scores
 
 
@@ -123,7 +134,7 @@ def draw_splits(n: int, fractions, seed: int) -> np.ndarray:
     order = np.random.default_rng(seed).permutation(n)
     out = np.full(n, "train", dtype=object)
     out[order[:n_val]] = "val"
-    out[order[n_val:n_val + n_test]] = "test"
+    out[order[n_val : n_val + n_test]] = "test"
     return out
 
 
@@ -141,8 +152,9 @@ def read_table(path: Path) -> tuple[pd.DataFrame, np.ndarray, int]:
         try:
             df = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises many types
-            raise DataError(f"{path}: not a readable Parquet file ({exc}); write it again or export it as "
-                            f"CSV.") from None
+            raise DataError(
+                f"{path}: not a readable Parquet file ({exc}); write it again or export it as CSV."
+            ) from None
         first = 0
     elif name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz", ".txt")):
         df, first = _read_csv(path, "\t" if ".tsv" in name else ","), 2
@@ -171,8 +183,10 @@ def _read_csv(path: Path, sep: str) -> pd.DataFrame:
                 else:
                     records.append(record)
     except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 "
-                        f"(\"CSV UTF-8\" in spreadsheet programs).") from None
+        raise DataError(
+            f"{path}: is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 "
+            f'("CSV UTF-8" in spreadsheet programs).'
+        ) from None
     except csv.Error as exc:
         raise DataError(f"{path}: line {start}: not valid CSV ({exc}); check the quoting of that row.") from None
     except (OSError, EOFError) as exc:
@@ -182,15 +196,18 @@ def _read_csv(path: Path, sep: str) -> pd.DataFrame:
     named = [h for h in header if h.strip()]
     repeated = sorted({h for h in named if named.count(h) > 1})
     if repeated:
-        raise DataError(f"{path}: column name(s) {repeated} appear more than once in the header (line 1); "
-                        f"give every column its own name.")
+        raise DataError(
+            f"{path}: column name(s) {repeated} appear more than once in the header (line 1); "
+            f"give every column its own name."
+        )
     if ragged:
         shown = ", ".join(f"line {ln} has {n}" for ln, n in ragged[:_SHOW])
         more = f" and {len(ragged) - _SHOW} more" if len(ragged) > _SHOW else ""
         raise DataError(
             f"{path}: {len(ragged)} ragged row(s) with the wrong number of fields: {shown}{more}; the header has "
             f"{len(header)} ({sep.join(header)}). Put double quotes around fields that contain {sep!r}, quotes or "
-            f"line breaks, or fix those lines.")
+            f"line breaks, or fix those lines."
+        )
     return pd.DataFrame(records, columns=header, dtype=object)
 
 
@@ -212,15 +229,23 @@ def _params(params: dict | None) -> dict:
     params = dict(params or {})
     unknown = sorted(set(params) - set(DEFAULTS))
     if unknown:
-        raise ConfigError(f"csv: unknown parameter(s) {unknown}; known: {sorted(DEFAULTS)} (duplicates and "
-                          f"split_overlap are data-set options: give them to `locus data`).")
+        raise ConfigError(
+            f"csv: unknown parameter(s) {unknown}; known: {sorted(DEFAULTS)} (duplicates and "
+            f"split_overlap are data-set options: give them to `locus data`)."
+        )
     p = {**DEFAULTS, **params}
     if not p["path"]:
         raise ConfigError("csv: parameter `path` (the CSV or Parquet file with prompt, model, score) is required.")
     fr = p["split_fractions"]
-    if (not isinstance(fr, (list, tuple)) or len(fr) != 3 or any(not isinstance(f, (int, float)) or f < 0 for f in fr)
-            or abs(sum(fr) - 1) > 1e-6):
-        raise ConfigError(f"csv: split_fractions must be three non-negative numbers (train, val, test) summing to 1, got {fr!r}.")
+    if (
+        not isinstance(fr, (list, tuple))
+        or len(fr) != 3
+        or any(not isinstance(f, (int, float)) or f < 0 for f in fr)
+        or abs(sum(fr) - 1) > 1e-6
+    ):
+        raise ConfigError(
+            f"csv: split_fractions must be three non-negative numbers (train, val, test) summing to 1, got {fr!r}."
+        )
     if p["model_order"] not in ("sorted", "appearance"):
         raise ConfigError(f"csv: model_order must be 'sorted' or 'appearance', got {p['model_order']!r}.")
     return p
@@ -230,8 +255,11 @@ def _check_columns(df: pd.DataFrame, path: Path) -> None:
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         near = {c: h for c in missing for h in map(str, df.columns) if h.strip().lower() == c}
-        hint = f" (found {', '.join(repr(h) for h in near.values())}: write the names in lower case without spaces)" \
-            if near else " Rename your columns (e.g. question -> prompt, correct -> score)."
+        hint = (
+            f" (found {', '.join(repr(h) for h in near.values())}: write the names in lower case without spaces)"
+            if near
+            else " Rename your columns (e.g. question -> prompt, correct -> score)."
+        )
         raise DataError(
             f"{path}: missing column(s) {missing}; required: {list(REQUIRED)}, optional: {list(OPTIONAL)}; "
             f"found: {list(map(str, df.columns))}.{hint}"
@@ -241,8 +269,14 @@ def _check_columns(df: pd.DataFrame, path: Path) -> None:
 def _as_text(values: pd.Series) -> pd.Series:
     """Cells as text: strings unchanged, missing -> '', anything else (Parquet numbers) via str()."""
     objects = values.to_numpy(dtype=object)
-    return pd.Series([v if isinstance(v, str) else ("" if v is None or (isinstance(v, float) and np.isnan(v))
-                                                    else str(v)) for v in objects], index=values.index, dtype=object)
+    return pd.Series(
+        [
+            v if isinstance(v, str) else ("" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
+            for v in objects
+        ],
+        index=values.index,
+        dtype=object,
+    )
 
 
 def _text(df: pd.DataFrame, col: str, where: _Where, strip: bool = True) -> pd.Series:
@@ -283,13 +317,17 @@ def _splits(df: pd.DataFrame, where: _Where) -> pd.Series:
     unknown = ~split.isin(SPLITS)
     if unknown.any():
         values = sorted(split[unknown].unique())[:_SHOW]
-        raise DataError(f"{where.path}: column 'split' has unknown value(s) {values} in {where(unknown.to_numpy())}; "
-                        f"allowed: {', '.join(SPLITS)} (rename e.g. 'dev'/'validation' to 'val').")
+        raise DataError(
+            f"{where.path}: column 'split' has unknown value(s) {values} in {where(unknown.to_numpy())}; "
+            f"allowed: {', '.join(SPLITS)} (rename e.g. 'dev'/'validation' to 'val')."
+        )
     return split
 
 
 def _every_split_present(per_query: pd.Series, path: Path) -> None:
     missing = [s for s in SPLITS if s not in set(per_query)]
     if missing:
-        raise DataError(f"{path}: no query is in split(s) {missing}; every split needs at least one query "
-                        f"(or drop the `split` column to have splits drawn).")
+        raise DataError(
+            f"{path}: no query is in split(s) {missing}; every split needs at least one query "
+            f"(or drop the `split` column to have splits drawn)."
+        )

@@ -12,6 +12,7 @@ Design choices:
   request (a server that ignores ``Range`` answers 200 and the file is fetched from the start);
 * a file already present with the expected size (or any size, when none is known) is not fetched again.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -183,10 +184,14 @@ def _finish(part: Path, dest: Path, url: str, total: int | None, size: int | Non
         if want is not None and actual != want:
             if actual > want:
                 part.unlink()
-                raise DataError(f"{url}: received {actual:,} bytes, more than the {want:,} {what}; "
-                                f"the download was removed. Check the URL / revision.")
-            raise DataError(f"{url}: download interrupted: received {actual:,} of the {want:,} bytes {what}; "
-                            f"the partial file {part} is kept, run the same command again to resume.")
+                raise DataError(
+                    f"{url}: received {actual:,} bytes, more than the {want:,} {what}; "
+                    f"the download was removed. Check the URL / revision."
+                )
+            raise DataError(
+                f"{url}: download interrupted: received {actual:,} of the {want:,} bytes {what}; "
+                f"the partial file {part} is kept, run the same command again to resume."
+            )
     if sha is not None:
         got = sha256_file(part)
         if got != sha.lower():
@@ -208,12 +213,21 @@ def _progress_bar(name: str, total: int | None, initial: int, enabled: bool):
     from tqdm.auto import tqdm  # only needed when downloading
 
     # disable=None: tqdm shows the bar only on a terminal
-    return tqdm(total=total, initial=initial, unit="B", unit_scale=True, unit_divisor=1024,
-                desc=name, disable=None if enabled else True, leave=False)
+    return tqdm(
+        total=total,
+        initial=initial,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        desc=name,
+        disable=None if enabled else True,
+        leave=False,
+    )
 
 
-def _offline_message(base_url: str, url: str, reason: str, mapping: Mapping[str, str], dest_dir: Path,
-                     hint: str) -> str:
+def _offline_message(
+    base_url: str, url: str, reason: str, mapping: Mapping[str, str], dest_dir: Path, hint: str
+) -> str:
     base = base_url.rstrip("/")
     listed = "\n".join(f"  - {name}  (from {base}/{rel.lstrip('/')})" for name, rel in mapping.items())
     return (

@@ -11,6 +11,7 @@ Input files (in ``dir``; fetched from the Hub with ``download: true`` by users w
 How splits, benchmarks, scores and models are formed (mirroring the authors' ``make_concise_split.py``
 where it is defined): :func:`build`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -40,9 +41,17 @@ DEFAULTS = {
 }
 # normalised category prefix -> benchmark name (order matters only for shared prefixes; there are none)
 BENCHMARKS = {
-    "mmlu": "MMLU", "gpqa": "GPQA", "mathqa": "MathQA", "logiqa": "LogiQA", "medmcqa": "MedMCQA",
-    "piqa": "PIQA", "truthfulqa": "TruthfulQA", "gsm8k": "GSM8K", "asdiv": "ASDiv",
-    "socialiqa": "SocialIQA", "siqa": "SocialIQA",
+    "mmlu": "MMLU",
+    "gpqa": "GPQA",
+    "mathqa": "MathQA",
+    "logiqa": "LogiQA",
+    "medmcqa": "MedMCQA",
+    "piqa": "PIQA",
+    "truthfulqa": "TruthfulQA",
+    "gsm8k": "GSM8K",
+    "asdiv": "ASDiv",
+    "socialiqa": "SocialIQA",
+    "siqa": "SocialIQA",
 }
 
 
@@ -103,20 +112,36 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
             pid = _int_array(chunk["prompt_id"], path, "prompt_id", first_row)
             mid = _model_ids(chunk, name_to_id, path, first_row)
             label = _labels(chunk["label"], path, first_row)
-            score_parts.append(pd.DataFrame({
-                "prompt_id": pid, "model_id": mid, "score": label, "split_code": np.int8(code),
-                ORIGIN: pd.Categorical.from_codes(np.full(len(pid), code, dtype=np.int8), _origin_categories(directory)),
-                ORIGIN_ROW: np.arange(first_row, first_row + len(pid), dtype=np.int64)}))
+            score_parts.append(
+                pd.DataFrame(
+                    {
+                        "prompt_id": pid,
+                        "model_id": mid,
+                        "score": label,
+                        "split_code": np.int8(code),
+                        ORIGIN: pd.Categorical.from_codes(
+                            np.full(len(pid), code, dtype=np.int8), _origin_categories(directory)
+                        ),
+                        ORIGIN_ROW: np.arange(first_row, first_row + len(pid), dtype=np.int64),
+                    }
+                )
+            )
             # meta: first row of every prompt_id not seen before in this file
             new = ~pd.Series(pid).duplicated().to_numpy() & ~np.isin(pid, file_seen)
             file_seen = np.union1d(file_seen, pid[new])
             rows = chunk.iloc[np.flatnonzero(new)]
-            meta_parts.append(pd.DataFrame({
-                "prompt_id": pid[new],
-                "prompt": rows["prompt"].astype(str).to_numpy() if "prompt" in rows else None,
-                "category": rows["category"].astype(str).to_numpy(),
-                "split": split, ORIGIN: str(path), ORIGIN_ROW: first_row + np.flatnonzero(new),
-            }))
+            meta_parts.append(
+                pd.DataFrame(
+                    {
+                        "prompt_id": pid[new],
+                        "prompt": rows["prompt"].astype(str).to_numpy() if "prompt" in rows else None,
+                        "category": rows["category"].astype(str).to_numpy(),
+                        "split": split,
+                        ORIGIN: str(path),
+                        ORIGIN_ROW: first_row + np.flatnonzero(new),
+                    }
+                )
+            )
         if n_rows == 0:
             raise DataError(f"{path}: has a header but no rows; download it again.")
         log.info("embedllm: read %s (%d rows)", path, n_rows)
@@ -129,13 +154,17 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         queries.loc[need, "prompt"] = queries.loc[need, "prompt_id"].map(fallback_text)
         if queries["prompt"].isna().any():
             bad = queries.loc[queries["prompt"].isna(), "prompt_id"].head(5).tolist()
-            raise DataError(f"{directory / QUESTION_ORDER}: no text for prompt_id(s) {bad}; use the "
-                            f"question_order.csv that belongs to these CSVs.")
+            raise DataError(
+                f"{directory / QUESTION_ORDER}: no text for prompt_id(s) {bad}; use the "
+                f"question_order.csv that belongs to these CSVs."
+            )
     queries["benchmark"] = _benchmarks(queries["category"])
     queries = queries[["prompt_id", "prompt", "benchmark", "category", "split", ORIGIN, ORIGIN_ROW]].astype(
-        {"prompt_id": np.int64, "prompt": str, "benchmark": str, "category": str, "split": str})
-    scores = scores.drop(columns="split_code").astype({"prompt_id": np.int64, "model_id": np.int64,
-                                                      "score": np.float64})
+        {"prompt_id": np.int64, "prompt": str, "benchmark": str, "category": str, "split": str}
+    )
+    scores = scores.drop(columns="split_code").astype(
+        {"prompt_id": np.int64, "model_id": np.int64, "score": np.float64}
+    )
     used = models["model_id"].isin(scores["model_id"])
     if not used.all():
         log.warning("embedllm: %d model(s) of model_order.csv have no rows and are left out", int((~used).sum()))
@@ -152,8 +181,9 @@ def _chunks(path: Path, header: list[str], chunksize: int):
     """Yield ``(CSV row number of the chunk's first data row, chunk)``; text columns as written."""
     # all columns are parsed (with `usecols` pandas would silently accept rows with extra fields)
     usecols = [c for c in ("prompt_id", "model_id", "model_name", "label", "prompt", "category") if c in header]
-    reader = pd.read_csv(path, chunksize=chunksize, keep_default_na=False,
-                         dtype={"model_name": str, "category": str, "prompt": str})
+    reader = pd.read_csv(
+        path, chunksize=chunksize, keep_default_na=False, dtype={"model_name": str, "category": str, "prompt": str}
+    )
     first_row = 2  # the header is row 1
     try:
         for chunk in reader:
@@ -162,8 +192,9 @@ def _chunks(path: Path, header: list[str], chunksize: int):
     except pd.errors.ParserError as exc:
         m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
         detail = f"row {m.group(2)} has {m.group(3)} fields, the header {m.group(1)}" if m else str(exc)
-        raise DataError(f"{path}: ragged row ({detail}); the file is damaged or not an EmbedLLM split file, "
-                        f"download it again.") from None
+        raise DataError(
+            f"{path}: ragged row ({detail}); the file is damaged or not an EmbedLLM split file, download it again."
+        ) from None
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: is not UTF-8 text ({exc.reason}); download it again.") from None
 
@@ -181,7 +212,8 @@ def _one_split_per_prompt_id(queries: pd.DataFrame, scores: pd.DataFrame, policy
         raise DataError(
             f"{directory}: {len(ids)} prompt_id(s) are listed in more than one of train.csv, val.csv, test.csv "
             f"({example}){why}. A query must be in one split only: set the data set parameter `split_overlap` "
-            f"to keep_test (keep it in the most held-out file) or keep_train, or fix the files.")
+            f"to keep_test (keep it in the most held-out file) or keep_train, or fix the files."
+        )
     keep = {pid: pick_split(g, policy) for pid, g in several.groupby("prompt_id")["split"]}
     chosen = queries["prompt_id"].map(keep)
     queries = queries.loc[chosen.isna().to_numpy() | (chosen == queries["split"]).to_numpy()]
@@ -204,13 +236,16 @@ def read_model_order(path: Path) -> pd.DataFrame:
     missing = [c for c in ("model_id", "model_name") if c not in df.columns]
     if missing:
         raise DataError(f"{path}: missing column(s) {missing}; found {list(df.columns)}.")
-    out = pd.DataFrame({"model_id": _int_array(df["model_id"], path, "model_id", 2),
-                        "name": df["model_name"].astype(str).str.strip()})
+    out = pd.DataFrame(
+        {"model_id": _int_array(df["model_id"], path, "model_id", 2), "name": df["model_name"].astype(str).str.strip()}
+    )
     for col, what in (("model_id", "model_id"), ("name", "model_name")):
         dup = out[col].duplicated(keep=False)
         if dup.any():
-            raise DataError(f"{path}: {what} not unique: {sorted(set(out.loc[dup, col].tolist()))[:5]} in CSV row(s) "
-                            f"{(np.flatnonzero(dup) + 2).tolist()[:5]} (header = row 1); one row per model.")
+            raise DataError(
+                f"{path}: {what} not unique: {sorted(set(out.loc[dup, col].tolist()))[:5]} in CSV row(s) "
+                f"{(np.flatnonzero(dup) + 2).tolist()[:5]} (header = row 1); one row per model."
+            )
     return out.sort_values("model_id").reset_index(drop=True)
 
 
@@ -222,7 +257,9 @@ def _params(params: dict | None) -> dict:
         raise ConfigError(f"embedllm: unknown parameter(s) {unknown}; known: {sorted(DEFAULTS)}")
     p = {**DEFAULTS, **params}
     if p["split_overlap"] not in SPLIT_OVERLAP_POLICIES:
-        raise ConfigError(f"embedllm: split_overlap must be one of {SPLIT_OVERLAP_POLICIES}, got {p['split_overlap']!r}")
+        raise ConfigError(
+            f"embedllm: split_overlap must be one of {SPLIT_OVERLAP_POLICIES}, got {p['split_overlap']!r}"
+        )
     if int(p["chunksize"]) < 1:
         raise ConfigError("embedllm: chunksize must be a positive number of rows")
     return p
@@ -234,8 +271,12 @@ def _resolve_dir(p: dict) -> Path:
     needed = [MODEL_ORDER, *SPLIT_FILES.values()]
     missing = [f for f in needed if not (directory / f).is_file()]
     if missing and p["download"]:
-        dl.download_files(dl.EMBEDLLM_URL.format(revision=revision), list(dl.EMBEDLLM_FILES), directory,
-                          param_hint="the `dir` parameter of the embedllm source")
+        dl.download_files(
+            dl.EMBEDLLM_URL.format(revision=revision),
+            list(dl.EMBEDLLM_FILES),
+            directory,
+            param_hint="the `dir` parameter of the embedllm source",
+        )
         missing = []
     if missing:
         raise DataError(
@@ -267,19 +308,26 @@ def _name_lookup(models: pd.DataFrame) -> dict[str, int]:
 
 
 def _model_ids(chunk: pd.DataFrame, name_to_id: dict, path: Path, first_row: int) -> np.ndarray:
-    ids = pd.to_numeric(chunk["model_id"], errors="coerce") if "model_id" in chunk else \
-        pd.Series(np.nan, index=chunk.index)
+    ids = (
+        pd.to_numeric(chunk["model_id"], errors="coerce")
+        if "model_id" in chunk
+        else pd.Series(np.nan, index=chunk.index)
+    )
     need = ids.isna().to_numpy()
     if need.any():
         if "model_name" not in chunk:
             rows = np.flatnonzero(need)[:5] + first_row
-            raise DataError(f"{path}: empty model_id in CSV row(s) {rows.tolist()} (header = row 1) and no model_name column to map from.")
+            raise DataError(
+                f"{path}: empty model_id in CSV row(s) {rows.tolist()} (header = row 1) and no model_name column to map from."
+            )
         names = chunk["model_name"].astype(object).to_numpy()[need]
         mapped = pd.Series(names).map(lambda n: name_to_id.get(str(n).strip(), name_to_id.get(str(n).strip().lower())))
         if mapped.isna().any():
             unknown = sorted({str(n) for n in pd.Series(names)[mapped.isna().to_numpy()]})[:5]
-            raise DataError(f"{path}: model_name(s) {unknown} are not in {MODEL_ORDER}; use the model_order.csv "
-                            f"that belongs to these CSVs.")
+            raise DataError(
+                f"{path}: model_name(s) {unknown} are not in {MODEL_ORDER}; use the model_order.csv "
+                f"that belongs to these CSVs."
+            )
         ids = ids.to_numpy(np.float64, copy=True)
         ids[need] = mapped.to_numpy(np.float64)
         return ids.astype(np.int64)
@@ -291,7 +339,9 @@ def _int_array(values: pd.Series, path: Path, column: str, first_row: int) -> np
     bad = np.isnan(num) | (num != np.round(num))
     if bad.any():
         rows = (np.flatnonzero(bad)[:5] + first_row).tolist()
-        raise DataError(f"{path}: column {column!r} must hold integers; bad value(s) in CSV row(s) {rows} (header = row 1).")
+        raise DataError(
+            f"{path}: column {column!r} must hold integers; bad value(s) in CSV row(s) {rows} (header = row 1)."
+        )
     return num.astype(np.int64)
 
 
@@ -301,8 +351,10 @@ def _labels(values: pd.Series, path: Path, first_row: int) -> np.ndarray:
     if bad.any():
         rows = (np.flatnonzero(bad)[:5] + first_row).tolist()
         shown = [values.iloc[r] for r in np.flatnonzero(bad)[:5]]
-        raise DataError(f"{path}: column 'label' must be 0/1 (or in [0, 1]); bad value(s) {shown} in CSV row(s) "
-                        f"{rows} (header = row 1; an empty label is a missing value or a ragged row).")
+        raise DataError(
+            f"{path}: column 'label' must be 0/1 (or in [0, 1]); bad value(s) {shown} in CSV row(s) "
+            f"{rows} (header = row 1; an empty label is a missing value or a ragged row)."
+        )
     return num.astype(np.float32)
 
 
@@ -310,8 +362,9 @@ def _benchmarks(categories: pd.Series) -> pd.Series:
     mapping = {c: benchmark_of(c) for c in categories.unique()}
     unknown = sorted(c for c, b in mapping.items() if b is None)
     if unknown:
-        log.warning("embedllm: categories %s are not among the 10 benchmarks; each is kept as its own benchmark",
-                    unknown[:10])
+        log.warning(
+            "embedllm: categories %s are not among the 10 benchmarks; each is kept as its own benchmark", unknown[:10]
+        )
     return categories.map({c: (b if b is not None else c) for c, b in mapping.items()})
 
 

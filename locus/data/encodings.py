@@ -8,6 +8,7 @@ its data set's (:func:`check_matches`), and encodings without one (written befor
 prompt ids alone cannot tell two data sets apart (synthetic data sets all number prompts 0..n-1), so
 such files must be re-encoded. Readers get an :class:`Encodings` object; nothing else parses the file.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -100,12 +101,13 @@ def read_vectors(path: str | Path, id_column: str) -> tuple[np.ndarray, np.ndarr
     dim = col.type.list_size
     vectors = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(-1, dim)
     meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
-    meta = {k[len(_META_PREFIX):]: v for k, v in meta.items() if k.startswith(_META_PREFIX)}
+    meta = {k[len(_META_PREFIX) :]: v for k, v in meta.items() if k.startswith(_META_PREFIX)}
     return table.column(id_column).to_numpy().astype(np.int64), vectors, meta
 
 
-def write_encodings(path: str | Path, prompt_ids, vectors: np.ndarray, encoder: str, normalized: bool,
-                    data_fingerprint: str) -> None:
+def write_encodings(
+    path: str | Path, prompt_ids, vectors: np.ndarray, encoder: str, normalized: bool, data_fingerprint: str
+) -> None:
     """Encodings of a data set; `data_fingerprint` is that data set's :func:`data_fingerprint`."""
     if not data_fingerprint:
         raise ValueError("write_encodings: data_fingerprint is required (see locus.data.encodings.data_fingerprint)")
@@ -119,26 +121,39 @@ def read_encodings(path: str | Path) -> Encodings:
         raise DataError(f"{path}: duplicate prompt_id values; the file is damaged — re-run `locus encode`.")
     if not np.isfinite(vectors).all():
         raise DataError(f"{path}: encodings hold NaN/Inf values; the file is damaged — re-run `locus encode`.")
-    return Encodings(prompt_ids=ids, vectors=vectors, encoder=meta.get("encoder", "unknown"), source=str(path),
-                     data_fingerprint=meta.get(FINGERPRINT_KEY) or None)
+    return Encodings(
+        prompt_ids=ids,
+        vectors=vectors,
+        encoder=meta.get("encoder", "unknown"),
+        source=str(path),
+        data_fingerprint=meta.get(FINGERPRINT_KEY) or None,
+    )
 
 
 def check_matches(encodings: Encodings, queries: pd.DataFrame, dataset: str) -> str:
     """DataError unless `encodings` were made from exactly these queries (``prompt_id``, ``prompt``) of the
     data set directory `dataset`; returns the fingerprint."""
     expected = data_fingerprint(queries["prompt_id"], queries["prompt"])
-    redo = (f"re-run `locus encode --data {dataset} --encoder {encodings.encoder} --out {encodings.source}` "
-            f"(in the workflow: delete the file, or `snakemake --forcerun encode`)")
+    redo = (
+        f"re-run `locus encode --data {dataset} --encoder {encodings.encoder} --out {encodings.source}` "
+        f"(in the workflow: delete the file, or `snakemake --forcerun encode`)"
+    )
     if encodings.data_fingerprint is None:
-        raise DataError(f"encodings {encodings.source} record no data-set fingerprint (made by an older locus), so "
-                        f"nothing shows they encode {dataset}; {redo}.")
+        raise DataError(
+            f"encodings {encodings.source} record no data-set fingerprint (made by an older locus), so "
+            f"nothing shows they encode {dataset}; {redo}."
+        )
     if encodings.data_fingerprint != expected:
         covered = np.isin(queries["prompt_id"].to_numpy(np.int64), encodings.prompt_ids).mean() if len(queries) else 0
-        raise DataError(f"encodings {encodings.source} were made for another data set than {dataset} (fingerprint "
-                        f"{encodings.data_fingerprint[:12]}... vs {expected[:12]}...; they cover {covered:.0%} of its "
-                        f"prompt ids); {redo}.")
+        raise DataError(
+            f"encodings {encodings.source} were made for another data set than {dataset} (fingerprint "
+            f"{encodings.data_fingerprint[:12]}... vs {expected[:12]}...; they cover {covered:.0%} of its "
+            f"prompt ids); {redo}."
+        )
     missing = ~np.isin(queries["prompt_id"].to_numpy(np.int64), encodings.prompt_ids)
     if missing.any():  # a consistent file cannot get here; an edited or damaged one can
-        raise DataError(f"encodings {encodings.source} lack {int(missing.sum())} of the {len(missing)} prompt ids of "
-                        f"{dataset} although their fingerprint matches (the file was modified); {redo}.")
+        raise DataError(
+            f"encodings {encodings.source} lack {int(missing.sum())} of the {len(missing)} prompt ids of "
+            f"{dataset} although their fingerprint matches (the file was modified); {redo}."
+        )
     return expected

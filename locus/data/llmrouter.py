@@ -10,6 +10,7 @@ Files (in ``dir``; fetched from the public repository with ``download: true``):
 
 The choices (splits, train/test overlap, fractional scores, items under two tasks, ids): :func:`build`.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,10 @@ DEFAULTS = {
 }
 # data-set options (applied by `locus data` / canonical.write_dataset) whose default differs for this source
 DATASET_DEFAULTS = {"split_overlap": "keep_train"}
-RENAMED_PARAMS = {"drop_test_overlap": "the data-set option split_overlap (true -> keep_train, the default for "
-                                       "this source; false -> keep_all)"}
+RENAMED_PARAMS = {
+    "drop_test_overlap": "the data-set option split_overlap (true -> keep_train, the default for "
+    "this source; false -> keep_all)"
+}
 DEPRIORITISED_TASKS = ("mmlu",)
 
 
@@ -82,12 +85,14 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
             f"{directory}: {len(missing)} item(s) have no matching `query` in query_train.jsonl / query_test.jsonl "
             f"({where}); use the query files of the same LLMRouter commit ({dl.LLMROUTER_COMMIT[:7]})."
         )
-    queries = pd.DataFrame({
-        "prompt_id": np.array([it[0] for it in items], dtype=np.int64),
-        "prompt": questions,
-        "benchmark": [task_of[q] for q in questions],
-        "split": [it[2] for it in items],
-    })
+    queries = pd.DataFrame(
+        {
+            "prompt_id": np.array([it[0] for it in items], dtype=np.int64),
+            "prompt": questions,
+            "benchmark": [task_of[q] for q in questions],
+            "split": [it[2] for it in items],
+        }
+    )
     queries["category"] = queries["benchmark"]
     queries[ORIGIN] = [str(directory / ("train.json" if it[4] else "test.json")) for it in items]
     queries[ORIGIN_ROW] = [it[5] for it in items]  # item index in that JSON list
@@ -121,8 +126,13 @@ def _resolve_dir(p: dict) -> Path:
     directory = Path(p["dir"]).expanduser() if p["dir"] else dl.cache_dir("llmrouter-dc", dl.LLMROUTER_COMMIT[:7])
     missing = [f for f in FILES if not (directory / f).is_file()]
     if missing and p["download"]:
-        dl.download_files(dl.LLMROUTER_URL, dl.LLMROUTER_FILES, directory, dl.LLMROUTER_SIZES,
-                          param_hint="the `dir` parameter of the llmrouter source")
+        dl.download_files(
+            dl.LLMROUTER_URL,
+            dl.LLMROUTER_FILES,
+            directory,
+            dl.LLMROUTER_SIZES,
+            param_hint="the `dir` parameter of the llmrouter source",
+        )
         missing = []
     if missing:
         raise DataError(
@@ -142,8 +152,12 @@ def _read_items(path: Path) -> list[dict]:
     if not isinstance(items, list) or not items:
         raise DataError(f"{path}: expected a non-empty JSON list of items.")
     for i, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("question"), str) \
-                or not isinstance(item.get("scores"), dict) or not item["scores"]:
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("question"), str)
+            or not isinstance(item.get("scores"), dict)
+            or not item["scores"]
+        ):
             raise DataError(f"{path}: item {i} lacks a `question` string or a non-empty `scores` object.")
     return items
 
@@ -160,7 +174,9 @@ def _task_index(paths: list[Path]) -> dict[str, str]:
                     obj = json.loads(line)
                     query, task = obj["query"], obj["task_name"]
                 except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                    raise DataError(f"{path}: line {line_no} is not a JSON object with `query` and `task_name` ({exc}).") from None
+                    raise DataError(
+                        f"{path}: line {line_no} is not a JSON object with `query` and `task_name` ({exc})."
+                    ) from None
                 seen = tasks.setdefault(query, [])
                 if task not in seen:
                     seen.append(task)
@@ -176,14 +192,25 @@ def _score_frame(items: list, names: list[str], directory: Path) -> pd.DataFrame
     pid, mid, val = [], [], []
     for prompt_id, _, split, scores, _, i in items:
         for name, value in scores.items():
-            if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not 0.0 <= float(value) <= 1.0:
-                raise DataError(f"{directory}/{split}.json: item {i}, model {name!r}: score {value!r} is not a number in [0, 1].")
+            if (
+                value is None
+                or isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0.0 <= float(value) <= 1.0
+            ):
+                raise DataError(
+                    f"{directory}/{split}.json: item {i}, model {name!r}: score {value!r} is not a number in [0, 1]."
+                )
             pid.append(prompt_id)
             mid.append(col[name])
             val.append(float(value))
-    return pd.DataFrame({"prompt_id": np.array(pid, dtype=np.int64), "model_id": np.array(mid, dtype=np.int64),
-                         "score": np.array(val, dtype=np.float64)})
+    return pd.DataFrame(
+        {
+            "prompt_id": np.array(pid, dtype=np.int64),
+            "model_id": np.array(mid, dtype=np.int64),
+            "score": np.array(val, dtype=np.float64),
+        }
+    )
 
 
 def _draw_val(queries: pd.DataFrame, fraction: float, seed: int) -> pd.DataFrame:

@@ -12,6 +12,7 @@ The table holds public facts only. Its ``params_b`` sum is about 2022 B, 4.8 % a
 1930 B (:data:`TOTAL_PARAMS_PAPER_B`): four checkpoints (ids 35, 43, 53, 76) are larger than the
 authors' size bucket says; the counts are the real ones, not adjusted.
 """
+
 from __future__ import annotations
 
 from importlib import resources
@@ -27,8 +28,9 @@ POOL_COLUMNS = ("model_id", "name", "params_b", "family", "tags", "size_bucket",
 def load_model_pool() -> pd.DataFrame:
     """The packaged model-pool table, sorted by ``model_id`` (``tags`` is ``""`` when a model has none)."""
     with resources.files("locus.data").joinpath("resources/model_pool.csv").open("r", encoding="utf-8") as fh:
-        pool = pd.read_csv(fh, keep_default_na=False, dtype={"name": str, "family": str, "tags": str,
-                                                             "size_bucket": str})
+        pool = pd.read_csv(
+            fh, keep_default_na=False, dtype={"name": str, "family": str, "tags": str, "size_bucket": str}
+        )
     pool["model_id"] = pool["model_id"].astype("int64")
     pool["params_b"] = pool["params_b"].astype("float64")
     pool["held_out"] = pool["held_out"].astype("int64")

@@ -14,6 +14,7 @@ runs them all on an :class:`~locus.data.canonical.EvalData`, :func:`format_stats
 7. per-benchmark spread (:func:`benchmark_spread`);
 8. the closest model pairs (:func:`closest_pairs`).
 """
+
 from __future__ import annotations
 
 import math
@@ -75,8 +76,14 @@ def disagreement_summary(distance: np.ndarray) -> dict:
     pairs with a defined distance (``numpy.percentile``, linear interpolation)."""
     values = _pair_values(distance)
     defined = values[~np.isnan(values)]
-    out = {"pairs": int(len(defined)), "pairs_without_common_queries": int(len(values) - len(defined)),
-           "mean": math.nan, "p05": math.nan, "p95": math.nan, "reason": None}
+    out = {
+        "pairs": int(len(defined)),
+        "pairs_without_common_queries": int(len(values) - len(defined)),
+        "mean": math.nan,
+        "p05": math.nan,
+        "p95": math.nan,
+        "reason": None,
+    }
     if len(defined) == 0:
         out["reason"] = "fewer than two models" if len(values) == 0 else "no two models share an evaluated query"
         return out
@@ -175,16 +182,28 @@ def routing_references(correct: np.ndarray, names) -> dict:
     e, y = _parts(correct)
     n_q = e.sum(axis=1)
     rows = n_q > 0
-    out = {"queries": int(rows.sum()), "oracle": math.nan, "best_single": math.nan, "best_single_model": None,
-           "headroom": math.nan, "random": math.nan, "contested": math.nan}
+    out = {
+        "queries": int(rows.sum()),
+        "oracle": math.nan,
+        "best_single": math.nan,
+        "best_single_model": None,
+        "headroom": math.nan,
+        "random": math.nan,
+        "contested": math.nan,
+    }
     if not rows.any():
         return out
     e, y, n_q = e[rows], y[rows], n_q[rows]
     right = y.sum(axis=1)
     acc = _ratio(y.sum(axis=0), e.sum(axis=0))
     best = int(np.argmax(np.where(np.isnan(acc), -np.inf, acc)))  # ties: the first model
-    out.update(oracle=float(np.mean(right > 0)), best_single=float(acc[best]), best_single_model=str(names[best]),
-               random=float(np.mean(right / n_q)), contested=float(np.mean((right > 0) & (right < n_q))))
+    out.update(
+        oracle=float(np.mean(right > 0)),
+        best_single=float(acc[best]),
+        best_single_model=str(names[best]),
+        random=float(np.mean(right / n_q)),
+        contested=float(np.mean((right > 0) & (right < n_q))),
+    )
     out["headroom"] = out["oracle"] - out["best_single"]
     return out
 
@@ -202,17 +221,32 @@ def benchmark_spread(correct: np.ndarray, benchmarks, names) -> pd.DataFrame:
     for b, label in enumerate(labels):
         a = acc[b]
         ok = ~np.isnan(a)
-        row = {"benchmark": str(label), "queries": int(np.sum(codes == b)), "models": int(ok.sum()),
-               "mean": math.nan, "sd": math.nan, "min": math.nan, "min_model": "", "max": math.nan,
-               "max_model": ""}
+        row = {
+            "benchmark": str(label),
+            "queries": int(np.sum(codes == b)),
+            "models": int(ok.sum()),
+            "mean": math.nan,
+            "sd": math.nan,
+            "min": math.nan,
+            "min_model": "",
+            "max": math.nan,
+            "max_model": "",
+        }
         if ok.any():
             lo = int(np.argmin(np.where(ok, a, np.inf)))
             hi = int(np.argmax(np.where(ok, a, -np.inf)))
-            row.update(mean=float(a[ok].mean()), sd=float(a[ok].std()), min=float(a[lo]), min_model=str(names[lo]),
-                       max=float(a[hi]), max_model=str(names[hi]))
+            row.update(
+                mean=float(a[ok].mean()),
+                sd=float(a[ok].std()),
+                min=float(a[lo]),
+                min_model=str(names[lo]),
+                max=float(a[hi]),
+                max_model=str(names[hi]),
+            )
         rows.append(row)
-    return pd.DataFrame(rows, columns=["benchmark", "queries", "models", "mean", "sd", "min", "min_model", "max",
-                                       "max_model"])
+    return pd.DataFrame(
+        rows, columns=["benchmark", "queries", "models", "mean", "sd", "min", "min_model", "max", "max_model"]
+    )
 
 
 def closest_pairs(distance: np.ndarray, common: np.ndarray, names, k: int = TOP_PAIRS) -> pd.DataFrame:
@@ -223,8 +257,14 @@ def closest_pairs(distance: np.ndarray, common: np.ndarray, names, k: int = TOP_
     i, j, d = i[keep], j[keep], d[keep]
     top = np.lexsort((j, i, d))[:k]
     names = np.asarray(names, dtype=object)
-    return pd.DataFrame({"model_a": names[i[top]].astype(str), "model_b": names[j[top]].astype(str),
-                         "disagreement": d[top].astype(float), "common_queries": common[i[top], j[top]].astype(int)})
+    return pd.DataFrame(
+        {
+            "model_a": names[i[top]].astype(str),
+            "model_b": names[j[top]].astype(str),
+            "disagreement": d[top].astype(float),
+            "common_queries": common[i[top], j[top]].astype(int),
+        }
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -244,11 +284,15 @@ def pool_statistics(data: EvalData, threshold: float = THRESHOLD) -> dict:
         rows = np.ones(len(queries), bool) if part == "all" else split == part
         routing[part] = routing_references(correct[rows], names)
     return {
-        "basis": {"correct_if_score_at_least": threshold, "splits": "all (train, val, test)",
-                  "queries": int(correct.shape[0]), "models": int(correct.shape[1]),
-                  "evaluated_pairs": int(evaluated.sum()),
-                  "coverage": float(evaluated.mean()) if evaluated.size else math.nan,
-                  "dense_queries": int(evaluated.all(axis=1).sum())},
+        "basis": {
+            "correct_if_score_at_least": threshold,
+            "splits": "all (train, val, test)",
+            "queries": int(correct.shape[0]),
+            "models": int(correct.shape[1]),
+            "evaluated_pairs": int(evaluated.sum()),
+            "coverage": float(evaluated.mean()) if evaluated.size else math.nan,
+            "dense_queries": int(evaluated.all(axis=1).sum()),
+        },
         "disagreement": disagreement_summary(distance),
         "shared_difficulty": shared_difficulty_share(correct),
         "pc1": pc1_share(correct),
@@ -299,42 +343,71 @@ def format_stats(stats: dict, heading: str = "##") -> str:
     """The statistics as Markdown (a section starting with ``{heading} Pool statistics``)."""
     b, dis = stats["basis"], stats["disagreement"]
     sub = heading + "#"
-    dis_text = (f"n/a ({dis['reason']})" if dis["reason"] else
-                f"{dis['mean']:.3f} [{dis['p05']:.3f}, {dis['p95']:.3f}]")
+    dis_text = f"n/a ({dis['reason']})" if dis["reason"] else f"{dis['mean']:.3f} [{dis['p05']:.3f}, {dis['p95']:.3f}]"
     if dis["pairs_without_common_queries"]:
         dis_text += f" ({dis['pairs_without_common_queries']} pair(s) without a common query left out)"
     headline = [
-        {"statistic": "disagreement [p5, p95]", "value": dis_text,
-         "definition": "normalised Hamming distance of two models on the queries both were evaluated on: "
-                       f"mean [5th, 95th percentile] over the {dis['pairs']} model pairs"},
-        {"statistic": "nearest-neighbour agreement", "value": _value(stats["nn_agreement"]),
-         "definition": "mean over models of 1 - distance to the most similar other model"},
-        {"statistic": "shared-difficulty share", "value": _value(stats["shared_difficulty"]),
-         "definition": "between-query / total sum of squares of correctness (variance of per-query difficulty "
-                       f"common to all models), {stats['shared_difficulty']['queries']} queries with >= 2 models"},
-        {"statistic": "PC1 share", "value": _value(stats["pc1"]),
-         "definition": "explained-variance ratio of the first principal component after centring each model, "
-                       f"on the {stats['pc1']['dense_queries']} queries evaluated by every model"},
-        {"statistic": "accuracy sd", "value": _value(stats["accuracy_sd"]),
-         "definition": "standard deviation (ddof 0) over models of their accuracy"},
+        {
+            "statistic": "disagreement [p5, p95]",
+            "value": dis_text,
+            "definition": "normalised Hamming distance of two models on the queries both were evaluated on: "
+            f"mean [5th, 95th percentile] over the {dis['pairs']} model pairs",
+        },
+        {
+            "statistic": "nearest-neighbour agreement",
+            "value": _value(stats["nn_agreement"]),
+            "definition": "mean over models of 1 - distance to the most similar other model",
+        },
+        {
+            "statistic": "shared-difficulty share",
+            "value": _value(stats["shared_difficulty"]),
+            "definition": "between-query / total sum of squares of correctness (variance of per-query difficulty "
+            f"common to all models), {stats['shared_difficulty']['queries']} queries with >= 2 models",
+        },
+        {
+            "statistic": "PC1 share",
+            "value": _value(stats["pc1"]),
+            "definition": "explained-variance ratio of the first principal component after centring each model, "
+            f"on the {stats['pc1']['dense_queries']} queries evaluated by every model",
+        },
+        {
+            "statistic": "accuracy sd",
+            "value": _value(stats["accuracy_sd"]),
+            "definition": "standard deviation (ddof 0) over models of their accuracy",
+        },
     ]
-    parts = [f"{heading} Pool statistics", "",
-             f"Binary correctness (score >= {b['correct_if_score_at_least']:g}) over all splits (train, val, test): "
-             f"{b['queries']:,} queries x {b['models']} models, {b['evaluated_pairs']:,} evaluated pairs "
-             f"({_fmt(100 * b['coverage'], 1)}% of all pairs); {b['dense_queries']:,} queries were evaluated by "
-             "every model. Pairs that were not evaluated are skipped, never counted as wrong.", "",
-             _table(headline, ["statistic", "value", "definition"]), "",
-             f"{sub} Routing references", "",
-             "`oracle`: best correctness of any model per query; `best_single`: the best model's accuracy on that "
-             "part (chosen on the same part); `headroom` = oracle - best_single; `random`: mean over queries of the "
-             "mean correctness of the evaluated models; `contested`: share of queries where some models are right "
-             "and some wrong.", "",
-             _table([{"part": p, **r} for p, r in stats["routing"].items()],
-                    ["part", "queries", "oracle", "best_single", "best_single_model", "headroom", "random",
-                     "contested"]), "",
-             f"{sub} Accuracy per benchmark (all splits; mean, sd, min and max over models)", "",
-             _table(stats["benchmarks"], ["benchmark", "queries", "models", "mean", "sd", "min", "min_model", "max",
-                                          "max_model"]), "",
-             f"{sub} Closest model pairs (smallest disagreement)", "",
-             _table(stats["closest_pairs"], ["model_a", "model_b", "disagreement", "common_queries"]), ""]
+    parts = [
+        f"{heading} Pool statistics",
+        "",
+        f"Binary correctness (score >= {b['correct_if_score_at_least']:g}) over all splits (train, val, test): "
+        f"{b['queries']:,} queries x {b['models']} models, {b['evaluated_pairs']:,} evaluated pairs "
+        f"({_fmt(100 * b['coverage'], 1)}% of all pairs); {b['dense_queries']:,} queries were evaluated by "
+        "every model. Pairs that were not evaluated are skipped, never counted as wrong.",
+        "",
+        _table(headline, ["statistic", "value", "definition"]),
+        "",
+        f"{sub} Routing references",
+        "",
+        "`oracle`: best correctness of any model per query; `best_single`: the best model's accuracy on that "
+        "part (chosen on the same part); `headroom` = oracle - best_single; `random`: mean over queries of the "
+        "mean correctness of the evaluated models; `contested`: share of queries where some models are right "
+        "and some wrong.",
+        "",
+        _table(
+            [{"part": p, **r} for p, r in stats["routing"].items()],
+            ["part", "queries", "oracle", "best_single", "best_single_model", "headroom", "random", "contested"],
+        ),
+        "",
+        f"{sub} Accuracy per benchmark (all splits; mean, sd, min and max over models)",
+        "",
+        _table(
+            stats["benchmarks"],
+            ["benchmark", "queries", "models", "mean", "sd", "min", "min_model", "max", "max_model"],
+        ),
+        "",
+        f"{sub} Closest model pairs (smallest disagreement)",
+        "",
+        _table(stats["closest_pairs"], ["model_a", "model_b", "disagreement", "common_queries"]),
+        "",
+    ]
     return "\n".join(parts)

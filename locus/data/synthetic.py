@@ -14,15 +14,16 @@ adds what real pools show and version 1 lacks, calibrated on real pool statistic
 full 112-model pool (``n_models=n`` gives the first ``n`` columns) from independent streams spawned from
 ``seed``: same seed => identical frames.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from locus.data.canonical import SPLITS
-from locus.data.model_pool import load_model_pool
 from locus.data import synthetic_v2
 from locus.data import synthetic_vocab as V
+from locus.data.canonical import SPLITS
+from locus.data.model_pool import load_model_pool
 from locus.errors import ConfigError
 
 DEFAULTS = {
@@ -37,55 +38,89 @@ DEFAULTS = {
 PARAM_DOCS = {
     "seed": "Random seed; the same seed gives identical frames, another seed new draws.",
     "n_queries": "Total number of queries over all splits (EmbedLLM has ~36k; 8000 is the embedded default); "
-                 "every split must get at least MIN_SPLIT_QUERIES (see split_sizes).",
+    "every split must get at least MIN_SPLIT_QUERIES (see split_sizes).",
     "split_fractions": "Train/val/test fractions (three numbers summing to 1), applied within each benchmark.",
     "partial_fraction": "Fraction of queries each model is scored on; 1.0 = dense, <1 = a random subset per "
-                        "model (at least one query in every split), for models evaluated on different queries.",
+    "model (at least one query in every split), for models evaluated on different queries.",
     "n_models": "Number of models, the first n of the 112-model pool (smaller pools for tests).",
     "specialization": "Multiplier of the skill-specific part of every model's ability (tags, family vector, "
-                      "per-skill noise) relative to its general strength: larger = more specialised models, "
-                      "more to gain from routing; 1.0 = the generator's base setting.",
+    "per-skill noise) relative to its general strength: larger = more specialised models, "
+    "more to gain from routing; 1.0 = the generator's base setting.",
     "generator": "Correctness model: 1 = low-rank multidimensional IRT (the original); 2 = the realistic pool of "
-                 "locus.data.synthetic_v2 (size/recency trend, lineage and family item effects, idiosyncratic "
-                 "model x item effects, hidden topics), calibrated on real pool statistics (docs/data-realism.md). "
-                 "Queries, splits and partial masks are the same in both for a seed.",
+    "locus.data.synthetic_v2 (size/recency trend, lineage and family item effects, idiosyncratic "
+    "model x item effects, hidden topics), calibrated on real pool statistics (docs/data-realism.md). "
+    "Queries, splits and partial masks are the same in both for a seed.",
 }
 
 SKILLS = V.SKILLS
 
 # (share in EmbedLLM's test split, #options or 0 for free-form, target mean accuracy of the pool)
 BENCHMARKS = {
-    "MMLU": (1178, 4, 0.55), "GPQA": (500, 4, 0.28), "MedMCQA": (354, 4, 0.45), "MathQA": (237, 5, 0.33),
-    "ASDiv": (198, 0, 0.75), "SocialIQA": (162, 3, 0.55), "PIQA": (134, 2, 0.78), "GSM8K": (112, 0, 0.33),
-    "TruthfulQA": (74, 4, 0.33), "LogiQA": (51, 4, 0.32),
+    "MMLU": (1178, 4, 0.55),
+    "GPQA": (500, 4, 0.28),
+    "MedMCQA": (354, 4, 0.45),
+    "MathQA": (237, 5, 0.33),
+    "ASDiv": (198, 0, 0.75),
+    "SocialIQA": (162, 3, 0.55),
+    "PIQA": (134, 2, 0.78),
+    "GSM8K": (112, 0, 0.33),
+    "TruthfulQA": (74, 4, 0.33),
+    "LogiQA": (51, 4, 0.32),
 }
 TARGET_ACCURACY = {b: v[2] for b, v in BENCHMARKS.items()}
 NEAR_DUPLICATES = ((5, 39), (62, 71), (6, 87))
 MIN_SPLIT_QUERIES = 3  # fewest queries a split may get (see split_sizes)
-GENERATORS = (1, 2)    # correctness models (parameter `generator`; 2 = locus.data.synthetic_v2)
+GENERATORS = (1, 2)  # correctness models (parameter `generator`; 2 = locus.data.synthetic_v2)
 
 # latent-model constants (logit units)
-SIZE_SLOPE = 0.2           # per doubling of params_b
-GENERAL_SD = 0.25          # per-model general-strength noise
-FAMILY_SD = 0.6            # per-family skill vector (families cluster in embedding space)
-SKILL_SD = 1.0             # idiosyncratic per-model, per-skill noise (what routing exploits)
-DUPLICATE_SD = 0.08        # noise between near-duplicate models
+SIZE_SLOPE = 0.2  # per doubling of params_b
+GENERAL_SD = 0.25  # per-model general-strength noise
+FAMILY_SD = 0.6  # per-family skill vector (families cluster in embedding space)
+SKILL_SD = 1.0  # idiosyncratic per-model, per-skill noise (what routing exploits)
+DUPLICATE_SD = 0.08  # noise between near-duplicate models
 TOPIC_DIFFICULTY_SD = 0.5
-ITEM_DIFFICULTY_SD = 2.6   # wide: some items defeat the whole pool, some are solved by all
-DISCRIMINATION = 2.0       # median item discrimination
-DISCRIMINATION_SD = 0.3    # log-normal
-LOADING_JITTER = 0.35      # multiplicative, log-normal, per query and skill
-STEP_DIFFICULTY = 0.35     # per visible step of a word problem
+ITEM_DIFFICULTY_SD = 2.6  # wide: some items defeat the whole pool, some are solved by all
+DISCRIMINATION = 2.0  # median item discrimination
+DISCRIMINATION_SD = 0.3  # log-normal
+LOADING_JITTER = 0.35  # multiplicative, log-normal, per query and skill
+STEP_DIFFICULTY = 0.35  # per visible step of a word problem
 GUESS_CONCENTRATION = 0.5  # Beta(a+b): small = many items with a strong shared distractor
 
 FAMILY_QUALITY = {
-    "llama_3": 0.8, "qwen_1_5": 0.3, "yi": 0.6, "solar": 0.6, "mistral": 0.3, "starling": 0.6,
-    "openchat": 0.6, "zephyr_mistral_based": 0.4, "biomistral": 0.2, "typhoon_mistral_based": 0.3,
-    "mixtral_moe": 0.5, "metamath": 0.1, "gemma": 0.0, "phi": 0.3, "deepseek_llm": 0.4,
-    "deepseek_math": 0.0, "deepseek_coder": -0.3, "llama_2": 0.0, "vicuna": -0.1, "koala": -0.4,
-    "nous_hermes": -0.1, "tulu": 0.0, "wizardlm": 0.0, "orca_2": 0.2, "code_llama": -0.3, "llemma": -0.3,
-    "bigcode_octocoder": -0.6, "mpt": -0.4, "falcon": -0.3, "pythia": -1.0, "bloom": -1.2, "palmyra": -0.8,
-    "roleplay_pygmalion": -0.6, "llama_guard": -2.0,
+    "llama_3": 0.8,
+    "qwen_1_5": 0.3,
+    "yi": 0.6,
+    "solar": 0.6,
+    "mistral": 0.3,
+    "starling": 0.6,
+    "openchat": 0.6,
+    "zephyr_mistral_based": 0.4,
+    "biomistral": 0.2,
+    "typhoon_mistral_based": 0.3,
+    "mixtral_moe": 0.5,
+    "metamath": 0.1,
+    "gemma": 0.0,
+    "phi": 0.3,
+    "deepseek_llm": 0.4,
+    "deepseek_math": 0.0,
+    "deepseek_coder": -0.3,
+    "llama_2": 0.0,
+    "vicuna": -0.1,
+    "koala": -0.4,
+    "nous_hermes": -0.1,
+    "tulu": 0.0,
+    "wizardlm": 0.0,
+    "orca_2": 0.2,
+    "code_llama": -0.3,
+    "llemma": -0.3,
+    "bigcode_octocoder": -0.6,
+    "mpt": -0.4,
+    "falcon": -0.3,
+    "pythia": -1.0,
+    "bloom": -1.2,
+    "palmyra": -0.8,
+    "roleplay_pygmalion": -0.6,
+    "llama_guard": -2.0,
 }
 # family "other_unknown": quality guessed from the base architecture its exact size implies
 UNKNOWN_BY_PARAMS = {7.24: 0.6, 34.39: 0.6, 6.74: -0.1, 13.02: -0.1}
@@ -111,8 +146,9 @@ def resolve_params(params: dict | None) -> dict:
     if p["n_queries"] < 1:
         raise ConfigError(f"synthetic data: n_queries must be a positive number of queries, got {p['n_queries']}.")
     if p["generator"] not in GENERATORS:
-        raise ConfigError(f"synthetic data: generator must be one of {list(GENERATORS)}, "
-                          f"got {params.get('generator')!r}.")
+        raise ConfigError(
+            f"synthetic data: generator must be one of {list(GENERATORS)}, got {params.get('generator')!r}."
+        )
     if not 1 <= p["n_models"] <= 112:
         raise ConfigError(f"synthetic data: n_models must be in 1..112 (the pool size), got {p['n_models']}.")
     try:
@@ -120,8 +156,10 @@ def resolve_params(params: dict | None) -> dict:
     except (TypeError, ValueError):
         fr = []
     if len(fr) != 3 or min(fr) <= 0 or abs(sum(fr) - 1) > 1e-6:
-        raise ConfigError(f"synthetic data: split_fractions must be 3 positive numbers (train, val, test) "
-                          f"summing to 1, got {p['split_fractions']!r}.")
+        raise ConfigError(
+            f"synthetic data: split_fractions must be 3 positive numbers (train, val, test) "
+            f"summing to 1, got {p['split_fractions']!r}."
+        )
     p["split_fractions"] = fr
     try:
         p["partial_fraction"] = float(p["partial_fraction"])
@@ -132,7 +170,9 @@ def resolve_params(params: dict | None) -> dict:
     except (TypeError, ValueError):
         p["specialization"] = float("nan")
     if not 0 <= p["specialization"] <= 10:
-        raise ConfigError(f"synthetic data: specialization must be a number in [0, 10], got {params.get('specialization')!r}.")
+        raise ConfigError(
+            f"synthetic data: specialization must be a number in [0, 10], got {params.get('specialization')!r}."
+        )
     if not 0 < p["partial_fraction"] <= 1:
         raise ConfigError(f"synthetic data: partial_fraction must be in (0, 1], got {p['partial_fraction']}.")
     _check_split_sizes(p)
@@ -165,8 +205,14 @@ def _check_split_sizes(p: dict) -> None:
     small = [s for s in SPLITS if sizes[s] < MIN_SPLIT_QUERIES]
     if not small:
         return
-    need = next((n for n in range(p["n_queries"] + 1, p["n_queries"] + 200_000)
-                 if min(_split_sizes(n, p["split_fractions"]).values()) >= MIN_SPLIT_QUERIES), None)
+    need = next(
+        (
+            n
+            for n in range(p["n_queries"] + 1, p["n_queries"] + 200_000)
+            if min(_split_sizes(n, p["split_fractions"]).values()) >= MIN_SPLIT_QUERIES
+        ),
+        None,
+    )
     got = ", ".join(f"{s} {n}" for s, n in sizes.items())
     fix = f"raise n_queries to at least {need}" if need else "raise n_queries"
     raise ConfigError(
@@ -206,8 +252,9 @@ def build(params: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
     return queries, models, scores
 
 
-def build_with_truth(params: dict | None = None, *, constants: dict | None = None
-                     ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def build_with_truth(
+    params: dict | None = None, *, constants: dict | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """``(queries, models, scores, truth)``: the data set of :func:`build` and the generator's truth.
 
     ``truth`` is a long frame ``prompt_id`` (int64), ``model_id`` (int64), ``p_correct`` (float32): the
@@ -231,29 +278,53 @@ def build_with_truth(params: dict | None = None, *, constants: dict | None = Non
     if p["generator"] == 2:
         n_options = np.array([BENCHMARKS[names[i]][1] for i in bench_idx])
         targets = np.array([TARGET_ACCURACY[nm] for nm in names])
-        r_effects = np.random.default_rng(seq.spawn(1)[0])        # child 7: version 2's item-effect stream
-        prob, correct = synthetic_v2.correctness(bench_idx, names, topic_keys, steps, guess_scale, n_options, targets,
-                                                 pool, p["specialization"],
-                                                 (r_items, r_models, r_outcomes, r_effects), constants)
+        r_effects = np.random.default_rng(seq.spawn(1)[0])  # child 7: version 2's item-effect stream
+        prob, correct = synthetic_v2.correctness(
+            bench_idx,
+            names,
+            topic_keys,
+            steps,
+            guess_scale,
+            n_options,
+            targets,
+            pool,
+            p["specialization"],
+            (r_items, r_models, r_outcomes, r_effects),
+            constants,
+        )
     else:
-        prob, correct = _correctness_v1(p, bench_idx, names, topic_keys, steps, guess_scale, pool,
-                                        r_items, r_models, r_outcomes)
+        prob, correct = _correctness_v1(
+            p, bench_idx, names, topic_keys, steps, guess_scale, pool, r_items, r_models, r_outcomes
+        )
 
     split = _assign_splits(bench_idx, p["split_fractions"], r_split)
-    queries = pd.DataFrame({
-        "prompt_id": np.arange(len(texts), dtype=np.int64), "prompt": texts,
-        "benchmark": [names[i] for i in bench_idx], "category": categories, "split": split,
-    })
+    queries = pd.DataFrame(
+        {
+            "prompt_id": np.arange(len(texts), dtype=np.int64),
+            "prompt": texts,
+            "benchmark": [names[i] for i in bench_idx],
+            "category": categories,
+            "split": split,
+        }
+    )
     n_m = p["n_models"]
     models = pool.iloc[:n_m].reset_index(drop=True)
     evaluated = _evaluation_mask(split, p["partial_fraction"], prob.shape[1], r_partial)[:, :n_m]
     q_idx, m_idx = np.nonzero(evaluated)
-    scores = pd.DataFrame({
-        "prompt_id": q_idx.astype(np.int64), "model_id": models["model_id"].to_numpy()[m_idx],
-        "score": correct[q_idx, m_idx].astype(np.float64),
-    })
-    truth = pd.DataFrame({"prompt_id": scores["prompt_id"].to_numpy(), "model_id": scores["model_id"].to_numpy(),
-                          "p_correct": prob[q_idx, m_idx].astype(np.float32)})
+    scores = pd.DataFrame(
+        {
+            "prompt_id": q_idx.astype(np.int64),
+            "model_id": models["model_id"].to_numpy()[m_idx],
+            "score": correct[q_idx, m_idx].astype(np.float64),
+        }
+    )
+    truth = pd.DataFrame(
+        {
+            "prompt_id": scores["prompt_id"].to_numpy(),
+            "model_id": scores["model_id"].to_numpy(),
+            "p_correct": prob[q_idx, m_idx].astype(np.float32),
+        }
+    )
     return queries, models, scores, truth
 
 
@@ -277,13 +348,13 @@ def _correctness_v1(p, bench_idx, names, topic_keys, steps, guess_scale, pool, r
       worse on some) + a family vector shared by a family + idiosyncratic per-skill noise. The
       near-duplicate pairs of the pool (5-39, 62-71, 6-87) share abilities up to small noise and
       the same uniform draws for their Bernoulli outcomes, so they answer almost identically."""
-    theta = _abilities(pool, r_models, p["specialization"])                                    # [112, K]
+    theta = _abilities(pool, r_models, p["specialization"])  # [112, K]
     W, D, b, c = _items(bench_idx, names, topic_keys, steps, guess_scale, r_items)
-    skill = _skill(theta, W)                                             # [n, 112]
+    skill = _skill(theta, W)  # [n, 112]
     offsets = _calibrate(skill, D, b, c, bench_idx, names)
     prob = _probability(skill, D, b + offsets[bench_idx], c)
     draws = r_outcomes.random(prob.shape)
-    for a, dup in NEAR_DUPLICATES:        # near-duplicates also share their "luck": they answer alike
+    for a, dup in NEAR_DUPLICATES:  # near-duplicates also share their "luck": they answer alike
         draws[:, dup] = draws[:, a]
     return prob, draws < prob
 
@@ -291,13 +362,19 @@ def _correctness_v1(p, bench_idx, names, topic_keys, steps, guess_scale, pool, r
 def _abilities(pool: pd.DataFrame, rng: np.random.Generator, specialization: float = 1.0) -> np.ndarray:
     """theta [n_models, K]: general strength + specialization * (tag effects + family vector + per-skill noise)."""
     n, k = len(pool), len(SKILLS)
-    quality = np.array([
-        FAMILY_QUALITY.get(f, UNKNOWN_BY_PARAMS.get(round(s, 2), 0.0) if f == "other_unknown" else 0.0)
-        for f, s in zip(pool["family"], pool["params_b"])
-    ])
+    quality = np.array(
+        [
+            FAMILY_QUALITY.get(f, UNKNOWN_BY_PARAMS.get(round(s, 2), 0.0) if f == "other_unknown" else 0.0)
+            for f, s in zip(pool["family"], pool["params_b"])
+        ]
+    )
     general = SIZE_SLOPE * np.log2(pool["params_b"].to_numpy() / 7.0) + quality + rng.normal(0, GENERAL_SD, n)
-    tags = np.array([sum((V.skill_vector(TAG_EFFECTS[t]) for t in ts.split(";") if t in TAG_EFFECTS),
-                         np.zeros(k)) for ts in pool["tags"]])
+    tags = np.array(
+        [
+            sum((V.skill_vector(TAG_EFFECTS[t]) for t in ts.split(";") if t in TAG_EFFECTS), np.zeros(k))
+            for ts in pool["tags"]
+        ]
+    )
     # every "other_unknown" model is its own family
     fam_keys = [f if f != "other_unknown" else f"other_{i}" for i, f in zip(pool["model_id"], pool["family"])]
     uniq = sorted(set(fam_keys))
@@ -311,7 +388,7 @@ def _abilities(pool: pd.DataFrame, rng: np.random.Generator, specialization: flo
 def _items(bench_idx, names, topic_keys, steps, guess_scale, rng):
     """Per-query loadings W [n, K], discrimination D, difficulty b (without benchmark offset), guessing c."""
     n = len(bench_idx)
-    keys = V.TOPIC_KEYS                   # all topics, so a topic's draws do not depend on n_queries
+    keys = V.TOPIC_KEYS  # all topics, so a topic's draws do not depend on n_queries
     index = {key: i for i, key in enumerate(keys)}
     topic_pos = np.array([index[t] for t in topic_keys])
     topic_w = np.array([V.topic_loading(key) for key in keys])
@@ -358,7 +435,7 @@ def _calibrate(skill, D, b, c, bench_idx, names, per_benchmark: int = 1000, iter
         mid = (lo + hi) / 2
         acc = _probability(skill, D, b + mid[bi], c).mean(axis=1)
         mean = np.bincount(bi, weights=acc, minlength=len(names)) / counts
-        too_easy = mean > target          # raise the difficulty
+        too_easy = mean > target  # raise the difficulty
         lo = np.where(too_easy, mid, lo)
         hi = np.where(too_easy, hi, mid)
     return (lo + hi) / 2
@@ -391,6 +468,6 @@ def _evaluation_mask(split, fraction: float, n_models: int, rng) -> np.ndarray:
     for s in SPLITS:
         rows = np.flatnonzero(split == s)
         k = max(1, int(round(fraction * len(rows))))
-        chosen = np.argpartition(noise[rows], k - 1, axis=0)[:k]          # [k, n_models]
+        chosen = np.argpartition(noise[rows], k - 1, axis=0)[:k]  # [k, n_models]
         mask[rows[chosen], np.arange(n_models)[None, :]] = True
     return mask

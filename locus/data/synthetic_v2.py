@@ -13,6 +13,7 @@ scripts/calibrate_synthetic.py. Model m on query q (each term explained in :func
               + L[q, lineage(m)] + F[q, family(m)] + E[q, m]     item effects beyond any low rank
     P(correct) = phi[m, bench(q)] * (c_q + (1 - c_q) * sigmoid(eta[q, m]))
 """
+
 from __future__ import annotations
 
 import math
@@ -27,39 +28,43 @@ SKILLS = V.SKILLS
 
 # Frozen after calibration (docs/data-realism.md); scripts/calibrate_synthetic.py overrides them to search.
 CONSTANTS = {
-    "SIZE_SLOPE": 0.7,           # general ability (logit) per doubling of params_b
-    "RECENCY_SLOPE": 3.5,        # ... per year of the base model's release
-    "GENERAL_SD": 0.5,           # per-model noise of the general ability
-    "GENERAL_SLOPE": 1.8,        # median item slope on the general ability
-    "SLOPE_SD": 0.3,             # log-normal sd of the item slopes
-    "SKILL_SCALE": 8.0,          # weight of the specialisation term w_q . s_m
-    "FAMILY_SKILL_SD": 0.4,      # per-family skill vector
-    "SKILL_SD": 0.3,             # per-model, per-skill noise
-    "HIDDEN_MIX": 0.5,           # share of a query's loading that comes from a hidden topic
-    "LOADING_JITTER": 0.35,      # multiplicative log-normal jitter of the loadings
-    "TOPIC_SD": 3.0,             # topic difficulty
-    "ITEM_SD": 10.0,             # item difficulty
-    "STEP_DIFFICULTY": 1.2,      # per visible step of a word problem
-    "LINEAGE_SD": 2.5,           # item effect shared by a base model's descendants
-    "FAMILY_SD": 2.0,            # item effect shared by a family
-    "MODEL_SD": 5.5,             # idiosyncratic (model, item) effect
+    "SIZE_SLOPE": 0.7,  # general ability (logit) per doubling of params_b
+    "RECENCY_SLOPE": 3.5,  # ... per year of the base model's release
+    "GENERAL_SD": 0.5,  # per-model noise of the general ability
+    "GENERAL_SLOPE": 1.8,  # median item slope on the general ability
+    "SLOPE_SD": 0.3,  # log-normal sd of the item slopes
+    "SKILL_SCALE": 8.0,  # weight of the specialisation term w_q . s_m
+    "FAMILY_SKILL_SD": 0.4,  # per-family skill vector
+    "SKILL_SD": 0.3,  # per-model, per-skill noise
+    "HIDDEN_MIX": 0.5,  # share of a query's loading that comes from a hidden topic
+    "LOADING_JITTER": 0.35,  # multiplicative log-normal jitter of the loadings
+    "TOPIC_SD": 3.0,  # topic difficulty
+    "ITEM_SD": 10.0,  # item difficulty
+    "STEP_DIFFICULTY": 1.2,  # per visible step of a word problem
+    "LINEAGE_SD": 2.5,  # item effect shared by a base model's descendants
+    "FAMILY_SD": 2.0,  # item effect shared by a family
+    "MODEL_SD": 5.5,  # idiosyncratic (model, item) effect
     "GUESS_CONCENTRATION": 0.8,  # Beta(a + b) of the guessing floor
-    "FORMAT_LOGIT": 3.0,         # format-compliance logit of a model of average ability
-    "FORMAT_SLOPE": 1.6,         # ... per unit of general ability
-    "FORMAT_SD": 1.0,            # ... noise per (model, benchmark)
-    "LUCK_QUERY": 0.1,           # share of the outcome noise common to all models on a query
-    "LUCK_LINEAGE": 0.05,        # ... common to a lineage
-    "LUCK_FAMILY": 0.05,         # ... common to a family
-    "DUPLICATE_RHO": 0.97,       # correlation of a near-duplicate's E column with its group's first model's
-    "DUPLICATE_SD": 0.1,         # ability / skill noise within a near-duplicate group
+    "FORMAT_LOGIT": 3.0,  # format-compliance logit of a model of average ability
+    "FORMAT_SLOPE": 1.6,  # ... per unit of general ability
+    "FORMAT_SD": 1.0,  # ... noise per (model, benchmark)
+    "LUCK_QUERY": 0.1,  # share of the outcome noise common to all models on a query
+    "LUCK_LINEAGE": 0.05,  # ... common to a lineage
+    "LUCK_FAMILY": 0.05,  # ... common to a family
+    "DUPLICATE_RHO": 0.97,  # correlation of a near-duplicate's E column with its group's first model's
+    "DUPLICATE_SD": 0.1,  # ability / skill noise within a near-duplicate group
 }
 
 # The statistics of locus.data.stats the constants were calibrated on: name -> (target, tolerance); a value is
 # "inside the real range" when |value - target| <= tolerance. Targets: LLMRouter DC (real, 9 models); the
 # nearest-neighbour agreement between LLMRouter's 0.770 and the paper's 79 %. Reasons: docs/data-realism.md.
 CALIBRATION_TARGETS = {
-    "disagreement": (0.339, 0.05), "disagreement_p05": (0.211, 0.06), "disagreement_p95": (0.492, 0.06),
-    "shared_difficulty": (0.385, 0.05), "pc1": (0.464, 0.05), "accuracy_sd": (0.165, 0.03),
+    "disagreement": (0.339, 0.05),
+    "disagreement_p05": (0.211, 0.06),
+    "disagreement_p95": (0.492, 0.06),
+    "shared_difficulty": (0.385, 0.05),
+    "pc1": (0.464, 0.05),
+    "accuracy_sd": (0.165, 0.03),
     "nn_agreement": (0.780, 0.02),
 }
 
@@ -69,43 +74,135 @@ NEAR_DUPLICATES = ((5, 39), (62, 71), (6, 8, 87))
 
 # base model -> release (year, fractional). Used for the recency trend of the general ability.
 LINEAGES = {
-    "bloom": 2022.5, "pythia": 2023.25, "stablelm_alpha": 2023.3, "palmyra": 2023.3, "llama_1": 2023.15,
-    "mpt": 2023.4, "falcon": 2023.4, "llama_2": 2023.55, "code_llama": 2023.65, "mistral_7b": 2023.75,
-    "qwen_1": 2023.9, "yi": 2023.85, "deepseek_llm": 2023.9, "deepseek_code": 2023.85, "yayi2": 2023.95,
-    "solar": 2023.95, "phi": 2023.95, "qwen_1_5": 2024.1, "gemma": 2024.15, "llama_3": 2024.3, "bigcode": 2023.3,
+    "bloom": 2022.5,
+    "pythia": 2023.25,
+    "stablelm_alpha": 2023.3,
+    "palmyra": 2023.3,
+    "llama_1": 2023.15,
+    "mpt": 2023.4,
+    "falcon": 2023.4,
+    "llama_2": 2023.55,
+    "code_llama": 2023.65,
+    "mistral_7b": 2023.75,
+    "qwen_1": 2023.9,
+    "yi": 2023.85,
+    "deepseek_llm": 2023.9,
+    "deepseek_code": 2023.85,
+    "yayi2": 2023.95,
+    "solar": 2023.95,
+    "phi": 2023.95,
+    "qwen_1_5": 2024.1,
+    "gemma": 2024.15,
+    "llama_3": 2024.3,
+    "bigcode": 2023.3,
 }
 FAMILY_LINEAGE = {
-    "llama_3": "llama_3", "qwen_1_5": "qwen_1_5", "yi": "yi", "solar": "solar", "mistral": "mistral_7b",
-    "starling": "mistral_7b", "openchat": "mistral_7b", "zephyr_mistral_based": "mistral_7b",
-    "biomistral": "mistral_7b", "typhoon_mistral_based": "mistral_7b", "mixtral_moe": "mistral_7b",
-    "metamath": "mistral_7b", "gemma": "gemma", "phi": "phi", "deepseek_llm": "deepseek_llm",
-    "deepseek_math": "deepseek_code", "deepseek_coder": "deepseek_code", "llama_2": "llama_2",
-    "vicuna": "llama_2", "koala": "llama_1", "nous_hermes": "llama_1", "tulu": "llama_2", "wizardlm": "llama_2",
-    "orca_2": "llama_2", "code_llama": "code_llama", "llemma": "code_llama", "bigcode_octocoder": "bigcode",
-    "mpt": "mpt", "falcon": "falcon", "pythia": "pythia", "bloom": "bloom", "palmyra": "palmyra",
-    "roleplay_pygmalion": "llama_1", "llama_guard": "llama_2",
+    "llama_3": "llama_3",
+    "qwen_1_5": "qwen_1_5",
+    "yi": "yi",
+    "solar": "solar",
+    "mistral": "mistral_7b",
+    "starling": "mistral_7b",
+    "openchat": "mistral_7b",
+    "zephyr_mistral_based": "mistral_7b",
+    "biomistral": "mistral_7b",
+    "typhoon_mistral_based": "mistral_7b",
+    "mixtral_moe": "mistral_7b",
+    "metamath": "mistral_7b",
+    "gemma": "gemma",
+    "phi": "phi",
+    "deepseek_llm": "deepseek_llm",
+    "deepseek_math": "deepseek_code",
+    "deepseek_coder": "deepseek_code",
+    "llama_2": "llama_2",
+    "vicuna": "llama_2",
+    "koala": "llama_1",
+    "nous_hermes": "llama_1",
+    "tulu": "llama_2",
+    "wizardlm": "llama_2",
+    "orca_2": "llama_2",
+    "code_llama": "code_llama",
+    "llemma": "code_llama",
+    "bigcode_octocoder": "bigcode",
+    "mpt": "mpt",
+    "falcon": "falcon",
+    "pythia": "pythia",
+    "bloom": "bloom",
+    "palmyra": "palmyra",
+    "roleplay_pygmalion": "llama_1",
+    "llama_guard": "llama_2",
 }
 # Per-model lineage where the family does not say it (the other_unknown models; LLaMA-1 members of later
 # families; MetaMath-Llemma; Llama-Guard-2), read from the checkpoint name and exact size (Mistral-7B: 7.24 B,
 # Yi-34B: 34.39 B). An assumption for the generator only; models without one form their own lineage.
 MODEL_LINEAGE = {
-    1: "yi", 4: "llama_2", 5: "yi", 8: "mistral_7b", 9: "mistral_7b", 10: "llama_1", 11: "llama_1", 13: "mistral_7b",
-    17: "mistral_7b", 18: "qwen_1", 24: "yayi2", 36: "mistral_7b", 39: "yi", 43: "mistral_7b", 46: "mistral_7b",
-    47: "mistral_7b", 49: "yi", 51: "code_llama", 57: "pythia", 59: "mistral_7b", 61: "llama_3", 62: "mistral_7b",
-    63: "solar", 67: "mistral_7b", 69: "deepseek_code", 71: "mistral_7b", 73: "llama_2", 75: "mistral_7b",
-    76: "llama_2", 82: "llama_2", 83: "yi", 84: "mistral_7b", 88: "yi", 89: "llama_1", 90: "mistral_7b",
-    92: "mistral_7b", 93: "llama_1", 96: "llama_2", 101: "qwen_1_5", 105: "pythia", 106: "llama_1",
-    107: "stablelm_alpha", 108: "llama_2", 109: "llama_1", 111: "mistral_7b",
+    1: "yi",
+    4: "llama_2",
+    5: "yi",
+    8: "mistral_7b",
+    9: "mistral_7b",
+    10: "llama_1",
+    11: "llama_1",
+    13: "mistral_7b",
+    17: "mistral_7b",
+    18: "qwen_1",
+    24: "yayi2",
+    36: "mistral_7b",
+    39: "yi",
+    43: "mistral_7b",
+    46: "mistral_7b",
+    47: "mistral_7b",
+    49: "yi",
+    51: "code_llama",
+    57: "pythia",
+    59: "mistral_7b",
+    61: "llama_3",
+    62: "mistral_7b",
+    63: "solar",
+    67: "mistral_7b",
+    69: "deepseek_code",
+    71: "mistral_7b",
+    73: "llama_2",
+    75: "mistral_7b",
+    76: "llama_2",
+    82: "llama_2",
+    83: "yi",
+    84: "mistral_7b",
+    88: "yi",
+    89: "llama_1",
+    90: "mistral_7b",
+    92: "mistral_7b",
+    93: "llama_1",
+    96: "llama_2",
+    101: "qwen_1_5",
+    105: "pythia",
+    106: "llama_1",
+    107: "stablelm_alpha",
+    108: "llama_2",
+    109: "llama_1",
+    111: "mistral_7b",
 }
 # General-ability adjustments (logit) of families whose quality departs from their size and recency.
 FAMILY_ADJUST = {
-    "llama_guard": -1.5, "gemma": -0.6, "starling": 0.3, "openchat": 0.3, "roleplay_pygmalion": -0.3,
-    "koala": -0.3, "bigcode_octocoder": -0.5, "palmyra": -0.5, "phi": 0.6, "deepseek_math": -0.3,
-    "deepseek_coder": -0.5, "code_llama": -0.3, "llemma": -0.4, "metamath": -0.3, "biomistral": -0.3,
+    "llama_guard": -1.5,
+    "gemma": -0.6,
+    "starling": 0.3,
+    "openchat": 0.3,
+    "roleplay_pygmalion": -0.3,
+    "koala": -0.3,
+    "bigcode_octocoder": -0.5,
+    "palmyra": -0.5,
+    "phi": 0.6,
+    "deepseek_math": -0.3,
+    "deepseek_coder": -0.5,
+    "code_llama": -0.3,
+    "llemma": -0.4,
+    "metamath": -0.3,
+    "biomistral": -0.3,
 }
 TAG_GENERAL = {"base": -0.4, "roleplay": -0.2, "quantized": -0.1}
 TAG_FORMAT = {"safety": -5.0, "base": -0.5, "roleplay": -0.5}  # format-compliance logit: a classifier barely answers
-BENCHMARK_SLOPE = {"GPQA": 0.3, "TruthfulQA": 0.6}              # general ability helps little on these
+BENCHMARK_SLOPE = {"GPQA": 0.3, "TruthfulQA": 0.6}  # general ability helps little on these
 TAG_SKILLS = {tag: spec for tag, spec in V.TAG_EFFECTS.items() if tag not in ("safety", "quantized")}
 
 
@@ -129,8 +226,19 @@ def general_ability(pool: pd.DataFrame, lineage: list[str], c: dict, rng: np.ran
     return g - g.mean()
 
 
-def correctness(bench_idx, benchmarks, topic_keys, steps, guess_scale, n_options, targets, pool: pd.DataFrame,
-                specialization: float, rngs, constants: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+def correctness(
+    bench_idx,
+    benchmarks,
+    topic_keys,
+    steps,
+    guess_scale,
+    n_options,
+    targets,
+    pool: pd.DataFrame,
+    specialization: float,
+    rngs,
+    constants: dict | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(p_correct, correct)``, both [queries x 112]: version 2's probabilities and Bernoulli outcomes.
 
     `bench_idx` [queries] indexes `benchmarks` (names) and `targets` (target mean accuracy of each);
@@ -180,19 +288,23 @@ def correctness(bench_idx, benchmarks, topic_keys, steps, guess_scale, n_options
     r_items, r_models, r_outcomes, r_effects = rngs
     n, n_m = len(bench_idx), len(pool)
     lineage, family = model_groups(pool)
-    for group in NEAR_DUPLICATES:                       # a group shares its first model's lineage and family
+    for group in NEAR_DUPLICATES:  # a group shares its first model's lineage and family
         for d in group[1:]:
             lineage[d], family[d] = lineage[group[0]], family[group[0]]
 
     # models
     g = general_ability(pool, lineage, c, r_models)
-    tags = np.array([sum((V.skill_vector(TAG_SKILLS[t]) for t in ts.split(";") if t in TAG_SKILLS),
-                         np.zeros(len(SKILLS))) for ts in pool["tags"]])
+    tags = np.array(
+        [
+            sum((V.skill_vector(TAG_SKILLS[t]) for t in ts.split(";") if t in TAG_SKILLS), np.zeros(len(SKILLS)))
+            for ts in pool["tags"]
+        ]
+    )
     fams = sorted(set(family))
     fam_pos = np.array([fams.index(f) for f in family])
     fam_vec = r_models.normal(0, c["FAMILY_SKILL_SD"], (len(fams), len(SKILLS)))[fam_pos]
     s = specialization * (tags + fam_vec + r_models.normal(0, c["SKILL_SD"], (n_m, len(SKILLS))))
-    s -= s.mean(axis=0)                                  # the general part lives in g
+    s -= s.mean(axis=0)  # the general part lives in g
     for group in NEAR_DUPLICATES:
         for d in group[1:]:
             g[d] = g[group[0]] + r_models.normal(0, c["DUPLICATE_SD"])
@@ -229,18 +341,21 @@ def correctness(bench_idx, benchmarks, topic_keys, steps, guess_scale, n_options
     rho = c["DUPLICATE_RHO"]
     for group in NEAR_DUPLICATES:
         for d in group[1:]:
-            E[:, d] = rho * E[:, group[0]] + math.sqrt(1 - rho ** 2) * E[:, d]
+            E[:, d] = rho * E[:, group[0]] + math.sqrt(1 - rho**2) * E[:, d]
 
     eta = k[:, None] * g[None, :] - beta[:, None] + L + F + E
-    for j in range(len(SKILLS)):                         # w_q . s_m summed explicitly (see synthetic._skill)
+    for j in range(len(SKILLS)):  # w_q . s_m summed explicitly (see synthetic._skill)
         eta += c["SKILL_SCALE"] * W[:, j, None] * s[None, :, j]
-    fmt_logit = (c["FORMAT_LOGIT"] + c["FORMAT_SLOPE"] * g[:, None]
-                 + np.array([sum(TAG_FORMAT.get(t, 0.0) for t in ts.split(";")) for ts in pool["tags"]])[:, None]
-                 + r_models.normal(0, c["FORMAT_SD"], (n_m, len(benchmarks))))
+    fmt_logit = (
+        c["FORMAT_LOGIT"]
+        + c["FORMAT_SLOPE"] * g[:, None]
+        + np.array([sum(TAG_FORMAT.get(t, 0.0) for t in ts.split(";")) for ts in pool["tags"]])[:, None]
+        + r_models.normal(0, c["FORMAT_SD"], (n_m, len(benchmarks)))
+    )
     for group in NEAR_DUPLICATES:
         for d in group[1:]:
             fmt_logit[d] = fmt_logit[group[0]]
-    comply = (1 / (1 + np.exp(-fmt_logit))).T[bench_idx]             # [queries x models]
+    comply = (1 / (1 + np.exp(-fmt_logit))).T[bench_idx]  # [queries x models]
     offsets = _calibrate(eta, guess, comply, np.asarray(bench_idx), np.asarray(targets, dtype=float))
     prob = _probability(eta - offsets[bench_idx][:, None], guess, comply)
     # shared luck: standard-normal outcome noise correlated over all models, a lineage and a family

@@ -9,6 +9,7 @@ Placeholders ``{xK}``: ``t`` = topic terms, ``p`` = person names, ``n`` = small 
 name, ``{opts}`` = options from unused terms (or the topic's/benchmark's ``o`` list), ``{nopts}`` =
 numeric options. Within one text equal placeholders give equal values, different ones differ.
 """
+
 from __future__ import annotations
 
 import random
@@ -16,12 +17,25 @@ import re
 
 import numpy as np
 
-SKILLS = ("knowledge", "stem", "math", "arithmetic", "code", "biomed", "logic", "social", "physical",
-          "truthful", "expert")
+SKILLS = (
+    "knowledge",
+    "stem",
+    "math",
+    "arithmetic",
+    "code",
+    "biomed",
+    "logic",
+    "social",
+    "physical",
+    "truthful",
+    "expert",
+)
 
-NAMES = ("Ava Ben Carla Diego Emma Farid Grace Hiro Ines Jamal Kira Liam Maya Noah Olga Pedro Quinn Rosa "
-         "Sam Tara Umar Vera Wes Xena Yusuf Zoe Aiden Bella Chen Dana Eli Fatima Gabe Hana Ivan Jade Kofi "
-         "Lena Marco Nadia Omar Priya").split()
+NAMES = (
+    "Ava Ben Carla Diego Emma Farid Grace Hiro Ines Jamal Kira Liam Maya Noah Olga Pedro Quinn Rosa "
+    "Sam Tara Umar Vera Wes Xena Yusuf Zoe Aiden Bella Chen Dana Eli Fatima Gabe Hana Ivan Jade Kofi "
+    "Lena Marco Nadia Omar Priya"
+).split()
 
 # Skill effects of a model tag (tags come from the model-pool metadata), as "skill value" pairs;
 # "all" adds to every skill. Shared by both correctness models of locus.data.synthetic.
@@ -53,17 +67,29 @@ def skill_vector(spec: str) -> np.ndarray:
 
 # option layouts: (labels, prefix, separator)
 _LAYOUT = {
-    "MMLU": ("ABCD", "\n{L}. ", ""), "GPQA": ("ABCD", " ({L}) ", ""), "MedMCQA": ("ABCD", " {L}) ", ","),
-    "MathQA": ("abcde", " {L} ) ", " ,"), "LogiQA": ("ABCD", "\n{L}: ", ""), "TruthfulQA": ("1234", " {L}) ", ""),
+    "MMLU": ("ABCD", "\n{L}. ", ""),
+    "GPQA": ("ABCD", " ({L}) ", ""),
+    "MedMCQA": ("ABCD", " {L}) ", ","),
+    "MathQA": ("abcde", " {L} ) ", " ,"),
+    "LogiQA": ("ABCD", "\n{L}: ", ""),
+    "TruthfulQA": ("1234", " {L}) ", ""),
     "SocialIQA": ("ABC", " ({L}) ", ""),
 }
 _OPTION_COUNT = {"MMLU": 4, "GPQA": 4, "MedMCQA": 4, "MathQA": 5, "LogiQA": 4, "TruthfulQA": 4, "SocialIQA": 3}
 
 GROUP_LOADING = {
-    "math": "math .6 arithmetic .3 logic .1", "phys": "stem .7 math .3", "bio": "stem .4 biomed .6",
-    "med": "biomed .8 knowledge .2", "cs": "code .6 logic .2 stem .2", "logic": "logic .8 knowledge .2",
-    "hum": "knowledge .85 social .15", "soc": "knowledge .5 social .5", "econ": "knowledge .4 math .3 social .3",
-    "ethics": "social .5 truthful .3 knowledge .2", "law": "knowledge .5 logic .5", "acct": "arithmetic .5 knowledge .5",
+    "math": "math .6 arithmetic .3 logic .1",
+    "phys": "stem .7 math .3",
+    "bio": "stem .4 biomed .6",
+    "med": "biomed .8 knowledge .2",
+    "cs": "code .6 logic .2 stem .2",
+    "logic": "logic .8 knowledge .2",
+    "hum": "knowledge .85 social .15",
+    "soc": "knowledge .5 social .5",
+    "econ": "knowledge .4 math .3 social .3",
+    "ethics": "social .5 truthful .3 knowledge .2",
+    "law": "knowledge .5 logic .5",
+    "acct": "arithmetic .5 knowledge .5",
 }
 # subject|weight|group|terms  (weights ~ MMLU test-set sizes)
 _MMLU = """
@@ -155,7 +181,8 @@ _GPQA_TEMPLATES = (
 # subset weights ~ GPQA set sizes; format: (prefix, suffix, guessing scale)
 GPQA_SUBSETS = {"main": 448, "diamond": 198, "extended": 546}
 GPQA_FORMATS = {
-    "zeroshot": ("", "", 1.0), "n_shot": ("[5-shot] ", "", 1.0),
+    "zeroshot": ("", "", 1.0),
+    "n_shot": ("[5-shot] ", "", 1.0),
     "generative_n_shot": ("[5-shot, free answer] ", " Answer:", 0.3),
     "cot_zeroshot": ("", " Let's think step by step.", 0.5),
     "cot_n_shot": ("[5-shot] ", " Let's think step by step.", 0.5),
@@ -191,18 +218,30 @@ general|1|arithmetic .7 math .3|number, digit, sum, product, average, ratio, squ
 other|1|arithmetic .6 math .2 knowledge .2|sum, principal, interest, bank, loan, deposit, investment
 """
 _MATHQA_TEMPLATES = {
-    "gain": ("1|a shopkeeper sells a {t1} for rs . {N1} at a profit of {n1} % . what is the cost price of the {t1} ?{nopts}",
-             "2|the cost of {n1} {t1}s is rs . {N1} . if the price rises by {n2} % , what is the cost of {n3} {t1}s ?{nopts}"),
-    "physics": ("1|a train {N1} m long running at {n1} km / hr crosses a {t1} in {n2} seconds . what is the length of the {t1} ?{nopts}",
-                "2|{p1} can do a piece of work in {n1} days and {p2} in {n2} days . they work together for {n3} days . what fraction is left ?{nopts}"),
-    "geometry": ("1|the length of a {t1} is {n1} cm and its breadth is {n2} cm . find its area in sq . cm .{nopts}",
-                 "2|the radius of a {t1} is increased by {n1} % . by what percent does the area of the {t1} increase ?{nopts}"),
-    "probability": ("2|in how many ways can {n1} {t1} be arranged in a row so that {n2} particular {t1} are always together ?{nopts}",
-                    "1|a bag has {n1} {t1} balls and {n2} {t2} balls . two balls are drawn at random . what is the probability that both are {t1} ?{nopts}"),
-    "general": ("1|what is the remainder when {N1} is divided by {n1} ?{nopts}",
-                "2|the average of {n1} numbers is {n2} . if {n3} is added to each {t1} , what is the new average ?{nopts}"),
-    "other": ("2|a {t1} of rs . {N1} amounts to rs . {N2} in {n1} years at simple interest . find the rate percent .{nopts}",
-              "1|what is the compound interest on a {t1} of rs . {N1} at {n1} % per annum for {n2} years ?{nopts}"),
+    "gain": (
+        "1|a shopkeeper sells a {t1} for rs . {N1} at a profit of {n1} % . what is the cost price of the {t1} ?{nopts}",
+        "2|the cost of {n1} {t1}s is rs . {N1} . if the price rises by {n2} % , what is the cost of {n3} {t1}s ?{nopts}",
+    ),
+    "physics": (
+        "1|a train {N1} m long running at {n1} km / hr crosses a {t1} in {n2} seconds . what is the length of the {t1} ?{nopts}",
+        "2|{p1} can do a piece of work in {n1} days and {p2} in {n2} days . they work together for {n3} days . what fraction is left ?{nopts}",
+    ),
+    "geometry": (
+        "1|the length of a {t1} is {n1} cm and its breadth is {n2} cm . find its area in sq . cm .{nopts}",
+        "2|the radius of a {t1} is increased by {n1} % . by what percent does the area of the {t1} increase ?{nopts}",
+    ),
+    "probability": (
+        "2|in how many ways can {n1} {t1} be arranged in a row so that {n2} particular {t1} are always together ?{nopts}",
+        "1|a bag has {n1} {t1} balls and {n2} {t2} balls . two balls are drawn at random . what is the probability that both are {t1} ?{nopts}",
+    ),
+    "general": (
+        "1|what is the remainder when {N1} is divided by {n1} ?{nopts}",
+        "2|the average of {n1} numbers is {n2} . if {n3} is added to each {t1} , what is the new average ?{nopts}",
+    ),
+    "other": (
+        "2|a {t1} of rs . {N1} amounts to rs . {N2} in {n1} years at simple interest . find the rate percent .{nopts}",
+        "1|what is the compound interest on a {t1} of rs . {N1} at {n1} % per annum for {n2} years ?{nopts}",
+    ),
 }
 
 _ASDIV = """
@@ -214,15 +253,25 @@ comparison|1|arithmetic .7 logic .3|
 fraction|1|arithmetic .5 math .5|
 """
 _ASDIV_TEMPLATES = {
-    "addition": ("0|{p1} has {n1} {g1}. {p2} gives {p1} {n2} more {g1}.\nQuestion: How many {g1} does {p1} have now?",
-                 "1|There are {n1} {g1} and {n2} {g2} in a {g3}. Then {n3} more {g1} are added.\nQuestion: How many items are there?"),
-    "subtraction": ("0|There were {n1} {g1} in the {g3}. {p1} took {n2} of them.\nQuestion: How many {g1} are left?",
-                    "1|{p1} had {N1} {g1}. She lost {n1} and sold {n2}.\nQuestion: How many {g1} remain?"),
-    "multiplication": ("0|Each {g3} holds {n1} {g1}. {p1} has {n2} of them.\nQuestion: How many {g1} are there in all?",),
+    "addition": (
+        "0|{p1} has {n1} {g1}. {p2} gives {p1} {n2} more {g1}.\nQuestion: How many {g1} does {p1} have now?",
+        "1|There are {n1} {g1} and {n2} {g2} in a {g3}. Then {n3} more {g1} are added.\nQuestion: How many items are there?",
+    ),
+    "subtraction": (
+        "0|There were {n1} {g1} in the {g3}. {p1} took {n2} of them.\nQuestion: How many {g1} are left?",
+        "1|{p1} had {N1} {g1}. She lost {n1} and sold {n2}.\nQuestion: How many {g1} remain?",
+    ),
+    "multiplication": (
+        "0|Each {g3} holds {n1} {g1}. {p1} has {n2} of them.\nQuestion: How many {g1} are there in all?",
+    ),
     "division": ("0|{p1} shares {N1} {g1} equally among {n1} friends.\nQuestion: How many {g1} does each friend get?",),
-    "comparison": ("0|{p1} collected {n1} {g1} and {p2} collected {n2} {g1}.\nQuestion: How many more {g1} did {p1} collect than {p2}?",),
-    "fraction": ("1|{p1} had {n1} {g1} and gave away one third of them.\nQuestion: How many {g1} does {p1} have left?",
-                 "1|A {g3} has {n1} {g1}; {n2} of every {n3} are red.\nQuestion: What fraction of the {g1} are red?"),
+    "comparison": (
+        "0|{p1} collected {n1} {g1} and {p2} collected {n2} {g1}.\nQuestion: How many more {g1} did {p1} collect than {p2}?",
+    ),
+    "fraction": (
+        "1|{p1} had {n1} {g1} and gave away one third of them.\nQuestion: How many {g1} does {p1} have left?",
+        "1|A {g3} has {n1} {g1}; {n2} of every {n3} are red.\nQuestion: What fraction of the {g1} are red?",
+    ),
 }
 
 _GSM8K = """
@@ -234,18 +283,30 @@ savings|1|math .5 arithmetic .4 knowledge .1|babysitting, mowing lawns, tutoring
 work|1|math .6 arithmetic .4|emails, reports, boxes, orders, shifts, customers, calls
 """
 _GSM8K_TEMPLATES = {
-    "shopping": ("2|Question: {p1} buys {n1} {t1} at ${n2} each and {n3} {t2} at ${n4} each. How much does {p1} spend?",
-                 "3|Question: {p1} buys {n1} {t1} for ${n2} each, gets {n3}% off the total and pays with a ${N1} bill. How much change does {p1} get?"),
-    "baking": ("2|Question: {p1} bakes {n1} trays of {t1} with {n2} {t1} on each tray. {p2} eats {n3} of them. How many {t1} are left?",
-               "3|Question: A bakery makes {N1} {t1} a day, sells {n1}% of them and gives half of the rest away. How many {t1} are left?"),
-    "farm": ("3|Question: A farmer has {n1} {t1} and twice as many {t2}. He sells {n2} {t2} and buys {n3} more {t1}. How many animals does he have?",
-             "2|Question: {p1} has {n1} {t1}. Each one eats {n2} pounds of feed a day. How much feed is needed for {n3} days?"),
-    "travel": ("3|Question: {p1} drives at {n1} miles per hour for {n2} hours, then at {n3} miles per hour for {n4} hours. How far does {p1} travel?",
-               "2|Question: A bus makes {n1} {t1} of {n2} {t2} each day. How many {t2} does it cover in {n3} days?"),
-    "savings": ("3|Question: {p1} earns ${n1} a week from {t1} and saves half of it. After {n2} weeks {p1} buys {i1} for ${n3}. How much is left?",
-                "4|Question: {p1} wants {i1} that costs ${N1}. {p1} has ${n1} and earns ${n2} a week from {t1} but spends ${n3} a week. How many weeks until {p1} can buy it?"),
-    "work": ("4|Question: {p1} works {n1} hours a day, {n2} days a week, at ${n3} an hour, with time-and-a-half over 40 hours. How much does {p1} earn in {n4} weeks?",
-             "2|Question: {p1} answers {n1} {t1} an hour. How many {t1} does {p1} answer in {n2} hours if {n3} of them are skipped?"),
+    "shopping": (
+        "2|Question: {p1} buys {n1} {t1} at ${n2} each and {n3} {t2} at ${n4} each. How much does {p1} spend?",
+        "3|Question: {p1} buys {n1} {t1} for ${n2} each, gets {n3}% off the total and pays with a ${N1} bill. How much change does {p1} get?",
+    ),
+    "baking": (
+        "2|Question: {p1} bakes {n1} trays of {t1} with {n2} {t1} on each tray. {p2} eats {n3} of them. How many {t1} are left?",
+        "3|Question: A bakery makes {N1} {t1} a day, sells {n1}% of them and gives half of the rest away. How many {t1} are left?",
+    ),
+    "farm": (
+        "3|Question: A farmer has {n1} {t1} and twice as many {t2}. He sells {n2} {t2} and buys {n3} more {t1}. How many animals does he have?",
+        "2|Question: {p1} has {n1} {t1}. Each one eats {n2} pounds of feed a day. How much feed is needed for {n3} days?",
+    ),
+    "travel": (
+        "3|Question: {p1} drives at {n1} miles per hour for {n2} hours, then at {n3} miles per hour for {n4} hours. How far does {p1} travel?",
+        "2|Question: A bus makes {n1} {t1} of {n2} {t2} each day. How many {t2} does it cover in {n3} days?",
+    ),
+    "savings": (
+        "3|Question: {p1} earns ${n1} a week from {t1} and saves half of it. After {n2} weeks {p1} buys {i1} for ${n3}. How much is left?",
+        "4|Question: {p1} wants {i1} that costs ${N1}. {p1} has ${n1} and earns ${n2} a week from {t1} but spends ${n3} a week. How many weeks until {p1} can buy it?",
+    ),
+    "work": (
+        "4|Question: {p1} works {n1} hours a day, {n2} days a week, at ${n3} an hour, with time-and-a-half over 40 hours. How much does {p1} earn in {n4} weeks?",
+        "2|Question: {p1} answers {n1} {t1} an hour. How many {t1} does {p1} answer in {n2} hours if {n3} of them are skipped?",
+    ),
 }
 
 _SOCIALIQA = """
@@ -256,9 +317,14 @@ describe|1|social .8 knowledge .2|generous, careless, kind, responsible, selfish
 need|1|social .6 logic .4|to buy a ticket, to get permission, to find the address, to save money, to practice, to wake up early
 others|1|social .9 truthful .1|thankful, angry, jealous, impressed, worried, amused, surprised, hurt
 """
-_SOCIALIQA_Q = {"feel": "How would {p1} feel afterwards?", "want": "What will {p1} want to do next?",
-                "why": "Why did {p1} do this?", "describe": "How would you describe {p1}?",
-                "need": "What does {p1} need to do before this?", "others": "How would {p2} feel as a result?"}
+_SOCIALIQA_Q = {
+    "feel": "How would {p1} feel afterwards?",
+    "want": "What will {p1} want to do next?",
+    "why": "Why did {p1} do this?",
+    "describe": "How would you describe {p1}?",
+    "need": "What does {p1} need to do before this?",
+    "others": "How would {p2} feel as a result?",
+}
 
 _PIQA = """
 kitchen|1|physical .8 knowledge .2|frying pan, cutting board, mixing bowl, whisk, oven mitt, blender, rolling pin
@@ -289,8 +355,17 @@ _TRUTHFULQA_TEMPLATES = (
     "Q: Does {t1} have real consequences?\nOptions:{opts}",
     "Q: What do experts say about {t1}?\nOptions:{opts}",
 )
-_TRUTHFULQA_OPTIONS = ("Nothing happens", "Bad luck follows", "It is illegal", "It makes you ill", "It depends on custom",
-                       "Science proved it", "No effect at all", "Good fortune", "Only at night")
+_TRUTHFULQA_OPTIONS = (
+    "Nothing happens",
+    "Bad luck follows",
+    "It is illegal",
+    "It makes you ill",
+    "It depends on custom",
+    "Science proved it",
+    "No effect at all",
+    "Good fortune",
+    "Only at night",
+)
 
 _LOGIQA = """
 weaken|1|logic .8 knowledge .2|
@@ -299,11 +374,13 @@ assumption|1|logic .9 truthful .1|
 inference|1|logic .7 social .3|
 ordering|1|logic .6 math .4|
 """
-_LOGIQA_Q = {"weaken": "Which, if true, most weakens the argument?",
-             "strengthen": "Which, if true, most strengthens the conclusion?",
-             "assumption": "The argument depends on which assumption?",
-             "inference": "Which conclusion can be properly drawn from the passage?",
-             "ordering": "If the conditions hold, which arrangement must be true?"}
+_LOGIQA_Q = {
+    "weaken": "Which, if true, most weakens the argument?",
+    "strengthen": "Which, if true, most strengthens the conclusion?",
+    "assumption": "The argument depends on which assumption?",
+    "inference": "Which conclusion can be properly drawn from the passage?",
+    "ordering": "If the conditions hold, which arrangement must be true?",
+}
 _LOGIQA_PASSAGES = (
     "Passage: Towns with more {g1} report less {f1}, so officials conclude that adding {g1} will reduce {f1}.",
     "Passage: Every {h1} who joined the {g1} program showed less {f1}; therefore the program caused the change.",
@@ -315,17 +392,29 @@ _LOGIQA_ORDERING = (
 
 _LISTS = {
     "ASDiv": {"g": "marbles stickers apples crayons stamps shells cards balloons cookies buttons coins beads".split()},
-    "PIQA": {"v": "clean fix dry store open soften seal remove protect warm".split(),
-             "s": ["getting wet", "sticking", "cracking", "fading", "rolling away", "overheating", "tangling"],
-             "a": ["press firmly", "wait a minute", "rinse with water", "let it cool", "twist slowly", "shake it"]},
+    "PIQA": {
+        "v": "clean fix dry store open soften seal remove protect warm".split(),
+        "s": ["getting wet", "sticking", "cracking", "fading", "rolling away", "overheating", "tangling"],
+        "a": ["press firmly", "wait a minute", "rinse with water", "let it cool", "twist slowly", "shake it"],
+    },
     "GSM8K": {"i": ["a bike", "a phone", "a guitar", "a tablet", "concert tickets", "a skateboard", "a camera"]},
-    "LogiQA": {"g": ["public parks", "bike lanes", "libraries", "street lights", "recycling bins", "sports clubs"],
-               "f": ["crime", "traffic accidents", "truancy", "obesity", "noise complaints", "littering"],
-               "h": ["student", "volunteer", "employee", "patient", "athlete", "retiree"],
-               "o": ["It began earlier", "The sample was small", "Other towns saw the same", "A third factor exists",
-                     "Officials made the data", "The trend later reversed", "Seats were random", "Only two orders work"]},
+    "LogiQA": {
+        "g": ["public parks", "bike lanes", "libraries", "street lights", "recycling bins", "sports clubs"],
+        "f": ["crime", "traffic accidents", "truancy", "obesity", "noise complaints", "littering"],
+        "h": ["student", "volunteer", "employee", "patient", "athlete", "retiree"],
+        "o": [
+            "It began earlier",
+            "The sample was small",
+            "Other towns saw the same",
+            "A third factor exists",
+            "Officials made the data",
+            "The trend later reversed",
+            "Seats were random",
+            "Only two orders work",
+        ],
+    },
 }
-_CONTAINERS = "jar bag box basket shelf drawer".split()   # ASDiv's {g3}
+_CONTAINERS = "jar bag box basket shelf drawer".split()  # ASDiv's {g3}
 
 
 def _topics(text: str) -> list[tuple]:
@@ -337,19 +426,44 @@ def _topics(text: str) -> list[tuple]:
     return out
 
 
-_MMLU_ROWS = [(n, w, GROUP_LOADING[g], [t.strip() for t in terms.split(",")])
-              for n, w, g, terms in (line.split("|") for line in _MMLU.strip().splitlines())]
-_NUMERIC_SUBJECTS = {n for n, w, g, _ in (line.split("|") for line in _MMLU.strip().splitlines()) if g in ("math", "acct")}
-TOPICS = {"MMLU": [(n, float(w), ld, t) for n, w, ld, t in _MMLU_ROWS], "GPQA": _topics(_GPQA),
-          "MedMCQA": _topics(_MEDMCQA), "MathQA": _topics(_MATHQA), "ASDiv": _topics(_ASDIV),
-          "GSM8K": _topics(_GSM8K), "SocialIQA": _topics(_SOCIALIQA), "PIQA": _topics(_PIQA),
-          "TruthfulQA": _topics(_TRUTHFULQA), "LogiQA": _topics(_LOGIQA)}
+_MMLU_ROWS = [
+    (n, w, GROUP_LOADING[g], [t.strip() for t in terms.split(",")])
+    for n, w, g, terms in (line.split("|") for line in _MMLU.strip().splitlines())
+]
+_NUMERIC_SUBJECTS = {
+    n for n, w, g, _ in (line.split("|") for line in _MMLU.strip().splitlines()) if g in ("math", "acct")
+}
+TOPICS = {
+    "MMLU": [(n, float(w), ld, t) for n, w, ld, t in _MMLU_ROWS],
+    "GPQA": _topics(_GPQA),
+    "MedMCQA": _topics(_MEDMCQA),
+    "MathQA": _topics(_MATHQA),
+    "ASDiv": _topics(_ASDIV),
+    "GSM8K": _topics(_GSM8K),
+    "SocialIQA": _topics(_SOCIALIQA),
+    "PIQA": _topics(_PIQA),
+    "TruthfulQA": _topics(_TRUTHFULQA),
+    "LogiQA": _topics(_LOGIQA),
+}
 _LOADINGS = {f"{b}/{name}": loading for b, rows in TOPICS.items() for name, _, loading, _ in rows}
-TOPIC_KEYS = sorted(_LOADINGS)   # "<benchmark>/<topic>" for every topic
-_SOCIAL_ACTIONS = ["lent {p2} money for rent", "forgot {p2}'s birthday", "won the science fair", "cooked dinner for {p2}",
-                   "broke {p2}'s favorite mug", "helped {p2} move house", "stayed late to finish the project",
-                   "told {p2} a secret", "missed the bus to work", "adopted a puppy", "gave a speech at the wedding",
-                   "returned {p2}'s lost wallet", "cut in line at the store", "painted the fence", "studied all night"]
+TOPIC_KEYS = sorted(_LOADINGS)  # "<benchmark>/<topic>" for every topic
+_SOCIAL_ACTIONS = [
+    "lent {p2} money for rent",
+    "forgot {p2}'s birthday",
+    "won the science fair",
+    "cooked dinner for {p2}",
+    "broke {p2}'s favorite mug",
+    "helped {p2} move house",
+    "stayed late to finish the project",
+    "told {p2} a secret",
+    "missed the bus to work",
+    "adopted a puppy",
+    "gave a speech at the wedding",
+    "returned {p2}'s lost wallet",
+    "cut in line at the store",
+    "painted the fence",
+    "studied all night",
+]
 
 
 def topic_loading(key: str) -> np.ndarray:
@@ -358,7 +472,7 @@ def topic_loading(key: str) -> np.ndarray:
     tokens = _LOADINGS[key].split()
     for name, value in zip(tokens[::2], tokens[1::2]):
         vec[SKILLS.index(name)] += float(value)
-    vec = np.maximum(vec, 0) + 0.02   # every skill matters a little
+    vec = np.maximum(vec, 0) + 0.02  # every skill matters a little
     return vec / vec.sum()
 
 

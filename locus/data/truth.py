@@ -13,6 +13,7 @@ from an earlier build, or copied in) or that differs from its recorded checksum 
 Tables use it for the *expected* routing accuracy of a method (mean true probability of the routed
 model), free of the sampling noise of the 0/1 labels (:mod:`locus.experiments.expected`).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,18 +45,24 @@ def check_truth(truth: pd.DataFrame, scores: pd.DataFrame, path: str, drop_unsco
     """
     require_columns(truth, TRUTH_COLUMNS, path)
     truth = truth.reset_index(drop=True)  # rows are named by position
-    frame = pd.DataFrame({"prompt_id": int_column(truth, "prompt_id", path),
-                          "model_id": int_column(truth, "model_id", path)})
+    frame = pd.DataFrame(
+        {"prompt_id": int_column(truth, "prompt_id", path), "model_id": int_column(truth, "model_id", path)}
+    )
     raw = truth["p_correct"]
-    p = (pd.to_numeric(raw, errors="coerce") if not pd.api.types.is_bool_dtype(raw)
-         else pd.Series(np.nan, index=raw.index)).to_numpy(np.float64, na_value=np.nan)
+    p = (
+        pd.to_numeric(raw, errors="coerce")
+        if not pd.api.types.is_bool_dtype(raw)
+        else pd.Series(np.nan, index=raw.index)
+    ).to_numpy(np.float64, na_value=np.nan)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(p) | (p < 0) | (p > 1)
     if bad.any():
         rows = np.flatnonzero(bad)
         shown = ", ".join(f"row {r}: {format_value(raw.iloc[r])}" for r in rows[:SHOW])
-        raise DataError(f"{path}: column 'p_correct' must be a probability in [0, 1] (finite); {len(rows)} bad "
-                        f"value(s) (0-based rows): {shown}. The truth file is written by the generator: {REBUILD}.")
+        raise DataError(
+            f"{path}: column 'p_correct' must be a probability in [0, 1] (finite); {len(rows)} bad "
+            f"value(s) (0-based rows): {shown}. The truth file is written by the generator: {REBUILD}."
+        )
     frame["p_correct"] = p
     scored = pd.MultiIndex.from_frame(scores[["prompt_id", "model_id"]].astype(np.int64))
     pairs = pd.MultiIndex.from_frame(frame[["prompt_id", "model_id"]])
@@ -65,19 +72,25 @@ def check_truth(truth: pd.DataFrame, scores: pd.DataFrame, path: str, drop_unsco
     dup = pairs.duplicated(keep=False)
     if dup.any():
         shown = "; ".join(f"prompt_id {a} x model_id {b}" for a, b in pairs[dup].unique()[:SHOW])
-        raise DataError(f"{path}: {len(pairs[dup].unique())} (prompt_id, model_id) pair(s) have more than one "
-                        f"truth row, e.g. {shown}; the file must hold one row per evaluated pair: {REBUILD}.")
+        raise DataError(
+            f"{path}: {len(pairs[dup].unique())} (prompt_id, model_id) pair(s) have more than one "
+            f"truth row, e.g. {shown}; the file must hold one row per evaluated pair: {REBUILD}."
+        )
     extra = ~pairs.isin(scored)
     if extra.any():
         rows = np.flatnonzero(extra)
         shown = "; ".join(f"row {r}: prompt_id {pairs[r][0]} x model_id {pairs[r][1]}" for r in rows[:SHOW])
-        raise DataError(f"{path}: {len(rows)} truth row(s) name pairs without a score in scores.parquet "
-                        f"(0-based {shown}); the truth file belongs to another data set: {REBUILD}.")
+        raise DataError(
+            f"{path}: {len(rows)} truth row(s) name pairs without a score in scores.parquet "
+            f"(0-based {shown}); the truth file belongs to another data set: {REBUILD}."
+        )
     missing = ~scored.isin(pairs)
     if missing.any():
         shown = "; ".join(f"prompt_id {a} x model_id {b}" for a, b in scored[missing][:SHOW])
-        raise DataError(f"{path}: {int(missing.sum())} scored pair(s) of scores.parquet have no truth row, e.g. "
-                        f"{shown}; the truth file belongs to another data set: {REBUILD}.")
+        raise DataError(
+            f"{path}: {int(missing.sum())} scored pair(s) of scores.parquet have no truth row, e.g. "
+            f"{shown}; the truth file belongs to another data set: {REBUILD}."
+        )
     return frame.sort_values(["prompt_id", "model_id"], kind="stable").reset_index(drop=True)
 
 

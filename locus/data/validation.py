@@ -9,6 +9,7 @@ The message helpers format offending ids and cells, and say where raw rows came 
 provenance columns :data:`ORIGIN` / :data:`ORIGIN_ROW` (``evals.csv row 7``); the duplicate and
 split-overlap policies of :mod:`locus.data.canonical` use them too.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,23 +30,30 @@ REBUILD = "rebuild the data set with `locus data` (adapters write valid files)"
 def require_columns(df: pd.DataFrame, required, path: str) -> None:
     missing = [c for c in required if c not in df.columns]
     if missing:
-        raise DataError(f"{path}: missing column(s) {missing}; required: {list(required)}, found: "
-                        f"{list(df.columns)}. Add them, or {REBUILD}.")
+        raise DataError(
+            f"{path}: missing column(s) {missing}; required: {list(required)}, found: "
+            f"{list(df.columns)}. Add them, or {REBUILD}."
+        )
 
 
 def int_column(df: pd.DataFrame, col: str, path: str) -> pd.Series:
     """Whole-number ids (numbers, or text holding whole numbers) -> int64; anything else is refused."""
     raw = df[col]
-    num = pd.to_numeric(raw, errors="coerce") if not pd.api.types.is_bool_dtype(raw) else \
-        pd.Series(np.nan, index=raw.index)
+    num = (
+        pd.to_numeric(raw, errors="coerce")
+        if not pd.api.types.is_bool_dtype(raw)
+        else pd.Series(np.nan, index=raw.index)
+    )
     values = num.to_numpy(np.float64, na_value=np.nan)
     with np.errstate(invalid="ignore"):
-        bad = ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) > 2 ** 53)
+        bad = ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) > 2**53)
     if bad.any():
         rows = np.flatnonzero(bad)
         shown = ", ".join(f"row {r}: {format_value(raw.iloc[r])}" for r in rows[:SHOW])
-        raise DataError(f"{path}: column {col!r} must hold whole-number ids; {len(rows)} bad value(s) "
-                        f"(0-based rows): {shown}{rows_from(df, bad)}. Give every row an integer id, or {REBUILD}.")
+        raise DataError(
+            f"{path}: column {col!r} must hold whole-number ids; {len(rows)} bad value(s) "
+            f"(0-based rows): {shown}{rows_from(df, bad)}. Give every row an integer id, or {REBUILD}."
+        )
     return pd.Series(values.astype(np.int64), index=raw.index)
 
 
@@ -61,13 +69,16 @@ def text_column(df: pd.DataFrame, col: str, path: str, id_col: str, strip: bool 
         raise DataError(
             f"{path}: column {col!r} must hold text, found {'/'.join(kinds)} value(s) in {int(not_text.sum())} "
             f"row(s), {id_col} {format_ids(df.loc[not_text, id_col])}{rows_from(df, not_text)}; "
-            f"store the column as strings, or {REBUILD}.")
+            f"store the column as strings, or {REBUILD}."
+        )
     text = pd.Series(np.where(missing, "", objects), index=raw.index, dtype=object).astype(str)
     empty = (text.str.strip() == "").to_numpy()
     if empty.any():
         hint = " (use the benchmark name as category when there is no finer label)" if col == "category" else ""
-        raise DataError(f"{path}: column {col!r} is empty in {int(empty.sum())} row(s), {id_col} "
-                        f"{format_ids(df.loc[empty, id_col])}{rows_from(df, empty)}; fill it in{hint}.")
+        raise DataError(
+            f"{path}: column {col!r} is empty in {int(empty.sum())} row(s), {id_col} "
+            f"{format_ids(df.loc[empty, id_col])}{rows_from(df, empty)}; fill it in{hint}."
+        )
     return text.str.strip() if strip else text
 
 
@@ -76,12 +87,16 @@ def known_splits(queries: pd.DataFrame, splits, path: str) -> None:
     if unknown.any():
         values = sorted(queries.loc[unknown, "split"].unique())
         cased = [v for v in values if v.strip().lower() in splits]
-        hint = (f"write split names in lower case without spaces ({cased[0]!r} -> {cased[0].strip().lower()!r})"
-                if cased else "rename e.g. 'dev'/'validation' to 'val'")
+        hint = (
+            f"write split names in lower case without spaces ({cased[0]!r} -> {cased[0].strip().lower()!r})"
+            if cased
+            else "rename e.g. 'dev'/'validation' to 'val'"
+        )
         raise DataError(
             f"{path}: column 'split' has unknown value(s) {values[:SHOW]} in {int(unknown.sum())} row(s), "
             f"prompt_id {format_ids(queries.loc[unknown, 'prompt_id'])}{rows_from(queries, unknown.to_numpy())}; "
-            f"allowed: {', '.join(splits)}; {hint}.")
+            f"allowed: {', '.join(splits)}; {hint}."
+        )
 
 
 def model_metadata(models: pd.DataFrame, path: str) -> None:
@@ -90,16 +105,20 @@ def model_metadata(models: pd.DataFrame, path: str) -> None:
         num = pd.to_numeric(models["params_b"], errors="coerce")
         bad = (models["params_b"].notna() & num.isna()) | (num < 0) | np.isinf(num.to_numpy(np.float64, na_value=0))
         if bad.any():
-            raise DataError(f"{path}: column 'params_b' (parameters in billions) must be a number >= 0 or empty; "
-                            f"bad for model_id {format_ids(models.loc[bad, 'model_id'])}: "
-                            f"{models.loc[bad, 'params_b'].tolist()[:SHOW]}.")
+            raise DataError(
+                f"{path}: column 'params_b' (parameters in billions) must be a number >= 0 or empty; "
+                f"bad for model_id {format_ids(models.loc[bad, 'model_id'])}: "
+                f"{models.loc[bad, 'params_b'].tolist()[:SHOW]}."
+            )
     for col in ("family", "tags"):
         if col in models.columns:
             values = models[col].to_numpy(dtype=object)
             bad = np.fromiter((not (isinstance(v, str) or pd.isna(v)) for v in values), dtype=bool, count=len(values))
             if bad.any():
-                raise DataError(f"{path}: column {col!r} must hold text (or be empty); bad for model_id "
-                                f"{format_ids(models.loc[bad, 'model_id'])}.")
+                raise DataError(
+                    f"{path}: column {col!r} must hold text (or be empty); bad for model_id "
+                    f"{format_ids(models.loc[bad, 'model_id'])}."
+                )
 
 
 def score_column(scores: pd.DataFrame, path: str) -> pd.Series:
@@ -110,20 +129,26 @@ def score_column(scores: pd.DataFrame, path: str) -> pd.Series:
         bad = ~np.isfinite(v) | (v < 0) | (v > 1)
     if bad.any():
         rows = np.flatnonzero(bad)
-        examples = ", ".join(f"row {r} (prompt_id={scores['prompt_id'].iat[r]}, model_id={scores['model_id'].iat[r]}, "
-                             f"score={format_value(raw.iat[r])})" for r in rows[:SHOW])
+        examples = ", ".join(
+            f"row {r} (prompt_id={scores['prompt_id'].iat[r]}, model_id={scores['model_id'].iat[r]}, "
+            f"score={format_value(raw.iat[r])})"
+            for r in rows[:SHOW]
+        )
         raise DataError(
             f"{path}: column 'score' must be a number in [0, 1]; {len(rows)} row(s) are NaN, infinite, text or out "
             f"of range: {examples}{rows_from(scores, bad)}. Rescale scores to [0, 1] (1 = correct) and drop "
-            f"unevaluated pairs instead of writing NaN.")
+            f"unevaluated pairs instead of writing NaN."
+        )
     return pd.Series(v, index=raw.index)
 
 
 def known_ids(scores: pd.DataFrame, frame: pd.DataFrame, col: str, path: str, fname: str, what: str) -> None:
     unknown = ~scores[col].isin(frame[col])
     if unknown.any():
-        raise DataError(f"{path}: {int(unknown.sum())} row(s) refer to {col}(s) not in {fname}: "
-                        f"{format_ids(scores.loc[unknown, col])}; add those {what} or drop the rows.")
+        raise DataError(
+            f"{path}: {int(unknown.sum())} row(s) refer to {col}(s) not in {fname}: "
+            f"{format_ids(scores.loc[unknown, col])}; add those {what} or drop the rows."
+        )
 
 
 def every_model_and_split_scored(queries, models, scores, splits, qf: str, mf: str) -> None:
@@ -131,15 +156,19 @@ def every_model_and_split_scored(queries, models, scores, splits, qf: str, mf: s
     if not scored.all():
         missing = models.loc[~scored]
         names = ", ".join(f"{i} ({n})" for i, n in zip(missing["model_id"][:SHOW], missing["name"][:SHOW]))
-        raise DataError(f"{mf}: {len(missing)} model(s) have no scores in scores.parquet: {names}; "
-                        f"remove them from models.parquet or add their scores.")
+        raise DataError(
+            f"{mf}: {len(missing)} model(s) have no scores in scores.parquet: {names}; "
+            f"remove them from models.parquet or add their scores."
+        )
     scored_ids = set(scores["prompt_id"].unique().tolist())
     for split in splits:
         ids = queries.loc[queries["split"] == split, "prompt_id"]
         if not ids.isin(scored_ids).any():
-            raise DataError(f"{qf}: split {split!r} has {len(ids)} queries but none of them has a score in "
-                            f"scores.parquet; add scores for them (a split without scores cannot be trained or "
-                            f"evaluated on).")
+            raise DataError(
+                f"{qf}: split {split!r} has {len(ids)} queries but none of them has a score in "
+                f"scores.parquet; add scores for them (a split without scores cannot be trained or "
+                f"evaluated on)."
+            )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -213,7 +242,9 @@ def describe_pair(scores, dup, prompt_id, model_id, queries, models) -> str:
 def describe_overlap(queries: pd.DataFrame, overlap: np.ndarray) -> str:
     parts = []
     for text, group in list(queries.loc[overlap].groupby("prompt", sort=False))[:3]:
-        copies = ", ".join(f"{split} (prompt_id {pid}" + (f", {where}" if where else "") + ")"
-                           for split, pid, where in zip(group["split"], group["prompt_id"], where_each(group)))
+        copies = ", ".join(
+            f"{split} (prompt_id {pid}" + (f", {where}" if where else "") + ")"
+            for split, pid, where in zip(group["split"], group["prompt_id"], where_each(group))
+        )
         parts.append(f"{short_text(text)} in {copies}")
     return "; ".join(parts)

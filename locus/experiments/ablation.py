@@ -14,6 +14,7 @@ bootstrap (differences to the *reference setting*, labelled "(default)") and ren
 comparability checks stay, and only the encoder ablation may mix encoders. Like the paper's ablation
 tables, these have no Oracle / Random rows.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,13 +34,17 @@ KINDS = ABLATION_KINDS
 BY = {k: k.split("-", 1)[0] for k in KINDS}  # "dim" | "encoder"
 LAYOUT = {k: "routing-by-dataset" if k.endswith("routing") else "correctness-by-dataset" for k in KINDS}
 METRIC = {k: "routing_acc" if k.endswith("routing") else "correctness_acc" for k in KINDS}
-LABELS = {"dim-ablation-routing": "tab:routing_acc_by_dataset_full_embed_dim_ablation",
-          "dim-ablation-correctness": "tab:correctness_pred_by_dataset_full_emb_dim_ablation",
-          "encoder-ablation-routing": "tab:routing_acc_by_dataset_full_encoder_ablation",
-          "encoder-ablation-correctness": "tab:correctness_pred_by_dataset_full_encoder_ablation"}
+LABELS = {
+    "dim-ablation-routing": "tab:routing_acc_by_dataset_full_embed_dim_ablation",
+    "dim-ablation-correctness": "tab:correctness_pred_by_dataset_full_emb_dim_ablation",
+    "encoder-ablation-routing": "tab:routing_acc_by_dataset_full_encoder_ablation",
+    "encoder-ablation-correctness": "tab:correctness_pred_by_dataset_full_encoder_ablation",
+}
 HEADINGS = {"dim": "Model Embedding Dimension", "encoder": "Sentence Encoder"}
-WHAT = {"routing_acc": "Overall and per-benchmark routing accuracy (\\%)",
-        "correctness_acc": "Overall and per-benchmark correctness prediction accuracy (\\%)"}
+WHAT = {
+    "routing_acc": "Overall and per-benchmark routing accuracy (\\%)",
+    "correctness_acc": "Overall and per-benchmark correctness prediction accuracy (\\%)",
+}
 DEFAULT = " (default)"
 
 
@@ -74,8 +79,10 @@ def setting_value(run: Run, by: str) -> int | str:
     except (TypeError, ValueError):
         value = 0
     if value < 1 or value != dim:
-        raise DataError(f"{run.path}: no embedding dimension recorded (params.dim = {dim!r}); the dimension "
-                        f"ablation compares runs of an embedding method (LOCUS) at several --dim")
+        raise DataError(
+            f"{run.path}: no embedding dimension recorded (params.dim = {dim!r}); the dimension "
+            f"ablation compares runs of an embedding method (LOCUS) at several --dim"
+        )
     return value
 
 
@@ -93,12 +100,16 @@ def select_method(runs: list[Run], method: str | None = None) -> tuple[list[Run]
     if method is not None:
         chosen = [r for r in runs if r.method == method]
         if not chosen:
-            raise DataError(f"no metrics for method {method!r} among the {len(runs)} metrics files (present: "
-                            f"{', '.join(present)}); fix --methods or add its metrics files")
+            raise DataError(
+                f"no metrics for method {method!r} among the {len(runs)} metrics files (present: "
+                f"{', '.join(present)}); fix --methods or add its metrics files"
+            )
         return chosen, method
     if len(present) > 1:
-        raise DataError(f"an ablation table compares settings of one method, but the metrics hold "
-                        f"{', '.join(present)}: pass the runs of one method, or choose it with --methods")
+        raise DataError(
+            f"an ablation table compares settings of one method, but the metrics hold "
+            f"{', '.join(present)}: pass the runs of one method, or choose it with --methods"
+        )
     return runs, present[0]
 
 
@@ -116,9 +127,11 @@ def check_shared_params(runs: list[Run], by: str) -> None:
             first = (text, r.path)
         elif text != first[0]:
             what = "parameters other than dim" if by == "dim" else "parameters (the dimension included)"
-            raise DataError(f"{r.path} and {first[1]} differ in {what} ({text} vs {first[0]}); an ablation "
-                            f"varies only the {'embedding dimension' if by == 'dim' else 'encoder'}: pass runs "
-                            "that share every other parameter")
+            raise DataError(
+                f"{r.path} and {first[1]} differ in {what} ({text} vs {first[0]}); an ablation "
+                f"varies only the {'embedding dimension' if by == 'dim' else 'encoder'}: pass runs "
+                "that share every other parameter"
+            )
 
 
 def relabel(runs: list[Run], by: str) -> tuple[list[Run], dict]:
@@ -142,21 +155,26 @@ def order_settings(by: str, values: dict, reference, settings=None) -> list[str]
         keys = list(dict.fromkeys(setting_key(by, s) for s in settings))
         absent = [k for k in keys if k not in values]
         if absent:
-            raise DataError(f"no runs for the {by} setting(s) {', '.join(absent)} among the metrics files "
-                            f"(present: {present}); fix --settings or add their runs")
+            raise DataError(
+                f"no runs for the {by} setting(s) {', '.join(absent)} among the metrics files "
+                f"(present: {present}); fix --settings or add their runs"
+            )
     elif by == "dim":
         keys = sorted(values, key=lambda k: values[k])
     else:
         keys = sorted(values, key=lambda k: (k != ref_key, k))
     if ref_key not in keys:
-        raise DataError(f"the reference {by} {reference} has no runs among the table's settings "
-                        f"({', '.join(str(values[k]) for k in keys if k in values)}); give --reference-setting one "
-                        f"of them (config: methods.locus.dim / encoder) or add its runs")
+        raise DataError(
+            f"the reference {by} {reference} has no runs among the table's settings "
+            f"({', '.join(str(values[k]) for k in keys if k in values)}); give --reference-setting one "
+            f"of them (config: methods.locus.dim / encoder) or add its runs"
+        )
     return keys
 
 
-def collect(paths, by: str, reference, split: str = "test", method: str | None = None,
-            settings=None) -> tuple[Collection, dict, str]:
+def collect(
+    paths, by: str, reference, split: str = "test", method: str | None = None, settings=None
+) -> tuple[Collection, dict, str]:
     """Load and check the runs of an ablation: (collection whose "methods" are the setting keys, in row
     order; {key: (LaTeX, plain) label}; the ablated method).
 
@@ -172,9 +190,17 @@ def collect(paths, by: str, reference, split: str = "test", method: str | None =
     return coll, {k: setting_labels(by, values[k], reference) for k in keys}, method
 
 
-def caption(kind: str, coll: Collection, method: str, row_labels: dict, reference_key: str,
-            data_label: str | None = None, split: str = "test", settings: bootstrap.Settings | None = None,
-            n_queries: int = 0) -> str:
+def caption(
+    kind: str,
+    coll: Collection,
+    method: str,
+    row_labels: dict,
+    reference_key: str,
+    data_label: str | None = None,
+    split: str = "test",
+    settings: bootstrap.Settings | None = None,
+    n_queries: int = 0,
+) -> str:
     """The caption (LaTeX): what is compared, on which data, the emphasis, seeds and the bootstrap."""
     by = BY[kind]
     name = escape(labels.plain_label(method))
@@ -183,31 +209,64 @@ def caption(kind: str, coll: Collection, method: str, row_labels: dict, referenc
     else:
         dims = sorted({str((r.metrics.get("params") or {}).get("dim", "?")) for r in coll.runs})
         what = f"by sentence encoder of the queries ({name}, $d$ = {', '.join(dims)})"
-    text = (f"{WHAT[METRIC[kind]]} on the {split} split of the data set {escape(coll.data_label(data_label))}, "
-            f"{what}, and number of training evaluations per model. \\textbf{{Best}} and \\underline{{second best}} "
-            f"setting per training size. {tables.seeds_sentence(coll.seeds)}")
+    text = (
+        f"{WHAT[METRIC[kind]]} on the {split} split of the data set {escape(coll.data_label(data_label))}, "
+        f"{what}, and number of training evaluations per model. \\textbf{{Best}} and \\underline{{second best}} "
+        f"setting per training size. {tables.seeds_sentence(coll.seeds)}"
+    )
     if settings is not None:
         ref = row_labels[reference_key][0]
-        text += " " + tables.bootstrap_sentence(LAYOUT[kind], settings, reference_key, n_queries, split,
-                                                reference_label=f"{HEADINGS[by].lower()} {ref}")
+        text += " " + tables.bootstrap_sentence(
+            LAYOUT[kind], settings, reference_key, n_queries, split, reference_label=f"{HEADINGS[by].lower()} {ref}"
+        )
     return text
 
 
-def render(kind: str, coll: Collection, row_labels: dict, reference_key: str, method: str,
-           data_label: str | None = None, split: str = "test", label: str | None = None, values=None,
-           settings: bootstrap.Settings = bootstrap.Settings()) -> tuple[str, pd.DataFrame]:
+def render(
+    kind: str,
+    coll: Collection,
+    row_labels: dict,
+    reference_key: str,
+    method: str,
+    data_label: str | None = None,
+    split: str = "test",
+    label: str | None = None,
+    values=None,
+    settings: bootstrap.Settings = bootstrap.Settings(),
+) -> tuple[str, pd.DataFrame]:
     """(LaTeX, numbers) of an ablation table; with the runs' per-query `values` the paired bootstrap
     comparisons (differences to the reference setting and to the best of each column)."""
     sig = tables.significance(LAYOUT[kind], coll, values, settings, reference_key) if values is not None else None
     n_queries = int(sig.loc[sig["benchmark"] == OVERALL, "n_queries"].max()) if sig is not None and len(sig) else 0
-    cap = caption(kind, coll, method, row_labels, reference_key, data_label, split,
-                  settings if sig is not None else None, n_queries)
-    tex, numbers = latex.by_dataset_table(coll.method_agg, METRIC[kind], coll.methods, coll.sizes, coll.benchmarks,
-                                          cap, label or LABELS[kind], significance=sig, row_labels=row_labels,
-                                          row_heading=HEADINGS[BY[kind]])
-    numbers = numbers.assign(ablation=BY[kind], method=method,
-                             setting=numbers["approach"].map(_setting_column(coll, BY[kind])),
-                             is_reference_setting=numbers["approach"] == reference_key)
+    cap = caption(
+        kind,
+        coll,
+        method,
+        row_labels,
+        reference_key,
+        data_label,
+        split,
+        settings if sig is not None else None,
+        n_queries,
+    )
+    tex, numbers = latex.by_dataset_table(
+        coll.method_agg,
+        METRIC[kind],
+        coll.methods,
+        coll.sizes,
+        coll.benchmarks,
+        cap,
+        label or LABELS[kind],
+        significance=sig,
+        row_labels=row_labels,
+        row_heading=HEADINGS[BY[kind]],
+    )
+    numbers = numbers.assign(
+        ablation=BY[kind],
+        method=method,
+        setting=numbers["approach"].map(_setting_column(coll, BY[kind])),
+        is_reference_setting=numbers["approach"] == reference_key,
+    )
     return tex, numbers
 
 
@@ -216,9 +275,19 @@ def _setting_column(coll: Collection, by: str) -> dict:
     return {r.method: setting_value(r, by) for r in coll.runs}
 
 
-def write_table(kind: str, metrics, out, reference, settings=None, method: str | None = None,
-                data_label: str | None = None, split: str = "test", label: str | None = None, data=None,
-                boot: bootstrap.Settings = bootstrap.Settings()) -> dict[str, Path]:
+def write_table(
+    kind: str,
+    metrics,
+    out,
+    reference,
+    settings=None,
+    method: str | None = None,
+    data_label: str | None = None,
+    split: str = "test",
+    label: str | None = None,
+    data=None,
+    boot: bootstrap.Settings = bootstrap.Settings(),
+) -> dict[str, Path]:
     """Read the runs, render the ablation `kind` with its bootstrap comparisons (labels from the data set
     `data`, default the one recorded in the runs) and write ``out`` (.tex) and the CSV beside it.
     `reference`: the reference setting (a dimension or an encoder name, :func:`parse_setting`);
@@ -233,11 +302,14 @@ def write_table(kind: str, metrics, out, reference, settings=None, method: str |
     settings = [parse_setting(by, s) for s in settings] if settings else None
     coll, row_labels, method = collect(metrics, by, reference, split, method, settings)
     if data is None and not Path(coll.dataset).is_dir():
-        raise DataError(f"the runs record the data set {coll.dataset}, which is not a directory here; the table's "
-                        f"bootstrap needs the labels of the data set the runs were trained on: pass it with --data")
+        raise DataError(
+            f"the runs record the data set {coll.dataset}, which is not a directory here; the table's "
+            f"bootstrap needs the labels of the data set the runs were trained on: pass it with --data"
+        )
     values = query_values(coll.runs, Path(data if data is not None else coll.dataset), split)
-    tex, numbers = render(kind, coll, row_labels, setting_key(by, reference), method, data_label, split, label,
-                          values, boot)
+    tex, numbers = render(
+        kind, coll, row_labels, setting_key(by, reference), method, data_label, split, label, values, boot
+    )
     from locus.atomic import write_text
 
     write_text(paths["tex"], tex)

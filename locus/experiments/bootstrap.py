@@ -14,6 +14,7 @@ symmetric, unbiased bootstrap distribution, so BCa would barely move the bounds,
 for degenerate distributions (identical methods, a method always right) and needs a jackknife per column.
 Resampling is seeded (:class:`Settings`): the same inputs give the same intervals. Values are fractions.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -96,9 +97,10 @@ def per_query(logits, labels, truth=None) -> dict[str, tuple[np.ndarray, np.ndar
         if truth is not None:
             expected[has_label] = truth[rows, top][has_label]
     right = (evaluation._sigmoid(logits) >= 0.5) == (labels >= 0.5)  # the rule of correctness_metrics
-    out = {"routing_acc": (routed, has_label.astype(np.float64)),
-           "correctness_acc": ((right & labelled).sum(axis=1).astype(np.float64),
-                               labelled.sum(axis=1).astype(np.float64))}
+    out = {
+        "routing_acc": (routed, has_label.astype(np.float64)),
+        "correctness_acc": ((right & labelled).sum(axis=1).astype(np.float64), labelled.sum(axis=1).astype(np.float64)),
+    }
     if truth is not None:
         if np.isnan(expected).any():
             raise ValueError("truth has no value for a routed (labelled) pair; it must cover every labelled pair")
@@ -145,10 +147,24 @@ def paired_differences(num, den, pairs, settings: Settings = Settings()) -> Diff
     seeding = {"rng": rng} if "rng" in inspect.signature(stats.bootstrap).parameters else {"random_state": rng}
     with warnings.catch_warnings():  # NaN bounds (a resample without labels) are reported as NaN
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        res = stats.bootstrap((num, den), statistic, n_resamples=int(settings.n_resamples), paired=True,
-                              vectorized=True, axis=-1, confidence_level=float(settings.confidence),
-                              method="percentile", batch=max(1, _MAX_ELEMENTS // (num.size or 1)), **seeding)
+        res = stats.bootstrap(
+            (num, den),
+            statistic,
+            n_resamples=int(settings.n_resamples),
+            paired=True,
+            vectorized=True,
+            axis=-1,
+            confidence_level=float(settings.confidence),
+            method="percentile",
+            batch=max(1, _MAX_ELEMENTS // (num.size or 1)),
+            **seeding,
+        )
     ci = res.confidence_interval
-    return Differences(diff, np.asarray(ci.low, dtype=np.float64).reshape(-1),
-                       np.asarray(ci.high, dtype=np.float64).reshape(-1), n, int(settings.n_resamples),
-                       float(settings.confidence))
+    return Differences(
+        diff,
+        np.asarray(ci.low, dtype=np.float64).reshape(-1),
+        np.asarray(ci.high, dtype=np.float64).reshape(-1),
+        n,
+        int(settings.n_resamples),
+        float(settings.confidence),
+    )

@@ -16,6 +16,7 @@ val). This module is the one place that
 
 Values stay fractions here; rendering turns them into percentages.
 """
+
 from __future__ import annotations
 
 import json
@@ -70,17 +71,22 @@ def check_metrics(metrics, path: str, split: str = "test") -> dict:
     else raise :class:`DataError` naming `path`."""
     block = metrics.get(split)
     if not isinstance(block, dict) or not isinstance(block.get("overall"), dict):
-        raise DataError(f"{path}: no '{split}' metrics (expected '{split}': {{'overall': {{...}}, "
-                        "'by_benchmark': {...}}); the run did not finish scoring: re-run `locus train`")
+        raise DataError(
+            f"{path}: no '{split}' metrics (expected '{split}': {{'overall': {{...}}, "
+            "'by_benchmark': {...}}); the run did not finish scoring: re-run `locus train`"
+        )
     try:
         int(metrics["train_size"]), int(metrics["seed"])
     except (TypeError, ValueError):
-        raise DataError(f"{path}: train_size and seed must be integers, got {metrics['train_size']!r} and "
-                        f"{metrics['seed']!r}") from None
+        raise DataError(
+            f"{path}: train_size and seed must be integers, got {metrics['train_size']!r} and {metrics['seed']!r}"
+        ) from None
     if not isinstance(metrics.get("params", {}), dict):
-        raise DataError(f"{path}: 'params' must be a JSON object of the method's parameters, got "
-                        f"{type(metrics['params']).__name__}; this is not a metrics.json written by `locus train` "
-                        "(re-run it)")
+        raise DataError(
+            f"{path}: 'params' must be a JSON object of the method's parameters, got "
+            f"{type(metrics['params']).__name__}; this is not a metrics.json written by `locus train` "
+            "(re-run it)"
+        )
     return metrics
 
 
@@ -116,22 +122,28 @@ def check_comparable(runs: list[Run], vary=()) -> None:
             values.setdefault(str(r.metrics.get(key)), r.path)
         if len(values) > 1:
             listing = "; ".join(f"{v!r} (e.g. {p})" for v, p in sorted(values.items()))
-            raise DataError(f"metrics mix several values of '{key}': {listing}. A table compares runs on one "
-                            f"{key}: pass only the metrics files of one {key}")
+            raise DataError(
+                f"metrics mix several values of '{key}': {listing}. A table compares runs on one "
+                f"{key}: pass only the metrics files of one {key}"
+            )
     seen, params = {}, {}
     for r in runs:
         key = (r.method, r.train_size, r.seed)
         if key in seen:
-            raise DataError(f"{r.path} and {seen[key]} are both {r.method} with train_size={r.train_size}, "
-                            f"seed={r.seed}; pass each run once")
+            raise DataError(
+                f"{r.path} and {seen[key]} are both {r.method} with train_size={r.train_size}, "
+                f"seed={r.seed}; pass each run once"
+            )
         seen[key] = r.path
         recorded = r.metrics.get("params", {})
         first, first_path = params.setdefault((r.method, r.train_size), (recorded, r.path))
         if with_predated_defaults(r.method, recorded) != with_predated_defaults(r.method, first):
-            raise DataError(f"{r.path} and {first_path}: {r.method} at train_size={r.train_size} was run with "
-                            f"different params ({json.dumps(recorded, sort_keys=True)} vs "
-                            f"{json.dumps(first, sort_keys=True)}); seeds of one cell must share parameters: "
-                            "pass the runs of one setting only")
+            raise DataError(
+                f"{r.path} and {first_path}: {r.method} at train_size={r.train_size} was run with "
+                f"different params ({json.dumps(recorded, sort_keys=True)} vs "
+                f"{json.dumps(first, sort_keys=True)}); seeds of one cell must share parameters: "
+                "pass the runs of one setting only"
+            )
 
 
 def order_methods(runs: list[Run], methods=None) -> list[str]:
@@ -142,8 +154,10 @@ def order_methods(runs: list[Run], methods=None) -> list[str]:
     if methods:
         absent = [m for m in methods if m not in present]
         if absent:
-            raise DataError(f"no metrics for method(s) {', '.join(absent)} among the {len(runs)} metrics files "
-                            f"(present: {', '.join(sorted(present))}); fix --methods or add their metrics files")
+            raise DataError(
+                f"no metrics for method(s) {', '.join(absent)} among the {len(runs)} metrics files "
+                f"(present: {', '.join(sorted(present))}); fix --methods or add their metrics files"
+            )
         return list(dict.fromkeys(methods))
     from locus.render.labels import sort_key
 
@@ -221,14 +235,14 @@ class Collection:
         return label if label else dataset_name(self.dataset)
 
 
-def collect(paths, split: str = "test", methods=None,
-            metrics=("routing_acc", "correctness_acc")) -> Collection:
+def collect(paths, split: str = "test", methods=None, metrics=("routing_acc", "correctness_acc")) -> Collection:
     """Load, select (`methods`, in that order; default all, canonical order), check and aggregate."""
     return collect_runs(load_metrics(paths, split), split, methods, metrics)
 
 
-def collect_runs(runs: list[Run], split: str = "test", methods=None,
-                 metrics=("routing_acc", "correctness_acc"), vary=()) -> Collection:
+def collect_runs(
+    runs: list[Run], split: str = "test", methods=None, metrics=("routing_acc", "correctness_acc"), vary=()
+) -> Collection:
     """:func:`collect` of runs already loaded (:func:`load_metrics`); `vary` as for
     :func:`check_comparable` (the ablation tables, :mod:`locus.experiments.ablation`)."""
     chosen = order_methods(runs, methods)
@@ -241,8 +255,9 @@ def collect_runs(runs: list[Run], split: str = "test", methods=None,
     sizes = sorted({r.train_size for r in runs})
     counts = agg["n_seeds"] if not agg.empty else pd.Series([0])
     dataset, encoder = describe_data(runs)
-    return Collection(runs, chosen, sizes, benchmarks, rows, agg, refs, dataset, encoder,
-                      (int(counts.min()), int(counts.max())))
+    return Collection(
+        runs, chosen, sizes, benchmarks, rows, agg, refs, dataset, encoder, (int(counts.min()), int(counts.max()))
+    )
 
 
 @dataclass
@@ -269,8 +284,9 @@ class QueryValues:
         return present, num, den
 
 
-def query_values(runs: list[Run], dataset_dir, split: str = "test", truth: pd.DataFrame | None = None,
-                 data=None) -> QueryValues:
+def query_values(
+    runs: list[Run], dataset_dir, split: str = "test", truth: pd.DataFrame | None = None, data=None
+) -> QueryValues:
     """Per-query values of the runs (their ``scores_{split}.parquet``, read through
     :mod:`locus.run_artifacts`, beside each metrics.json) against the labels of the canonical data set
     `dataset_dir` (the one the runs were trained on: checked by its fingerprint and the split's prompt
@@ -291,20 +307,28 @@ def query_values(runs: list[Run], dataset_dir, split: str = "test", truth: pd.Da
     true_p = truth_matrix(truth, ids, data.model_ids) if truth is not None else None
     sums, counts, expected_rows = {}, {}, []
     for r in runs:
-        run_artifacts.check_same_data(r.path, r.metrics.get("data_fingerprint"), fingerprint, dataset_dir,
-                                      f"pass the data set the runs were trained on with --data (recorded in the "
-                                      f"run: {r.metrics['dataset']})")
+        run_artifacts.check_same_data(
+            r.path,
+            r.metrics.get("data_fingerprint"),
+            fingerprint,
+            dataset_dir,
+            f"pass the data set the runs were trained on with --data (recorded in the run: {r.metrics['dataset']})",
+        )
         run_dir = Path(r.path).parent
         prompt_ids, model_ids, logits = run_artifacts.read_scores(run_dir, split)
         scores = run_dir / run_artifacts.scores_file(split)
         if not np.array_equal(prompt_ids, ids):
-            raise DataError(f"{scores}: its {len(prompt_ids)} scored queries are not the {len(ids)} {split} queries "
-                            f"of {dataset_dir}; the run belongs to another data set: pass the runs' own data set "
-                            f"with --data, or re-run training")
+            raise DataError(
+                f"{scores}: its {len(prompt_ids)} scored queries are not the {len(ids)} {split} queries "
+                f"of {dataset_dir}; the run belongs to another data set: pass the runs' own data set "
+                f"with --data, or re-run training"
+            )
         unknown = ~np.isin(model_ids, data.model_ids)
         if unknown.any():
-            raise DataError(f"{scores}: model ids {model_ids[unknown][:5].tolist()} are not in {dataset_dir}; pass "
-                            f"the runs' own data set with --data")
+            raise DataError(
+                f"{scores}: model ids {model_ids[unknown][:5].tolist()} are not in {dataset_dir}; pass "
+                f"the runs' own data set with --data"
+            )
         cols = np.searchsorted(data.model_ids, model_ids)
         values = per_query(logits, labels[:, cols], None if true_p is None else true_p[:, cols])
         if EXPECTED in values:
@@ -317,8 +341,7 @@ def query_values(runs: list[Run], dataset_dir, split: str = "test", truth: pd.Da
             sums[key][m][0][:] += num
             sums[key][m][1][:] += den
         counts[key] += 1
-    cells = {key: {m: (num / counts[key], den / counts[key]) for m, (num, den) in v.items()}
-             for key, v in sums.items()}
+    cells = {key: {m: (num / counts[key], den / counts[key]) for m, (num, den) in v.items()} for key, v in sums.items()}
     frame = pd.DataFrame(expected_rows, columns=METHOD_COLUMNS) if true_p is not None else None
     return QueryValues(ids, benchmarks, cells, frame)
 
@@ -329,6 +352,15 @@ def _run_rows(run: Run, metric: str, num: np.ndarray, den: np.ndarray, benchmark
     for bench in [OVERALL] + sorted(set(benchmarks.tolist())):
         sel = slice(None) if bench == OVERALL else benchmarks == bench
         d = float(np.sum(den[sel]))
-        rows.append((run.method, run.train_size, run.seed, bench, metric,
-                     float(np.sum(num[sel])) / d if d > 0 else math.nan, run.path))
+        rows.append(
+            (
+                run.method,
+                run.train_size,
+                run.seed,
+                bench,
+                metric,
+                float(np.sum(num[sel])) / d if d > 0 else math.nan,
+                run.path,
+            )
+        )
     return rows

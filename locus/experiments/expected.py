@@ -15,6 +15,7 @@ probability ``p[q, m]`` that model ``m`` answers query ``q`` correctly, the tabl
 
 Values are fractions here; rendering turns them into percentages.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,12 +40,16 @@ def table_truth(truth_path, data_dir, data) -> pd.DataFrame:
 
     truth_path, data_dir = Path(truth_path), Path(data_dir)
     if truth_path.resolve() != (data_dir / TRUTH_FILE).resolve():
-        raise DataError(f"--truth {truth_path}: not the truth file of the table's data set {data_dir}; pass "
-                        f"{data_dir / TRUTH_FILE} (the truth must belong to the data set the runs were trained on)")
+        raise DataError(
+            f"--truth {truth_path}: not the truth file of the table's data set {data_dir}; pass "
+            f"{data_dir / TRUTH_FILE} (the truth must belong to the data set the runs were trained on)"
+        )
     truth = read_truth(data_dir, data)
     if truth is None:
-        raise DataError(f"--truth {truth_path}: the data set {data_dir} has no truth file (only data sets made by "
-                        f"a generator have one, see `locus data --help`); drop --truth")
+        raise DataError(
+            f"--truth {truth_path}: the data set {data_dir} has no truth file (only data sets made by "
+            f"a generator have one, see `locus data --help`); drop --truth"
+        )
     return truth
 
 
@@ -90,7 +95,9 @@ def caption_sentence(refs: pd.DataFrame, split: str = "test") -> str:
     """What the expected rows mean, with the Bayes ceiling (LaTeX)."""
     overall = refs[refs["benchmark"] == OVERALL].set_index("reference")
     ceiling = 100 * float(overall.loc["bayes_ceiling", "value"])
-    return (f"Expected rows: mean over the {split} queries of the generator's true probability that the routed "
-            f"model answers correctly (the data set's generator truth; free of the 0/1 label noise), intervals as above; Bayes "
-            f"ceiling ({ceiling:.2f}): mean of the highest true probability per query; best single model: the "
-            f"highest mean true probability on the training split.")
+    return (
+        f"Expected rows: mean over the {split} queries of the generator's true probability that the routed "
+        f"model answers correctly (the data set's generator truth; free of the 0/1 label noise), intervals as above; Bayes "
+        f"ceiling ({ceiling:.2f}): mean of the highest true probability per query; best single model: the "
+        f"highest mean true probability on the training split."
+    )

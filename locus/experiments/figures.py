@@ -12,6 +12,7 @@ Kinds:
 Titles name the data set by the label given (the workflow passes each data set's own label), else by
 the data set's name recorded in the runs.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,9 +28,25 @@ from locus.outputs import check_outputs
 
 KINDS = FIGURE_KINDS  # time-to-accuracy: locus.experiments.time_to_accuracy
 METRICS = ("routing_acc", "correctness_acc", "hit@3", "hit@5")
-CSV_COLUMNS = ["kind", "method", "train_size", "mean", "std", "n_seeds", "reference_curve_n", "target",
-               "n_reference", "n_method", "factor", "crossing", "ci_low", "ci_high", "share_defined", "status",
-               "annotated"]
+CSV_COLUMNS = [
+    "kind",
+    "method",
+    "train_size",
+    "mean",
+    "std",
+    "n_seeds",
+    "reference_curve_n",
+    "target",
+    "n_reference",
+    "n_method",
+    "factor",
+    "crossing",
+    "ci_low",
+    "ci_high",
+    "share_defined",
+    "status",
+    "annotated",
+]
 
 
 def plot_frame(curve: pd.DataFrame, table: pd.DataFrame, fit: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -80,11 +97,12 @@ def report_lines(summary: dict) -> list[str]:
     lines = []
     for method, info in summary["methods"].items():
         at, best = info["at_reference_point"], info["max"]
-        lines.append(f"{ref} vs {method}: at n={at['n']} ({100 * at['target']:.2f}%) factor {at['factor']:.2f} "
-                     f"({at['crossing']}; {_interval_text(at)}); max exact factor "
-                     + (f"{best['factor']:.2f} at {100 * best['target']:.2f}% ({_interval_text(best)})" if best
-                        else "n/a")
-                     + f"; annotated: {info['annotated'] or 'none'}")
+        lines.append(
+            f"{ref} vs {method}: at n={at['n']} ({100 * at['target']:.2f}%) factor {at['factor']:.2f} "
+            f"({at['crossing']}; {_interval_text(at)}); max exact factor "
+            + (f"{best['factor']:.2f} at {100 * best['target']:.2f}% ({_interval_text(best)})" if best else "n/a")
+            + f"; annotated: {info['annotated'] or 'none'}"
+        )
     return lines
 
 
@@ -93,15 +111,27 @@ def run_metrics_paths(metrics=None, runs=None) -> list[str]:
     from locus.run_artifacts import METRICS
 
     if bool(metrics) == bool(runs):
-        raise ConfigError("locus figure sample-efficiency needs the runs: either --runs (run directories) or "
-                          "--metrics (their metrics.json files), not both")
+        raise ConfigError(
+            "locus figure sample-efficiency needs the runs: either --runs (run directories) or "
+            "--metrics (their metrics.json files), not both"
+        )
     return [str(p) for p in metrics] if metrics else [str(Path(d) / METRICS) for d in runs]
 
 
-def sample_efficiency(metrics=None, out=None, methods=None, reference_method: str = "locus",
-                      reference_point: int | None = None, metric: str = "routing_acc", split: str = "test",
-                      data_label: str | None = None, runs=None, data=None, n_boot: int = 1000,
-                      boot_seed: int = 0) -> dict:
+def sample_efficiency(
+    metrics=None,
+    out=None,
+    methods=None,
+    reference_method: str = "locus",
+    reference_point: int | None = None,
+    metric: str = "routing_acc",
+    split: str = "test",
+    data_label: str | None = None,
+    runs=None,
+    data=None,
+    n_boot: int = 1000,
+    boot_seed: int = 0,
+) -> dict:
     """Read the runs (`metrics` files or `runs` directories), compute curves, fits and factors (with
     their paired bootstrap intervals when the data set `data` is given), write the figure and its data;
     returns the summary written as JSON.
@@ -114,15 +144,23 @@ def sample_efficiency(metrics=None, out=None, methods=None, reference_method: st
     from locus.experiments.comparison import query_values
     from locus.experiments.sample_efficiency_ci import resampled_curves
     from locus.render import write_csv
-    from locus.render.figures import (figure_title, metric_axis_label, output_paths, sample_efficiency_figure,
-                                      save_figure)
+    from locus.render.figures import (
+        figure_title,
+        metric_axis_label,
+        output_paths,
+        sample_efficiency_figure,
+        save_figure,
+    )
 
     if methods and reference_method not in methods:
-        raise ConfigError(f"--reference-method {reference_method} is not among --methods {','.join(methods)}; "
-                          "add it to --methods")
+        raise ConfigError(
+            f"--reference-method {reference_method} is not among --methods {','.join(methods)}; add it to --methods"
+        )
     if data is not None and metric not in BOOT_METRICS:
-        raise ConfigError(f"the bootstrap intervals (--data) cover {', '.join(BOOT_METRICS)}, not {metric}; "
-                          "drop --data or choose one of those with --metric")
+        raise ConfigError(
+            f"the bootstrap intervals (--data) cover {', '.join(BOOT_METRICS)}, not {metric}; "
+            "drop --data or choose one of those with --metric"
+        )
     paths = output_paths(out)
     check_outputs(paths.values())
     coll = collect(run_metrics_paths(metrics, runs), split, methods, metrics=(metric,))
@@ -134,11 +172,20 @@ def sample_efficiency(metrics=None, out=None, methods=None, reference_method: st
     table, summary = se.efficiency(curve, reference_method, reference_point, resampled=resampled)
     fit = se.smooth(curve)
     label = coll.data_label(data_label)
-    summary.update({"metric": metric, "split": split, "dataset": label, "encoder": coll.encoder,
-                    "bootstrap": None if data is None else {"n_boot": int(n_boot), "seed": int(boot_seed),
-                                                            "n_queries": int(len(values.prompt_ids))}})
-    fig = sample_efficiency_figure(curve, summary, metric_axis_label(metric),
-                                   title=figure_title(label, coll.encoder, split), fit=fit)
+    summary.update(
+        {
+            "metric": metric,
+            "split": split,
+            "dataset": label,
+            "encoder": coll.encoder,
+            "bootstrap": None
+            if data is None
+            else {"n_boot": int(n_boot), "seed": int(boot_seed), "n_queries": int(len(values.prompt_ids))},
+        }
+    )
+    fig = sample_efficiency_figure(
+        curve, summary, metric_axis_label(metric), title=figure_title(label, coll.encoder, split), fit=fit
+    )
     save_figure(fig, paths["pdf"])
     write_csv(plot_frame(curve, table, fit), paths["csv"])
     write_json(paths["json"], json_safe(inf_as_text(summary)))

@@ -14,6 +14,7 @@ never seen, from a few of their evaluations, without retraining.
 
 Runs are read through :mod:`locus.run_artifacts`; the figure is :func:`locus.render.onboarding.onboarding_figure`.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,6 +24,7 @@ import pandas as pd
 
 from locus.errors import ConfigError, DataError
 from locus.runs import DRAW_ONBOARD, held_out_ids
+
 
 # --------------------------------------------------------------------------------------------------
 # onboarding accuracy of one run
@@ -52,14 +54,25 @@ def onboarding_scores(method, data, encodings, held_out, sizes, repeats: int, se
     rows = []
     for k in sizes:
         for r in range(repeats):
-            z = np.stack([method.embed(encodings.take(ids), scores)
-                          for ids, scores in (draw_evaluations(train, int(m), k, r, seed) for m in held_out)])
+            z = np.stack(
+                [
+                    method.embed(encodings.take(ids), scores)
+                    for ids, scores in (draw_evaluations(train, int(m), k, r, seed) for m in held_out)
+                ]
+            )
             logits = method.logits_for_embeddings(phi, z)
             for j, m in enumerate(held_out):
-                c = correctness_metrics(logits[:, j:j + 1], labels[:, j:j + 1])
+                c = correctness_metrics(logits[:, j : j + 1], labels[:, j : j + 1])
                 n = int(c["n_pairs"])
-                rows.append({"k": int(k), "repeat": r, "model_id": int(m), "n_pairs": n,
-                             "correct": int(round(c.get("correctness_acc", 0.0) * n))})
+                rows.append(
+                    {
+                        "k": int(k),
+                        "repeat": r,
+                        "model_id": int(m),
+                        "n_pairs": n,
+                        "correct": int(round(c.get("correctness_acc", 0.0) * n)),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -72,8 +85,17 @@ def accuracy_grid(scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"accuracy": g.mean(), "std": g.std(ddof=1).fillna(0.0), "draws": g.size()}).reset_index()
 
 
-def write_onboarding(runs, data_dir, encodings_path, out, sizes, repeats: int = 1, seed: int = 0,
-                     held_out_names=None, data_label: str | None = None) -> dict:
+def write_onboarding(
+    runs,
+    data_dir,
+    encodings_path,
+    out,
+    sizes,
+    repeats: int = 1,
+    seed: int = 0,
+    held_out_names=None,
+    data_label: str | None = None,
+) -> dict:
     """The heat map (rows: the runs, by number of training models; columns: k) + CSV of every draw and
     cell. `runs` are LOCUS run directories: those trained without the held-out models and the run of the
     whole pool (its row is labelled "all")."""
@@ -95,25 +117,28 @@ def write_onboarding(runs, data_dir, encodings_path, out, sizes, repeats: int = 
         ckpt = run_artifacts.load_checkpoint(run)
         if getattr(ckpt.method, "name", None) != "locus":
             raise DataError(f"{run}: a {ckpt.method.name!r} run; onboarding embeds with a LOCUS run.")
-        run_artifacts.check_same_data(run, ckpt.config.get("data_fingerprint"), fingerprint, data_dir,
-                                      "re-run its training rule.")
+        run_artifacts.check_same_data(
+            run, ckpt.config.get("data_fingerprint"), fingerprint, data_dir, "re-run its training rule."
+        )
         trained = np.asarray(ckpt.model_ids, dtype=np.int64)
         seen = np.intersect1d(trained, held)
         if len(seen) and len(seen) < len(held):
-            raise DataError(f"{run}: trained on {len(seen)} of the {len(held)} held-out models; give runs trained "
-                            f"without them (locus train --hold-out) or on the whole pool.")
+            raise DataError(
+                f"{run}: trained on {len(seen)} of the {len(held)} held-out models; give runs trained "
+                f"without them (locus train --hold-out) or on the whole pool."
+            )
         label = "all" if len(seen) else str(len(trained))
         if label in {r["row"] for r in rows}:
             raise DataError(f"{run}: two runs for the row {label!r}; give one run per number of training models.")
         rows.append({"row": label, "n_train_models": len(trained), "run": str(run)})
-        parts.append(onboarding_scores(ckpt.method, data, enc, held, sizes, int(repeats), int(seed))
-                     .assign(row=label))
+        parts.append(onboarding_scores(ckpt.method, data, enc, held, sizes, int(repeats), int(seed)).assign(row=label))
     scores = pd.concat(parts, ignore_index=True)
     grid = accuracy_grid(scores).merge(pd.DataFrame(rows), on="row")
     order = sorted(rows, key=lambda r: (r["row"] != "all", -r["n_train_models"]))
     names = dict(zip(data.models["model_id"].astype(int), data.models["name"].astype(str)))
-    frame = pd.concat([grid.assign(kind="cell"),
-                       scores.assign(kind="draw", name=scores["model_id"].map(names))], ignore_index=True)
+    frame = pd.concat(
+        [grid.assign(kind="cell"), scores.assign(kind="draw", name=scores["model_id"].map(names))], ignore_index=True
+    )
     title = f"New-model onboarding: {len(held)} held-out models, {data_label or data_dir}"
     write_figure(onboarding_figure(grid, [r["row"] for r in order], sizes, title), frame, out)
     return {"grid": grid, "held_out": [names[int(m)] for m in held], "rows": order}

@@ -15,6 +15,7 @@ forward pass, so on the same evaluations it reproduces itself. Draws are seeded 
 setting, repeat) (:func:`locus.geometry.views.rng_for`), so EmbedLLM and LOCUS see the same perturbed sets;
 validation and test queries never build an embedding. Figures: :mod:`locus.render.regeneration`.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -73,8 +74,9 @@ def settings_grid(n_ref: int, overlaps, sizes) -> list[tuple[str, float]]:
         raise ConfigError(f"subsample sizes must be >= 1, got {sizes}")
     kept = [n for n in sizes if n <= n_ref]
     if sizes and not kept:
-        raise ConfigError(f"subsample sizes {sizes}: all exceed the {n_ref} training evaluations per model; use "
-                          f"sizes <= {n_ref}.")
+        raise ConfigError(
+            f"subsample sizes {sizes}: all exceed the {n_ref} training evaluations per model; use sizes <= {n_ref}."
+        )
     return [("same", float("nan"))] + [("overlap", a) for a in overlaps] + [("subsample", float(n)) for n in kept]
 
 
@@ -105,9 +107,14 @@ def load_embedllm(run, data, encodings, data_label: str | None = None):
     """An EmbedLLM run as a :class:`locus.geometry.views.Reference` (its embeddings, training sets, data)."""
     from locus.geometry.views import load_reference
 
-    return load_reference(run, data, encodings, data_label, methods=("embedllm", "embedllm_plus"),
-                          why="regeneration re-learns EmbedLLM embeddings — give a run of method embedllm "
-                              "(results/regeneration/...).")
+    return load_reference(
+        run,
+        data,
+        encodings,
+        data_label,
+        methods=("embedllm", "embedllm_plus"),
+        why="regeneration re-learns EmbedLLM embeddings — give a run of method embedllm (results/regeneration/...).",
+    )
 
 
 def draw_set(ref, model_id: int, kind: str, setting: float, repeat: int, seed: int):
@@ -122,14 +129,19 @@ def draw_set(ref, model_id: int, kind: str, setting: float, repeat: int, seed: i
         score_of = dict(zip(ref_ids.tolist(), ref_scores.tolist()))
         return ids, np.array([score_of[i] for i in ids.tolist()], np.float32)
     if kind == "overlap":
-        ids, _ = alternative_set(ref_ids, ref.outside_ids(model_id), float(setting),
-                                 rng_for(seed, DRAW_REGEN_OVERLAP, model_id, float(setting), repeat))
+        ids, _ = alternative_set(
+            ref_ids,
+            ref.outside_ids(model_id),
+            float(setting),
+            rng_for(seed, DRAW_REGEN_OVERLAP, model_id, float(setting), repeat),
+        )
         return ids, ref.scores_of(model_id, ids)
     raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
 
-def regenerate(ref, logits_fn, overlaps, sizes, repeats: int, seed: int, method_label: str,
-               keep_embeddings: bool = False) -> tuple[pd.DataFrame, list]:
+def regenerate(
+    ref, logits_fn, overlaps, sizes, repeats: int, seed: int, method_label: str, keep_embeddings: bool = False
+) -> tuple[pd.DataFrame, list]:
     """(one row per (kind, setting, repeat): mean cosine distance original ↔ re-learned embedding over
     models, its std over models, test disagreement, mean set size; and, with `keep_embeddings`, a list of
     (kind, setting, repeat, z [M, dim]) of every re-learned matrix). `logits_fn(phi, z)` scores test queries
@@ -151,10 +163,21 @@ def regenerate(ref, logits_fn, overlaps, sizes, repeats: int, seed: int, method_
                 sizes_.append(len(ids))
             dist = row_cosine_distances(ref.z_ref, z)
             dis, n_pairs = prediction_disagreement(original, logits_fn(phi, z), evaluated)
-            rows.append({"method": method_label, "kind": kind, "setting": setting, "repeat": r,
-                         "cosine_distance": float(dist.mean()), "cosine_distance_models_std": float(dist.std()),
-                         "test_disagreement": dis, "test_pairs": n_pairs, "set_size": float(np.mean(sizes_)),
-                         "n_models": int(len(ref.model_ids)), "reference_size": int(n_ref)})
+            rows.append(
+                {
+                    "method": method_label,
+                    "kind": kind,
+                    "setting": setting,
+                    "repeat": r,
+                    "cosine_distance": float(dist.mean()),
+                    "cosine_distance_models_std": float(dist.std()),
+                    "test_disagreement": dis,
+                    "test_pairs": n_pairs,
+                    "set_size": float(np.mean(sizes_)),
+                    "n_models": int(len(ref.model_ids)),
+                    "reference_size": int(n_ref),
+                }
+            )
             if keep_embeddings:
                 kept.append((kind, setting, r, z))
     return pd.DataFrame(rows), kept
@@ -163,11 +186,13 @@ def regenerate(ref, logits_fn, overlaps, sizes, repeats: int, seed: int, method_
 def measure_embedllm(run, data, encodings, overlaps, sizes, repeats: int = 1, seed: int = 0) -> pd.DataFrame:
     """Every draw of one EmbedLLM run, with its hidden layers and dimension."""
     ref = load_embedllm(run, data, encodings)
-    draws, _ = regenerate(ref, lambda phi, z: embedllm_logits(ref.method, phi, z), overlaps, sizes, repeats, seed,
-                          "embedllm")
+    draws, _ = regenerate(
+        ref, lambda phi, z: embedllm_logits(ref.method, phi, z), overlaps, sizes, repeats, seed, "embedllm"
+    )
     p = ref.method.params
-    return draws.assign(hidden_layers=int(p["hidden_layers"]), dim=int(p["dim"]),
-                        embed_steps=int(p["embed_steps"]), run=str(run))
+    return draws.assign(
+        hidden_layers=int(p["hidden_layers"]), dim=int(p["dim"]), embed_steps=int(p["embed_steps"]), run=str(run)
+    )
 
 
 def measure_locus(run, data, encodings, overlaps, sizes, repeats: int = 1, seed: int = 0) -> pd.DataFrame:
@@ -179,7 +204,9 @@ def measure_locus(run, data, encodings, overlaps, sizes, repeats: int = 1, seed:
     return draws.assign(hidden_layers=pd.NA, dim=int(ref.z_ref.shape[1]), embed_steps=0, run=str(run))
 
 
-def write_measures(runs, locus_run, data, encodings, out, overlaps, sizes, repeats: int = 1, seed: int = 0) -> pd.DataFrame:
+def write_measures(
+    runs, locus_run, data, encodings, out, overlaps, sizes, repeats: int = 1, seed: int = 0
+) -> pd.DataFrame:
     """The CSV of every draw of the EmbedLLM `runs` and (when given) of the LOCUS run `locus_run`."""
     from locus.render.figures import write_csv
 
@@ -201,7 +228,9 @@ def read_measures(paths) -> pd.DataFrame:
     frames = []
     for p in map(Path, paths):
         if not p.is_file():
-            raise DataError(f"{p}: measures file not found; run `locus regenerate measure` (rule regeneration_measure).")
+            raise DataError(
+                f"{p}: measures file not found; run `locus regenerate measure` (rule regeneration_measure)."
+            )
         frame = pd.read_csv(p)
         missing = {"method", "kind", "setting", "repeat", *METRICS, "dim", "hidden_layers"} - set(frame.columns)
         if missing:
@@ -246,8 +275,18 @@ def write_heatmap(measure_files, out, metric: str, data_label: str | None = None
     return {"grid": grid, "summary": summary, "locus": locus_value}
 
 
-def write_tsne(run, data, encodings, out, overlaps, sizes, repeats: int = 1, seed: int = 0,
-               perplexity: float = 30.0, data_label: str | None = None) -> pd.DataFrame:
+def write_tsne(
+    run,
+    data,
+    encodings,
+    out,
+    overlaps,
+    sizes,
+    repeats: int = 1,
+    seed: int = 0,
+    perplexity: float = 30.0,
+    data_label: str | None = None,
+) -> pd.DataFrame:
     """t-SNE of the original and re-learned embeddings of one EmbedLLM run: (a) overlap sets, (b) subsampled
     sets; one joint t-SNE so the panels share coordinates. CSV: every point with its distance."""
     from locus.geometry.views import tsne_2d
@@ -255,26 +294,55 @@ def write_tsne(run, data, encodings, out, overlaps, sizes, repeats: int = 1, see
     from locus.render.views import write_figure
 
     ref = load_embedllm(run, data, encodings, data_label)
-    draws, kept = regenerate(ref, lambda phi, z: embedllm_logits(ref.method, phi, z), overlaps, sizes, repeats,
-                             seed, "embedllm", keep_embeddings=True)
+    draws, kept = regenerate(
+        ref,
+        lambda phi, z: embedllm_logits(ref.method, phi, z),
+        overlaps,
+        sizes,
+        repeats,
+        seed,
+        "embedllm",
+        keep_embeddings=True,
+    )
     kept = [k for k in kept if k[0] != "same"]
     if not kept:
         raise ConfigError("t-SNE: give at least one overlap or subsample setting")
     m = len(ref.model_ids)
     names = [ref.names.get(int(i), str(i)) for i in ref.model_ids]
-    base = pd.DataFrame({"panel": "original", "kind": "original", "setting": np.nan, "repeat": -1,
-                         "model_id": ref.model_ids, "name": names, "cosine_distance": 0.0})
+    base = pd.DataFrame(
+        {
+            "panel": "original",
+            "kind": "original",
+            "setting": np.nan,
+            "repeat": -1,
+            "model_id": ref.model_ids,
+            "name": names,
+            "cosine_distance": 0.0,
+        }
+    )
     parts = [base]
     for kind, setting, r, z in kept:
-        parts.append(pd.DataFrame({"panel": kind, "kind": kind, "setting": setting, "repeat": r,
-                                   "model_id": ref.model_ids, "name": names,
-                                   "cosine_distance": row_cosine_distances(ref.z_ref, z)}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "panel": kind,
+                    "kind": kind,
+                    "setting": setting,
+                    "repeat": r,
+                    "model_id": ref.model_ids,
+                    "name": names,
+                    "cosine_distance": row_cosine_distances(ref.z_ref, z),
+                }
+            )
+        )
     xy = tsne_2d(np.vstack([ref.z_ref, *[k[3] for k in kept]]), perplexity, seed)
     frame = pd.concat(parts, ignore_index=True)
     frame["x"], frame["y"] = xy[:, 0], xy[:, 1]
     p = ref.method.params
     frame = frame.assign(hidden_layers=int(p["hidden_layers"]), dim=int(p["dim"]), n_models=m)
-    title = (f"EmbedLLM ({int(p['hidden_layers'])} hidden layers, d = {int(p['dim'])}): original vs re-learned "
-             f"embeddings, {ref.label}")
+    title = (
+        f"EmbedLLM ({int(p['hidden_layers'])} hidden layers, d = {int(p['dim'])}): original vs re-learned "
+        f"embeddings, {ref.label}"
+    )
     write_figure(tsne_figure(frame, title), frame, out)
     return frame

@@ -61,9 +61,7 @@ def read_rows(path: Path, required: tuple[str, ...] = ()) -> list[dict[str, str]
             reader = csv.reader(fh)
             header = next(reader, None)
             if not header:
-                raise DataError(
-                    f"{path}: empty file, expected a CSV with a header row; rebuild it"
-                )
+                raise DataError(f"{path}: empty file, expected a CSV with a header row; rebuild it")
             rows = []
             for row in reader:
                 if not row:
@@ -79,8 +77,7 @@ def read_rows(path: Path, required: tuple[str, ...] = ()) -> list[dict[str, str]
     missing = [c for c in required if c not in header]
     if missing:
         raise DataError(
-            f"{path}: missing column(s) {', '.join(missing)}; it was written by another version "
-            "of locus: rebuild it"
+            f"{path}: missing column(s) {', '.join(missing)}; it was written by another version of locus: rebuild it"
         )
     if not rows:
         raise DataError(f"{path}: no rows; rebuild it")
@@ -103,9 +100,7 @@ def _float(text: str, path: Path, column: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise DataError(
-            f"{path}: column {column} holds {text!r}, expected a number; rebuild the file"
-        ) from None
+        raise DataError(f"{path}: column {column} holds {text!r}, expected a number; rebuild the file") from None
 
 
 def fmt(value: float, decimals: int = 2, signed: bool = False) -> str:
@@ -138,16 +133,10 @@ def dataset_name(src: Source) -> str:
     if src.dataset:
         return src.dataset
     data = src.path("data")
-    names = (
-        sorted(p.name for p in data.glob("*") if (p / "summary.md").is_file())
-        if data.is_dir()
-        else []
-    )
+    names = sorted(p.name for p in data.glob("*") if (p / "summary.md").is_file()) if data.is_dir() else []
     if len(names) != 1:
         found = f"found {', '.join(names)}" if names else "found none"
-        raise ConfigError(
-            f"{data}: expected one data set with a summary.md ({found}); name it with --dataset"
-        )
+        raise ConfigError(f"{data}: expected one data set with a summary.md ({found}); name it with --dataset")
     return names[0]
 
 
@@ -155,15 +144,11 @@ def dataset_label(src: Source) -> str:
     """The data set's label: the title of its ``summary.md`` (``# Data summary: LABEL``)."""
     path = src.path(f"data/{dataset_name(src)}/summary.md")
     if not path.is_file():
-        raise DataError(
-            f"{path}: not found; build it first (snakemake --cores 2 {_target(path)}) or pass --dataset"
-        )
+        raise DataError(f"{path}: not found; build it first (snakemake --cores 2 {_target(path)}) or pass --dataset")
     first = path.read_text(encoding="utf-8").splitlines()[:1]
     prefix = "# Data summary: "
     if not first or not first[0].startswith(prefix):
-        raise DataError(
-            f"{path}: the first line should be '{prefix}LABEL'; rebuild it with locus summary"
-        )
+        raise DataError(f"{path}: the first line should be '{prefix}LABEL'; rebuild it with locus summary")
     return first[0][len(prefix) :].strip()
 
 
@@ -186,17 +171,11 @@ def block_data(src: Source) -> list[str]:
     path = src.path(rel)
     label = dataset_label(src)
     lines = path.read_text(encoding="utf-8").splitlines()
-    bullets = [
-        ln
-        for ln in lines
-        if ln.startswith(("- models:", "- total parameters", "- queries:"))
-    ]
+    bullets = [ln for ln in lines if ln.startswith(("- models:", "- total parameters", "- queries:"))]
     try:
         start = lines.index("## Splits")
     except ValueError:
-        raise DataError(
-            f"{path}: no '## Splits' section; rebuild it with locus summary"
-        ) from None
+        raise DataError(f"{path}: no '## Splits' section; rebuild it with locus summary") from None
     table = []
     for ln in lines[start + 1 :]:
         if ln.startswith("|"):
@@ -204,9 +183,7 @@ def block_data(src: Source) -> list[str]:
         elif table:
             break
     if not table:
-        raise DataError(
-            f"{path}: the '## Splits' section has no table; rebuild it with locus summary"
-        )
+        raise DataError(f"{path}: the '## Splits' section has no table; rebuild it with locus summary")
     return [f"**{label}**", ""] + bullets + [""] + table + ["", provenance(src, [rel])]
 
 
@@ -243,11 +220,7 @@ METRIC_TITLES = {
 def _cell(row: dict, path: Path) -> str:
     mean = _float(row["mean_pct"], path, "mean_pct")
     std = _float(row["std_pct"], path, "std_pct")
-    n = (
-        int(_float(row["n_seeds"], path, "n_seeds"))
-        if row["n_seeds"] not in ("", None)
-        else 0
-    )
+    n = int(_float(row["n_seeds"], path, "n_seeds")) if row["n_seeds"] not in ("", None) else 0
     text = fmt(mean)
     if n > 1 and not math.isnan(std) and (row["kind"] != "reference" or std > 1e-12):
         text += f" ± {fmt(std)}"
@@ -264,15 +237,11 @@ def _cell(row: dict, path: Path) -> str:
     return text
 
 
-def comparison(
-    src: Source, rel: str, benchmark: str = OVERALL, note: bool = True
-) -> list[str]:
+def comparison(src: Source, rel: str, benchmark: str = OVERALL, note: bool = True) -> list[str]:
     """One Markdown table per metric of a ``locus table`` CSV (routing, routing-by-dataset, ...):
     rows = approaches, columns = training sizes, at `benchmark`."""
     path = src.path(rel)
-    rows = [
-        r for r in read_rows(path, COMPARISON_COLUMNS) if r["benchmark"] == benchmark
-    ]
+    rows = [r for r in read_rows(path, COMPARISON_COLUMNS) if r["benchmark"] == benchmark]
     if not rows:
         raise DataError(f"{path}: no rows for benchmark {benchmark!r}; rebuild it")
     sizes = _unique(r["train_size"] for r in rows if r["train_size"] not in ("", None))
@@ -286,19 +255,13 @@ def comparison(
             if arows[0]["kind"] == "reference":
                 label = f"*{label}*"
             by_size = {r["train_size"]: r for r in arows}
-            if set(by_size) == {
-                ""
-            }:  # a property of the data set: the same in every column
+            if set(by_size) == {""}:  # a property of the data set: the same in every column
                 cells = [_cell(by_size[""], path)] * len(sizes)
             else:
-                cells = [
-                    _cell(by_size[s], path) if s in by_size else "–" for s in sizes
-                ]
+                cells = [_cell(by_size[s], path) if s in by_size else "–" for s in sizes]
             table.append([label] + cells)
         out += [f"{METRIC_TITLES.get(metric, metric)}:", ""]
-        heading = ABLATION_HEADINGS.get(
-            rows[0].get("ablation"), "training queries per model"
-        )
+        heading = ABLATION_HEADINGS.get(rows[0].get("ablation"), "training queries per model")
         out += md_table([heading] + [f"{int(s):,}" for s in sizes], table) + [""]
     sig = [r for r in rows if r["n_boot"] not in ("", None) and r["kind"] == "method"]
     if sig and note:
@@ -327,17 +290,10 @@ def columns_table(
     """A Markdown table of chosen CSV columns: (header, column, decimals, scale; decimals -1 = the text as
     written)."""
     path = src.path(rel)
-    rows = [
-        r
-        for r in read_rows(path, tuple(c for _, c, _, _ in columns))
-        if keep is None or keep(r)
-    ]
+    rows = [r for r in read_rows(path, tuple(c for _, c, _, _ in columns)) if keep is None or keep(r)]
     if not rows:
         raise DataError(f"{path}: no rows to show; rebuild it")
-    body = [
-        [r[c] if d < 0 else fmt(k * _float(r[c], path, c), d) for _, c, d, k in columns]
-        for r in rows
-    ]
+    body = [[r[c] if d < 0 else fmt(k * _float(r[c], path, c), d) for _, c, d, k in columns] for r in rows]
     return md_table([h for h, _, _, _ in columns], body) + ["", provenance(src, [rel])]
 
 
@@ -398,22 +354,11 @@ def block_time_complexity(src):
         ("embed", "embed {m} models"),
         ("predict", "predict for {m} models"),
     ):
-        for key in _unique(
-            (r["n_models"], r["precision"]) for r in measured if r["what"] == what
-        ):
-            part = {
-                r["n"]: r
-                for r in measured
-                if r["what"] == what and (r["n_models"], r["precision"]) == key
-            }
+        for key in _unique((r["n_models"], r["precision"]) for r in measured if r["what"] == what):
+            part = {r["n"]: r for r in measured if r["what"] == what and (r["n_models"], r["precision"]) == key}
             body.append(
                 [f"{noun.format(m=key[0])}, {key[1]}"]
-                + [
-                    fmt(_float(part[n]["median_s"], path, "median_s"), 3)
-                    if n in part
-                    else "–"
-                    for n in sizes
-                ]
+                + [fmt(_float(part[n]["median_s"], path, "median_s"), 3) if n in part else "–" for n in sizes]
             )
         for r in rows:
             if r["what"] == what and r["source"] in ("paper", "target"):
@@ -422,18 +367,13 @@ def block_time_complexity(src):
                     f"{r['device_name']}"
                 )
                 body.append(
-                    [label]
-                    + [
-                        fmt(_float(r["median_s"], path, "median_s"), 3)
-                        if n == r["n"]
-                        else ""
-                        for n in sizes
-                    ]
+                    [label] + [fmt(_float(r["median_s"], path, "median_s"), 3) if n == r["n"] else "" for n in sizes]
                 )
-    machine = f"; measured on {measured[0]['cpu_model'] or measured[0]['device_name']}, {measured[0]['threads']} threads"
+    machine = (
+        f"; measured on {measured[0]['cpu_model'] or measured[0]['device_name']}, {measured[0]['threads']} threads"
+    )
     return md_table(
-        ["median seconds; n = evaluations per model (embed) or queries (predict)"]
-        + [_num_label(n) for n in sizes],
+        ["median seconds; n = evaluations per model (embed) or queries (predict)"] + [_num_label(n) for n in sizes],
         body,
     ) + ["", provenance(src, [rel], machine)]
 
@@ -444,9 +384,7 @@ def _pick(rows: list[dict], **conds) -> dict | None:
 
 
 def _pct_of(row: dict | None, column: str, path: Path, decimals: int = 1) -> str:
-    return (
-        "–" if row is None else fmt(100 * _float(row[column], path, column), decimals)
-    )
+    return "–" if row is None else fmt(100 * _float(row[column], path, column), decimals)
 
 
 def block_neighbours(src):
@@ -460,9 +398,7 @@ def block_neighbours(src):
         body.append(
             [
                 plain_label(method),
-                _pct_of(
-                    _pick(own, curve="embedding_neighbour", k="1"), "agreement", path
-                ),
+                _pct_of(_pick(own, curve="embedding_neighbour", k="1"), "agreement", path),
                 _pct_of(_pick(own, curve="best_possible", k="1"), "agreement", path),
                 _pct_of(_pick(own, curve="random_other"), "agreement", path),
             ]
@@ -483,9 +419,7 @@ def block_fallback(src):
     """Routing accuracy kept when the routed model is replaced by its nearest neighbour (k = 1)."""
     rel = "figures/fallback_routing.csv"
     path = src.path(rel)
-    rows = read_rows(
-        path, ("method", "train_size", "curve", "k", "accuracy", "retention")
-    )
+    rows = read_rows(path, ("method", "train_size", "curve", "k", "accuracy", "retention"))
     body = []
     for method in _unique(r["method"] for r in rows):
         own = [r for r in rows if r["method"] == method]
@@ -543,18 +477,10 @@ def block_portfolio(src):
         cells = []
         for target in (full - 1e-9, full - 1.0):
             hit = next(
-                (
-                    r
-                    for r in part
-                    if _float(r["routing_acc"], path, "routing_acc") >= target
-                ),
+                (r for r in part if _float(r["routing_acc"], path, "routing_acc") >= target),
                 None,
             )
-            cells.append(
-                "never"
-                if hit is None
-                else f"{fmt(_float(hit[key], path, key), 0)} {unit}"
-            )
+            cells.append("never" if hit is None else f"{fmt(_float(hit[key], path, key), 0)} {unit}")
         body.append([method] + cells)
     total = _float(full_row["params_b"], path, "params_b")
     pool = (
@@ -581,13 +507,8 @@ def _pivot(
     decimals: int = 1,
 ) -> tuple[list[str], list[str], dict]:
     """(row keys, column keys sorted as numbers, {(row, col): text}) of a long table."""
-    cols = sorted(
-        _unique(r[col_key] for r in rows), key=lambda c: _float(c, path, col_key)
-    )
-    cells = {
-        (r[row_key], r[col_key]): fmt(scale * _float(r[value], path, value), decimals)
-        for r in rows
-    }
+    cols = sorted(_unique(r[col_key] for r in rows), key=lambda c: _float(c, path, col_key))
+    cells = {(r[row_key], r[col_key]): fmt(scale * _float(r[value], path, value), decimals) for r in rows}
     return _unique(r[row_key] for r in rows), cols, cells
 
 
@@ -600,9 +521,7 @@ def block_evalset_robustness(src):
     """Test accuracy with every model re-embedded from subsampled / partly overlapping evaluation sets."""
     rel = "figures/perf_vs_size_and_overlap.csv"
     path = src.path(rel)
-    rows = read_rows(
-        path, ("kind", "panel", "setting", "routing_acc", "correctness_acc")
-    )
+    rows = read_rows(path, ("kind", "panel", "setting", "routing_acc", "correctness_acc"))
     means = [r for r in rows if r["kind"] == "mean"]
     ref, single = _pick(rows, kind="reference"), _pick(rows, kind="best_single")
     if not means or ref is None:
@@ -620,11 +539,7 @@ def block_evalset_robustness(src):
             key=lambda c: _float(c, path, "setting"),
         )
         body = [
-            [label]
-            + [
-                fmt(100 * _float(_pick(part, setting=c)[metric], path, metric), 1)
-                for c in cols
-            ]
+            [label] + [fmt(100 * _float(_pick(part, setting=c)[metric], path, metric), 1) for c in cols]
             for label, metric in (
                 ("routing %", "routing_acc"),
                 ("correctness %", "correctness_acc"),
@@ -644,27 +559,19 @@ def block_onboarding(src):
     """Correctness accuracy on held-out models embedded from k of their evaluations, per encoder run."""
     rel = "figures/sample_eff_ood_test.csv"
     path = src.path(rel)
-    rows = [
-        r
-        for r in read_rows(path, ("kind", "row", "k", "accuracy", "n_train_models"))
-        if r["kind"] == "cell"
-    ]
+    rows = [r for r in read_rows(path, ("kind", "row", "k", "accuracy", "n_train_models")) if r["kind"] == "cell"]
     if not rows:
         raise DataError(f"{path}: no cell rows; rebuild it")
     keys, cols, cells = _pivot(rows, "row", "k", "accuracy", path, decimals=2)
     trained = {r["row"]: r["n_train_models"] for r in rows}
     keys = sorted(keys, key=lambda k: -_float(trained[k], path, "n_train_models"))
     body = [
-        [
-            f"encoder trained on {_num_label(trained[k])} models"
-            + (" (all)" if k == "all" else "")
-        ]
+        [f"encoder trained on {_num_label(trained[k])} models" + (" (all)" if k == "all" else "")]
         + [cells.get((k, c), "–") for c in cols]
         for k in keys
     ]
     return md_table(
-        ["held-out models' correctness %, embedded from k evaluations"]
-        + [_num_label(c) for c in cols],
+        ["held-out models' correctness %, embedded from k evaluations"] + [_num_label(c) for c in cols],
         body,
     ) + ["", provenance(src, [rel])]
 
@@ -673,32 +580,17 @@ def block_regeneration(src):
     """EmbedLLM embeddings re-learned with the decoder frozen, against LOCUS's one-pass re-embedding."""
     rel = "figures/relearn_embedllm_heatmap_test_disagreement.csv"
     path = src.path(rel)
-    rows = read_rows(
-        path, ("method", "kind", "setting", "cosine_distance", "test_disagreement")
-    )
+    rows = read_rows(path, ("method", "kind", "setting", "cosine_distance", "test_disagreement"))
 
     def span(part, column, scale, decimals):
         values = [scale * _float(r[column], path, column) for r in part]
         lo, hi = min(values), max(values)
-        return (
-            fmt(lo, decimals)
-            if lo == hi
-            else f"{fmt(lo, decimals)}–{fmt(hi, decimals)}"
-        )
+        return fmt(lo, decimals) if lo == hi else f"{fmt(lo, decimals)}–{fmt(hi, decimals)}"
 
     body = []
     for kind, setting in _unique((r["kind"], r["setting"]) for r in rows):
-        emb = [
-            r
-            for r in rows
-            if r["method"] == "embedllm"
-            and (r["kind"], r["setting"]) == (kind, setting)
-        ]
-        loc = [
-            r
-            for r in rows
-            if r["method"] == "locus" and (r["kind"], r["setting"]) == (kind, setting)
-        ]
+        emb = [r for r in rows if r["method"] == "embedllm" and (r["kind"], r["setting"]) == (kind, setting)]
+        loc = [r for r in rows if r["method"] == "locus" and (r["kind"], r["setting"]) == (kind, setting)]
         label = {
             "same": "the same evaluations",
             "overlap": f"overlap α = {setting}",
@@ -713,13 +605,7 @@ def block_regeneration(src):
                 span(loc, "test_disagreement", 100, 2) if loc else "–",
             ]
         )
-    cells = len(
-        _unique(
-            (r.get("hidden_layers"), r.get("dim"))
-            for r in rows
-            if r["method"] == "embedllm"
-        )
-    )
+    cells = len(_unique((r.get("hidden_layers"), r.get("dim")) for r in rows if r["method"] == "embedllm"))
     return md_table(
         [
             "re-learned from",
@@ -736,9 +622,7 @@ def block_distance_correlation(src):
     """Correlation between embedding distance and test disagreement over model pairs, per method."""
     rel = "tables/distance_correlation.csv"
     path = src.path(rel)
-    rows = read_rows(
-        path, ("method", "correlation", "distance", "value", "n_pairs", "train_size")
-    )
+    rows = read_rows(path, ("method", "correlation", "distance", "value", "n_pairs", "train_size"))
     has_ci = "ci_low" in rows[0] and "ci_high" in rows[0]
     columns = _unique((r["correlation"], r["distance"]) for r in rows)
     body = []
@@ -751,13 +635,13 @@ def block_distance_correlation(src):
                 continue
             text = fmt(_float(r["value"], path, "value"), 3)
             if has_ci and r["ci_low"] not in ("", None):
-                text += f" [{fmt(_float(r['ci_low'], path, 'ci_low'), 2)}, {fmt(_float(r['ci_high'], path, 'ci_high'), 2)}]"
+                text += (
+                    f" [{fmt(_float(r['ci_low'], path, 'ci_low'), 2)}, {fmt(_float(r['ci_high'], path, 'ci_high'), 2)}]"
+                )
             cells.append(text)
         body.append([plain_label(method)] + cells)
     first = rows[0]
-    head = [
-        f"distance vs test disagreement ({first['n_pairs']} model pairs, n = {first['train_size']})"
-    ]
+    head = [f"distance vs test disagreement ({first['n_pairs']} model pairs, n = {first['train_size']})"]
     note = "In brackets: the bootstrap interval over test queries." if has_ci else ""
     return (
         md_table(head + [f"{c.capitalize()}, {d}" for c, d in columns], body)
@@ -805,14 +689,10 @@ def _factors(src: Source, rel: str) -> list[str]:
             summary["reference_method"],
         )
     except (ValueError, KeyError, TypeError) as exc:
-        raise DataError(
-            f"{path}: not a sample-efficiency summary ({exc}); rebuild it"
-        ) from None
+        raise DataError(f"{path}: not a sample-efficiency summary ({exc}); rebuild it") from None
 
     def num(value) -> float:
-        return (
-            math.inf if value == "inf" else math.nan if value is None else float(value)
-        )
+        return math.inf if value == "inf" else math.nan if value is None else float(value)
 
     body = []
     for method, entry in methods.items():
@@ -825,11 +705,8 @@ def _factors(src: Source, rel: str) -> list[str]:
                 plain_label(method),
                 fmt(100 * num(f.get("target")), 2),
                 "never" if math.isnan(n_method) else fmt(n_method, 0),
-                f"{fmt(num(f.get('factor')), 1)}×"
-                + (" (a lower bound)" if f.get("crossing") == "lower_bound" else ""),
-                f"[{fmt(num(f.get('ci_low')), 1)}, {fmt(num(f.get('ci_high')), 1)}]".replace(
-                    "inf", "∞"
-                ),
+                f"{fmt(num(f.get('factor')), 1)}×" + (" (a lower bound)" if f.get("crossing") == "lower_bound" else ""),
+                f"[{fmt(num(f.get('ci_low')), 1)}, {fmt(num(f.get('ci_high')), 1)}]".replace("inf", "∞"),
                 str(f.get("status", "")),
             ]
         )
@@ -856,13 +733,10 @@ def block_sample_efficiency(src):
     curve = [r for r in rows if r["kind"] == "curve"]
     if not curve:
         raise DataError(f"{path}: no curve rows; rebuild it")
-    methods, sizes, cells = _pivot(
-        curve, "method", "train_size", "mean", path, decimals=2
-    )
+    methods, sizes, cells = _pivot(curve, "method", "train_size", "mean", path, decimals=2)
     body = [[plain_label(m)] + [cells.get((m, n), "–") for n in sizes] for m in methods]
     out = md_table(
-        ["routing accuracy %, training queries per model"]
-        + [_num_label(n) for n in sizes],
+        ["routing accuracy %, training queries per model"] + [_num_label(n) for n in sizes],
         body,
     ) + [""]
     out += _factors(src, "figures/train_sample_eff.json")
@@ -873,18 +747,13 @@ def block_hypothetical(src):
     """Recall@k of hypothetical embeddings (a model made up from per-benchmark accuracies) by set size."""
     rel = "figures/hypothetical_model_embedding.csv"
     path = src.path(rel)
-    rows = [
-        r
-        for r in read_rows(path, ("kind", "size", "k", "recall", "models"))
-        if r["kind"] == "recall"
-    ]
+    rows = [r for r in read_rows(path, ("kind", "size", "k", "recall", "models")) if r["kind"] == "recall"]
     if not rows:
         raise DataError(f"{path}: no recall rows; rebuild it")
     ks, sizes, cells = _pivot(rows, "k", "size", "recall", path)
     body = [[f"recall@{k}, %"] + [cells.get((k, s), "–") for s in sizes] for k in ks]
     return md_table(
-        [f"hypothetical embeddings ({rows[0]['models']} models), queries"]
-        + [_num_label(s) for s in sizes],
+        [f"hypothetical embeddings ({rows[0]['models']} models), queries"] + [_num_label(s) for s in sizes],
         body,
     ) + ["", provenance(src, [rel])]
 
@@ -895,18 +764,14 @@ def _json(src: Source, rel: str, keys: tuple[str, ...]) -> dict:
 
     path = src.path(rel)
     if not path.is_file():
-        raise DataError(
-            f"{path}: not found; build it first (snakemake --cores 2 {_target(path)})"
-        )
+        raise DataError(f"{path}: not found; build it first (snakemake --cores 2 {_target(path)})")
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise DataError(f"{path}: not valid JSON ({exc}); rebuild it") from None
     missing = [k for k in keys if not isinstance(summary, dict) or k not in summary]
     if missing:
-        raise DataError(
-            f"{path}: missing {', '.join(missing)}; it was written by another version of locus: rebuild it"
-        )
+        raise DataError(f"{path}: missing {', '.join(missing)}; it was written by another version of locus: rebuild it")
     return summary
 
 
@@ -1031,9 +896,7 @@ BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
 def render_block(name: str, src: Source) -> str:
     """The generated text of block `name` (no markers), ending in a newline."""
     if name not in BLOCKS:
-        raise ConfigError(
-            f"unknown report block {name!r}; known blocks: {', '.join(BLOCKS)}"
-        )
+        raise ConfigError(f"unknown report block {name!r}; known blocks: {', '.join(BLOCKS)}")
     return "\n".join(BLOCKS[name][0](src)).rstrip("\n") + "\n"
 
 

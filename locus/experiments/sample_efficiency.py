@@ -13,6 +13,7 @@ target is R at the reference point (:func:`default_reference_point`). Intervals:
 test queries (:mod:`locus.experiments.sample_efficiency_ci`), the targets re-read on each resampled
 reference curve; the figure annotates a factor only when it is exact and significant (:func:`efficiency`).
 """
+
 from __future__ import annotations
 
 import math
@@ -65,8 +66,15 @@ def smooth(curve: pd.DataFrame) -> pd.DataFrame:
     parts = []
     for method, part in curve.groupby("method", sort=False):
         part = part.sort_values("train_size")
-        parts.append(pd.DataFrame({"method": method, "train_size": part["train_size"].to_numpy(),
-                                   "mean": isotonic(part["train_size"], part["mean"])}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "method": method,
+                    "train_size": part["train_size"].to_numpy(),
+                    "mean": isotonic(part["train_size"], part["mean"]),
+                }
+            )
+        )
     return pd.concat(parts, ignore_index=True)
 
 
@@ -118,8 +126,11 @@ def factor(ref_sizes, ref_accs, sizes, accs, target: float) -> dict:
         k = n_m / n_ref
         # "at_start": the curve may reach the target with fewer samples than its smallest measured size,
         # so n is an upper bound there: M at start -> k is an upper bound, R at start -> a lower bound.
-        crossing = {("exact", "exact"): "exact", ("exact", "at_start"): "upper_bound",
-                    ("at_start", "exact"): "lower_bound"}.get((s_ref, s_m), "indeterminate")
+        crossing = {
+            ("exact", "exact"): "exact",
+            ("exact", "at_start"): "upper_bound",
+            ("at_start", "exact"): "lower_bound",
+        }.get((s_ref, s_m), "indeterminate")
     return {"target": float(target), "n_reference": n_ref, "n_method": n_m, "factor": k, "crossing": crossing}
 
 
@@ -164,8 +175,14 @@ def _headline(row: dict) -> dict:
     return {k: v for k, v in row.items() if k not in ("method", "annotated")}
 
 
-def efficiency(curve: pd.DataFrame, reference: str, reference_point: int | None = None, points: int = 65,
-               resampled: dict | None = None, confidence: float = CONFIDENCE) -> tuple[pd.DataFrame, dict]:
+def efficiency(
+    curve: pd.DataFrame,
+    reference: str,
+    reference_point: int | None = None,
+    points: int = 65,
+    resampled: dict | None = None,
+    confidence: float = CONFIDENCE,
+) -> tuple[pd.DataFrame, dict]:
     """Factors of `reference` over every other method, on the isotonic fits of the curves.
 
     `resampled`: per method its [resamples x sizes] curve points (sizes ascending) on paired resamples of
@@ -186,20 +203,27 @@ def efficiency(curve: pd.DataFrame, reference: str, reference_point: int | None 
     where the reference point has none; the interval of the largest factor is taken at the target chosen on
     the measured curves (it does not account for that choice)."""
     if reference not in set(curve["method"]):
-        raise DataError(f"reference method {reference!r} has no runs (methods: "
-                        f"{', '.join(sorted(set(curve['method'])))}); pass --reference-method or its metrics")
+        raise DataError(
+            f"reference method {reference!r} has no runs (methods: "
+            f"{', '.join(sorted(set(curve['method'])))}); pass --reference-method or its metrics"
+        )
     ref = curve[curve["method"] == reference]
     if len(ref) < 2:
-        raise DataError(f"reference method {reference!r} has runs at one training size only "
-                        f"({ref['train_size'].tolist()}); sample efficiency needs a curve of >= 2 sizes")
-    fits = {m: (p["train_size"].to_numpy(np.float64), p["mean"].to_numpy(np.float64))
-            for m, p in smooth(curve).groupby("method", sort=True)}
+        raise DataError(
+            f"reference method {reference!r} has runs at one training size only "
+            f"({ref['train_size'].tolist()}); sample efficiency needs a curve of >= 2 sizes"
+        )
+    fits = {
+        m: (p["train_size"].to_numpy(np.float64), p["mean"].to_numpy(np.float64))
+        for m, p in smooth(curve).groupby("method", sort=True)
+    }
     rs, ra = fits[reference]
     if reference_point is None:
         reference_point = default_reference_point(rs)
     if not rs.min() <= reference_point <= rs.max():
-        raise DataError(f"reference point n={reference_point} is outside {reference!r}'s sizes "
-                        f"{int(rs.min())}..{int(rs.max())}")
+        raise DataError(
+            f"reference point n={reference_point} is outside {reference!r}'s sizes {int(rs.min())}..{int(rs.max())}"
+        )
     sizes_t = target_sizes(rs, points, [reference_point])
     targets = [interpolate(rs, ra, n) for n in sizes_t]
     boot = None if resampled is None else {m: isotonic(fits[m][0], resampled[m]) for m in fits}
@@ -214,9 +238,18 @@ def efficiency(curve: pd.DataFrame, reference: str, reference_point: int | None 
         part = []
         for j, (n, target) in enumerate(zip(sizes_t, targets)):
             f = factor(rs, ra, ms, ma, target)
-            part.append({"method": method, "n": float(n), **f, "ci_low": float(low[j]), "ci_high": float(high[j]),
-                         "share_defined": float(share[j]), "status": significance(low[j], high[j]),
-                         "annotated": False})
+            part.append(
+                {
+                    "method": method,
+                    "n": float(n),
+                    **f,
+                    "ci_low": float(low[j]),
+                    "ci_high": float(high[j]),
+                    "share_defined": float(share[j]),
+                    "status": significance(low[j], high[j]),
+                    "annotated": False,
+                }
+            )
         exact = [r for r in part if r["crossing"] == "exact"]
         best = max(exact, key=lambda r: r["factor"]) if exact else None
         at_ref = next(r for r in part if r["n"] == float(reference_point))
@@ -227,10 +260,31 @@ def efficiency(curve: pd.DataFrame, reference: str, reference_point: int | None 
         else:
             pick["annotated"] = True
         rows += part
-        summary[method] = {"max": _headline(best) if best else None,
-                           "at_reference_point": {**_headline(at_ref), "n": int(reference_point)},
-                           "annotated": chosen}
-    table = pd.DataFrame(rows, columns=["method", "n", "target", "n_reference", "n_method", "factor", "crossing",
-                                        "ci_low", "ci_high", "share_defined", "status", "annotated"])
-    return table, {"reference_method": reference, "reference_point": int(reference_point),
-                   "confidence": float(confidence), "methods": summary}
+        summary[method] = {
+            "max": _headline(best) if best else None,
+            "at_reference_point": {**_headline(at_ref), "n": int(reference_point)},
+            "annotated": chosen,
+        }
+    table = pd.DataFrame(
+        rows,
+        columns=[
+            "method",
+            "n",
+            "target",
+            "n_reference",
+            "n_method",
+            "factor",
+            "crossing",
+            "ci_low",
+            "ci_high",
+            "share_defined",
+            "status",
+            "annotated",
+        ],
+    )
+    return table, {
+        "reference_method": reference,
+        "reference_point": int(reference_point),
+        "confidence": float(confidence),
+        "methods": summary,
+    }

@@ -13,6 +13,7 @@ measured ones, then summarised by percentile intervals:
   vectorised over resamples and targets, each resample's factor an interval ``[lo, hi]`` (censoring);
 - :func:`interval`: the percentile interval of censored values.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,12 +48,13 @@ def resampled_accuracies(num, den, n_boot: int, seed: int) -> np.ndarray:
         idx = rng.integers(0, q, size=(b, q))
         counts = np.stack([np.bincount(row, minlength=q) for row in idx]).astype(np.float64)  # [b x q]
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[start:start + b] = (counts @ num.T) / (counts @ den.T)
+            out[start : start + b] = (counts @ num.T) / (counts @ den.T)
     return out
 
 
-def resampled_curves(cells: dict, curve: pd.DataFrame, metric: str, n_boot: int = 1000,
-                     seed: int = 0) -> dict[str, np.ndarray]:
+def resampled_curves(
+    cells: dict, curve: pd.DataFrame, metric: str, n_boot: int = 1000, seed: int = 0
+) -> dict[str, np.ndarray]:
     """Per method of `curve` (``method, train_size, mean``), its [n_boot x sizes] curve points (sizes
     ascending) on paired resamples of the queries. `cells`: ``(method, train_size) -> {metric: (num,
     den)}`` over one list of queries (:attr:`locus.experiments.comparison.QueryValues.cells`)."""
@@ -68,9 +70,11 @@ def resampled_curves(cells: dict, curve: pd.DataFrame, metric: str, n_boot: int 
     off = np.abs(full - curve["mean"].to_numpy(np.float64))
     if not (off <= TOLERANCE).all():
         i = int(np.nanargmax(np.where(np.isnan(off), np.inf, off)))
-        raise DataError(f"{keys[i][0]} at n={keys[i][1]}: the runs' metrics.json give {metric} "
-                        f"{curve['mean'].iloc[i]:.6f} but their scores files with the data set's labels give "
-                        f"{full[i]:.6f}; pass the data set the runs were trained on with --data (or re-run them)")
+        raise DataError(
+            f"{keys[i][0]} at n={keys[i][1]}: the runs' metrics.json give {metric} "
+            f"{curve['mean'].iloc[i]:.6f} but their scores files with the data set's labels give "
+            f"{full[i]:.6f}; pass the data set the runs were trained on with --data (or re-run them)"
+        )
     acc = resampled_accuracies(num, den, n_boot, seed)
     methods = curve["method"].to_numpy()
     return {m: acc[:, methods == m] for m in dict.fromkeys(methods)}

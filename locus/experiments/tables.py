@@ -14,6 +14,7 @@ over test queries (:func:`significance`); with a generated data set's truth (``-
 the tables add the expected routing accuracy, the Bayes ceiling and the best single model chosen on the
 training split's true probabilities (:mod:`locus.experiments.expected`).
 """
+
 from __future__ import annotations
 
 import math
@@ -32,12 +33,17 @@ from locus.render.labels import escape
 from locus.render.latex import MARK
 
 KINDS = TABLE_KINDS
-LABELS = {"routing": "tab:concise_routing_correctness", "routing-by-dataset": "tab:routing_acc_by_dataset_full",
-          "correctness-by-dataset": "tab:correctness_pred_by_dataset_full"}
+LABELS = {
+    "routing": "tab:concise_routing_correctness",
+    "routing-by-dataset": "tab:routing_acc_by_dataset_full",
+    "correctness-by-dataset": "tab:correctness_pred_by_dataset_full",
+}
 METRIC = {"routing": "routing_acc", "routing-by-dataset": "routing_acc", "correctness-by-dataset": "correctness_acc"}
-WHAT = {"routing": "Overall routing and correctness prediction accuracy (\\%)",
-        "routing-by-dataset": "Overall and per-benchmark routing accuracy (\\%)",
-        "correctness-by-dataset": "Overall and per-benchmark correctness prediction accuracy (\\%)"}
+WHAT = {
+    "routing": "Overall routing and correctness prediction accuracy (\\%)",
+    "routing-by-dataset": "Overall and per-benchmark routing accuracy (\\%)",
+    "correctness-by-dataset": "Overall and per-benchmark correctness prediction accuracy (\\%)",
+}
 
 
 def seeds_sentence(seeds: tuple[int, int]) -> str:
@@ -48,8 +54,14 @@ def seeds_sentence(seeds: tuple[int, int]) -> str:
     return f"Mean{{\\scriptsize$\\pm$}}std over {hi} seeds." if hi > 1 else "One seed per cell."
 
 
-def bootstrap_sentence(kind: str, settings: bootstrap.Settings, reference: str, n_queries: int,
-                       split: str = "test", reference_label: str | None = None) -> str:
+def bootstrap_sentence(
+    kind: str,
+    settings: bootstrap.Settings,
+    reference: str,
+    n_queries: int,
+    split: str = "test",
+    reference_label: str | None = None,
+) -> str:
     """What the dagger marks and where the intervals are (LaTeX); the reference is named by
     `reference_label` (LaTeX) when given, else by the method's label."""
     level = f"{100 * settings.confidence:g}\\%"
@@ -59,23 +71,38 @@ def bootstrap_sentence(kind: str, settings: bootstrap.Settings, reference: str, 
     else:
         where = "its column at the same training size"
         queries = f"the {split} queries (all {n_queries} for Overall, the benchmark's own in its column; {how})"
-    return (f"{MARK}: not significantly different from the best approach of {where}: the paired bootstrap "
-            f"{level} interval of (best $-$ value) over {queries} includes 0. The CSV gives every approach's "
-            f"difference to {reference_label or latex.method_label(reference)} with its {level} paired bootstrap interval.")
+    return (
+        f"{MARK}: not significantly different from the best approach of {where}: the paired bootstrap "
+        f"{level} interval of (best $-$ value) over {queries} includes 0. The CSV gives every approach's "
+        f"difference to {reference_label or latex.method_label(reference)} with its {level} paired bootstrap interval."
+    )
 
 
-def caption(kind: str, data_label: str, encoder: str, split: str, seeds: tuple[int, int],
-            settings: bootstrap.Settings | None = None, reference: str | None = None, n_queries: int = 0,
-            truth_refs: pd.DataFrame | None = None) -> str:
+def caption(
+    kind: str,
+    data_label: str,
+    encoder: str,
+    split: str,
+    seeds: tuple[int, int],
+    settings: bootstrap.Settings | None = None,
+    reference: str | None = None,
+    n_queries: int = 0,
+    truth_refs: pd.DataFrame | None = None,
+) -> str:
     """The table caption (LaTeX); `data_label` and `encoder` are plain text (escaped here). With the
     bootstrap `settings` (and the `reference` method) it explains the dagger and the intervals; with the
     truth references (:func:`locus.experiments.expected.references`) the expected rows."""
-    emph = ("\\textbf{Best} and \\underline{second best} approach in each column"
-            if kind == "routing" else "\\textbf{Best} and \\underline{second best} approach per training size")
+    emph = (
+        "\\textbf{Best} and \\underline{second best} approach in each column"
+        if kind == "routing"
+        else "\\textbf{Best} and \\underline{second best} approach per training size"
+    )
     refs = " (reference rows excluded)" if kind != "correctness-by-dataset" else ""
-    text = (f"{WHAT[kind]} on the {split} split of the data set {escape(data_label)} (query encoder: "
-            f"{escape(encoder)}), by approach and number of training evaluations per model. {emph}{refs}. "
-            f"{seeds_sentence(seeds)}")
+    text = (
+        f"{WHAT[kind]} on the {split} split of the data set {escape(data_label)} (query encoder: "
+        f"{escape(encoder)}), by approach and number of training evaluations per model. {emph}{refs}. "
+        f"{seeds_sentence(seeds)}"
+    )
     if settings is not None:
         text += " " + bootstrap_sentence(kind, settings, reference or "locus", n_queries, split)
     if truth_refs is not None:
@@ -91,19 +118,24 @@ def columns(kind: str, coll: Collection) -> list[tuple[str, int, str]]:
         metrics.append(EXPECTED)  # the expected routing accuracy (data sets with truth)
     if kind == "routing":
         return [(m, s, OVERALL) for m in metrics for s in coll.sizes]
-    return [(m, s, b) for m in metrics for s in coll.sizes for b in [OVERALL] + [b for b in coll.benchmarks if b != OVERALL]]
+    return [
+        (m, s, b) for m in metrics for s in coll.sizes for b in [OVERALL] + [b for b in coll.benchmarks if b != OVERALL]
+    ]
 
 
 def check_reference(coll: Collection, reference: str) -> None:
     """The reference method of the bootstrap differences must be one of the table's methods."""
     if reference not in coll.methods:
-        raise DataError(f"reference method {reference!r} is not among the table's methods "
-                        f"({', '.join(coll.methods)}); choose one of them with --reference-method (config: "
-                        f"bootstrap.reference_method) or add its runs")
+        raise DataError(
+            f"reference method {reference!r} is not among the table's methods "
+            f"({', '.join(coll.methods)}); choose one of them with --reference-method (config: "
+            f"bootstrap.reference_method) or add its runs"
+        )
 
 
-def significance(kind: str, coll: Collection, values: QueryValues, settings: bootstrap.Settings,
-                 reference: str = "locus") -> pd.DataFrame:
+def significance(
+    kind: str, coll: Collection, values: QueryValues, settings: bootstrap.Settings, reference: str = "locus"
+) -> pd.DataFrame:
     """Per method cell of the table: the paired bootstrap difference to `reference` and to the best
     approach of its column (fractions), and whether (best - cell) is not significant.
 
@@ -135,40 +167,91 @@ def significance(kind: str, coll: Collection, values: QueryValues, settings: boo
             to_ref = (res.diff[i], res.low[i], res.high[i]) if n_ref else (math.nan,) * 3
             j = n_ref + i
             to_best = (res.diff[j], res.low[j], res.high[j]) if best in index else (math.nan,) * 3
-            rows.append({"method": m, "metric": metric, "train_size": size, "benchmark": bench,
-                         "reference": reference, "diff_to_reference": to_ref[0], "ci_low": to_ref[1],
-                         "ci_high": to_ref[2], "best": best if best in index else None, "diff_to_best": to_best[0],
-                         "best_ci_low": to_best[1], "best_ci_high": to_best[2],
-                         "not_significant_vs_best": bool(best in index and emph[m] != "best" and vs_best[j]),
-                         "n_queries": res.n_queries, "n_boot": res.n_resamples, "confidence": res.confidence})
+            rows.append(
+                {
+                    "method": m,
+                    "metric": metric,
+                    "train_size": size,
+                    "benchmark": bench,
+                    "reference": reference,
+                    "diff_to_reference": to_ref[0],
+                    "ci_low": to_ref[1],
+                    "ci_high": to_ref[2],
+                    "best": best if best in index else None,
+                    "diff_to_best": to_best[0],
+                    "best_ci_low": to_best[1],
+                    "best_ci_high": to_best[2],
+                    "not_significant_vs_best": bool(best in index and emph[m] != "best" and vs_best[j]),
+                    "n_queries": res.n_queries,
+                    "n_boot": res.n_resamples,
+                    "confidence": res.confidence,
+                }
+            )
     return pd.DataFrame(rows, columns=latex.SIGNIFICANCE_COLUMNS)
 
 
-def render(kind: str, coll: Collection, data_label: str | None = None, split: str = "test",
-           label: str | None = None, values: QueryValues | None = None,
-           settings: bootstrap.Settings = bootstrap.Settings(), reference: str = "locus",
-           truth_refs: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
+def render(
+    kind: str,
+    coll: Collection,
+    data_label: str | None = None,
+    split: str = "test",
+    label: str | None = None,
+    values: QueryValues | None = None,
+    settings: bootstrap.Settings = bootstrap.Settings(),
+    reference: str = "locus",
+    truth_refs: pd.DataFrame | None = None,
+) -> tuple[str, pd.DataFrame]:
     """(LaTeX, numbers) of one table kind from collected runs; with the runs' per-query `values` the
     paired bootstrap comparisons (:func:`significance`) are added to the cells, CSV and caption. Expected
     routing accuracies in `coll` (:func:`locus.experiments.expected.with_expected`) and the `truth_refs`
     add the expected rows (routing kinds)."""
     sig = significance(kind, coll, values, settings, reference) if values is not None else None
     n_queries = int(sig.loc[sig["benchmark"] == OVERALL, "n_queries"].max()) if sig is not None and len(sig) else 0
-    cap = caption(kind, coll.data_label(data_label), coll.encoder, split, coll.seeds,
-                  settings if sig is not None else None, reference, n_queries, truth_refs)
+    cap = caption(
+        kind,
+        coll.data_label(data_label),
+        coll.encoder,
+        split,
+        coll.seeds,
+        settings if sig is not None else None,
+        reference,
+        n_queries,
+        truth_refs,
+    )
     label = label or LABELS[kind]
     if kind == "routing":
-        return latex.routing_table(coll.method_agg, coll.ref_agg, coll.methods, coll.sizes, cap, label,
-                                   significance=sig, truth_refs=truth_refs)
+        return latex.routing_table(
+            coll.method_agg, coll.ref_agg, coll.methods, coll.sizes, cap, label, significance=sig, truth_refs=truth_refs
+        )
     metric = METRIC[kind]
     refs = coll.ref_agg if metric == "routing_acc" else None
-    return latex.by_dataset_table(coll.method_agg, metric, coll.methods, coll.sizes, coll.benchmarks, cap, label,
-                                  ref_agg=refs, significance=sig, truth_refs=truth_refs)
+    return latex.by_dataset_table(
+        coll.method_agg,
+        metric,
+        coll.methods,
+        coll.sizes,
+        coll.benchmarks,
+        cap,
+        label,
+        ref_agg=refs,
+        significance=sig,
+        truth_refs=truth_refs,
+    )
 
 
-def write_table(kind: str, metrics, out, methods=None, data_label: str | None = None, split: str = "test",
-                label: str | None = None, data=None, settings: bootstrap.Settings = bootstrap.Settings(),
-                reference: str = "locus", truth=None) -> dict[str, Path]:
+def write_table(
+    kind: str,
+    metrics,
+    out,
+    methods=None,
+    data_label: str | None = None,
+    split: str = "test",
+    label: str | None = None,
+    data=None,
+    settings: bootstrap.Settings = bootstrap.Settings(),
+    reference: str = "locus",
+    truth=None,
+) -> dict[str, Path]:
     """Read the metrics files and the runs' per-query scores (labels from the data set `data`, default the
     one recorded in the runs), render `kind` with its bootstrap comparisons and write ``out`` (.tex) and
     the CSV beside it. `truth` (routing kinds): the data set's ``truth.parquet``, for the expected rows
@@ -179,13 +262,17 @@ def write_table(kind: str, metrics, out, methods=None, data_label: str | None = 
     paths = {"tex": out, "csv": out.with_suffix(".csv")}
     check_outputs(paths.values())
     if truth is not None and METRIC[kind] != "routing_acc":
-        raise DataError(f"--truth gives expected routing accuracies: it applies to the routing tables "
-                        f"(routing, routing-by-dataset), not to {kind}; drop it")
+        raise DataError(
+            f"--truth gives expected routing accuracies: it applies to the routing tables "
+            f"(routing, routing-by-dataset), not to {kind}; drop it"
+        )
     coll = collect(metrics, split, methods)
     check_reference(coll, reference)
     if data is None and not Path(coll.dataset).is_dir():
-        raise DataError(f"the runs record the data set {coll.dataset}, which is not a directory here; the table's "
-                        f"bootstrap needs the labels of the data set the runs were trained on: pass it with --data")
+        raise DataError(
+            f"the runs record the data set {coll.dataset}, which is not a directory here; the table's "
+            f"bootstrap needs the labels of the data set the runs were trained on: pass it with --data"
+        )
     data_dir = Path(data if data is not None else coll.dataset)
     dataset = read_dataset(data_dir) if truth is not None else None  # else read by query_values
     truth_frame = expected.table_truth(truth, data_dir, dataset) if truth is not None else None

@@ -14,6 +14,7 @@ autocast, drawn dashed; its accuracy effect: :mod:`locus.experiments.precision_e
 (pure) adds the FLOPs, device, threads and torch version, and the reference points: the paper's V100 numbers
 (:data:`locus.benchmark.PAPER`) and this implementation's CPU targets (:data:`TARGETS`).
 """
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,26 @@ REFERENCE_MODELS, REFERENCE_N = 112, 4096
 TARGETS = {"embed": 2.5, "predict": 0.05}
 WHAT = ("embed", "predict")
 
-CSV_COLUMNS = ["source", "what", "precision", "n_models", "n", "median_s", "min_s", "max_s", "cold_s", "repeats", "gflop",
-               "gflop_s", "device", "device_name", "cpu_model", "threads", "torch", "label"]
+CSV_COLUMNS = [
+    "source",
+    "what",
+    "precision",
+    "n_models",
+    "n",
+    "median_s",
+    "min_s",
+    "max_s",
+    "cold_s",
+    "repeats",
+    "gflop",
+    "gflop_s",
+    "device",
+    "device_name",
+    "cpu_model",
+    "threads",
+    "torch",
+    "label",
+]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -45,12 +64,33 @@ def reference_rows() -> list[dict]:
 
     rows = []
     for what in WHAT:
-        rows.append({"source": "paper", "what": what, "precision": "", "n_models": REFERENCE_MODELS, "n": REFERENCE_N,
-                     "median_s": float(PAPER[what]), "device": "cuda", "device_name": "NVIDIA Tesla V100 (paper)",
-                     "label": f"paper, V100: ≈{PAPER[what]:g} s"})
-        rows.append({"source": "target", "what": what, "precision": "", "n_models": REFERENCE_MODELS, "n": REFERENCE_N,
-                     "median_s": float(TARGETS[what]), "device": "cpu", "device_name": "2 CPU cores", "threads": 2,
-                     "label": f"target, 2 CPU cores: ≤ {TARGETS[what]:g} s"})
+        rows.append(
+            {
+                "source": "paper",
+                "what": what,
+                "precision": "",
+                "n_models": REFERENCE_MODELS,
+                "n": REFERENCE_N,
+                "median_s": float(PAPER[what]),
+                "device": "cuda",
+                "device_name": "NVIDIA Tesla V100 (paper)",
+                "label": f"paper, V100: ≈{PAPER[what]:g} s",
+            }
+        )
+        rows.append(
+            {
+                "source": "target",
+                "what": what,
+                "precision": "",
+                "n_models": REFERENCE_MODELS,
+                "n": REFERENCE_N,
+                "median_s": float(TARGETS[what]),
+                "device": "cpu",
+                "device_name": "2 CPU cores",
+                "threads": 2,
+                "label": f"target, 2 CPU cores: ≤ {TARGETS[what]:g} s",
+            }
+        )
     return rows
 
 
@@ -82,8 +122,7 @@ def build_frame(measurements: list[dict], params: dict, meta: dict) -> pd.DataFr
     from locus.benchmark import embed_flops, predict_grid_flops
 
     if not measurements:
-        raise DataError("time complexity: no measurements; give at least one pool size, evaluation size and "
-                        "query size")
+        raise DataError("time complexity: no measurements; give at least one pool size, evaluation size and query size")
     rows, seen = [], set()
     for i, m in enumerate(measurements):
         _check(m, i)
@@ -94,18 +133,34 @@ def build_frame(measurements: list[dict], params: dict, meta: dict) -> pd.DataFr
         seen.add((what, n_models, n, precision))
         suffix = "" if precision == "float32" else f", {precision}"
         flops = embed_flops(n_models, n, n, params) if what == "embed" else predict_grid_flops(n, n_models, params)
-        rows.append({"source": "measured", "what": what, "precision": precision, "n_models": n_models, "n": n,
-                     "median_s": float(m["median_s"]), "min_s": float(m["min_s"]), "max_s": float(m["max_s"]),
-                     "cold_s": float(m["cold_s"]) if m.get("cold_s") is not None else math.nan,
-                     "repeats": int(m["repeats"]), "gflop": flops / 1e9,
-                     "gflop_s": flops / 1e9 / float(m["median_s"]),
-                     "device": meta["device"], "device_name": meta["device_name"],
-                     "cpu_model": meta.get("cpu_model", ""), "threads": int(meta["threads"]),
-                     "torch": meta["torch"],
-                     "label": (f"{n_models} models" if what == "embed" else f"{n_models} models (whole pool)") + suffix})
+        rows.append(
+            {
+                "source": "measured",
+                "what": what,
+                "precision": precision,
+                "n_models": n_models,
+                "n": n,
+                "median_s": float(m["median_s"]),
+                "min_s": float(m["min_s"]),
+                "max_s": float(m["max_s"]),
+                "cold_s": float(m["cold_s"]) if m.get("cold_s") is not None else math.nan,
+                "repeats": int(m["repeats"]),
+                "gflop": flops / 1e9,
+                "gflop_s": flops / 1e9 / float(m["median_s"]),
+                "device": meta["device"],
+                "device_name": meta["device_name"],
+                "cpu_model": meta.get("cpu_model", ""),
+                "threads": int(meta["threads"]),
+                "torch": meta["torch"],
+                "label": (f"{n_models} models" if what == "embed" else f"{n_models} models (whole pool)") + suffix,
+            }
+        )
     order = {p: i for i, p in enumerate(PRECISIONS)}
-    measured = pd.DataFrame(rows).sort_values(["what", "precision", "n_models", "n"], kind="stable",
-                                              key=lambda c: c.map(order) if c.name == "precision" else c)
+    measured = pd.DataFrame(rows).sort_values(
+        ["what", "precision", "n_models", "n"],
+        kind="stable",
+        key=lambda c: c.map(order) if c.name == "precision" else c,
+    )
     frame = pd.concat([measured, pd.DataFrame(reference_rows())], ignore_index=True).reindex(columns=CSV_COLUMNS)
     return frame.astype({key: "Int64" for key in ("n_models", "n", "repeats", "threads")})
 
@@ -127,34 +182,51 @@ def headline(frame: pd.DataFrame) -> dict:
 
 
 def _headline_row(row, ref: dict) -> dict:
-    return {"median_s": float(row["median_s"]), "min_s": float(row["min_s"]), "max_s": float(row["max_s"]),
-                     "device": row["device"], "device_name": row["device_name"], "cpu_model": row["cpu_model"],
-                     "threads": int(row["threads"]),
-            "precision": row["precision"], "paper_s": ref["paper"], "target_s": ref["target"],
-            "meets_target": bool(row["median_s"] <= ref["target"])}
+    return {
+        "median_s": float(row["median_s"]),
+        "min_s": float(row["min_s"]),
+        "max_s": float(row["max_s"]),
+        "device": row["device"],
+        "device_name": row["device_name"],
+        "cpu_model": row["cpu_model"],
+        "threads": int(row["threads"]),
+        "precision": row["precision"],
+        "paper_s": ref["paper"],
+        "target_s": ref["target"],
+        "meets_target": bool(row["median_s"] <= ref["target"]),
+    }
 
 
 def report_lines(frame: pd.DataFrame) -> list[str]:
     lines = []
     measured = frame[frame["source"] == "measured"]
     for r in measured.itertuples():
-        shape = (f"embed {r.n_models} models x {r.n:,} evaluations" if r.what == "embed"
-                 else f"predict {r.n:,} queries x {r.n_models} models") + f" ({r.precision})"
-        lines.append(f"  {shape}: median {r.median_s:.4f} s [{r.min_s:.4f}-{r.max_s:.4f}], cold {r.cold_s:.4f} s, "
-                     f"{r.gflop:.2f} GFLOP, {r.gflop_s:.1f} GFLOP/s")
+        shape = (
+            f"embed {r.n_models} models x {r.n:,} evaluations"
+            if r.what == "embed"
+            else f"predict {r.n:,} queries x {r.n_models} models"
+        ) + f" ({r.precision})"
+        lines.append(
+            f"  {shape}: median {r.median_s:.4f} s [{r.min_s:.4f}-{r.max_s:.4f}], cold {r.cold_s:.4f} s, "
+            f"{r.gflop:.2f} GFLOP, {r.gflop_s:.1f} GFLOP/s"
+        )
     for what, h in headline(frame).items():
         if h is None:
-            lines.append(f"{what} at {REFERENCE_MODELS} models x {REFERENCE_N:,}: not measured (add the sizes to "
-                         "compare with the paper and the target)")
+            lines.append(
+                f"{what} at {REFERENCE_MODELS} models x {REFERENCE_N:,}: not measured (add the sizes to "
+                "compare with the paper and the target)"
+            )
         else:
             verdict = "meets" if h["meets_target"] else "misses"
             where = h["device_name"]
             if str(h["device"]).startswith("cpu") and isinstance(h["cpu_model"], str) and h["cpu_model"]:
                 where = h["cpu_model"]
-            lines.append(f"{what} at {REFERENCE_MODELS} models x {REFERENCE_N:,} ({h['precision']}): median "
-                         f"{h['median_s']:.3f} s on "
-                         f"{where} ({h['threads']} threads); {verdict} the target of <= {h['target_s']:g} s "
-                         f"on 2 CPU cores; paper ≈{h['paper_s']:g} s on a V100")
+            lines.append(
+                f"{what} at {REFERENCE_MODELS} models x {REFERENCE_N:,} ({h['precision']}): median "
+                f"{h['median_s']:.3f} s on "
+                f"{where} ({h['threads']} threads); {verdict} the target of <= {h['target_s']:g} s "
+                f"on 2 CPU cores; paper ≈{h['paper_s']:g} s on a V100"
+            )
     return lines
 
 
@@ -175,9 +247,16 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def measure_points(pool_sizes, eval_sizes, query_sizes, repeat: int = 3, device: str = "cpu",
-                   params: dict | None = None, progress=None,
-                   precisions=("float32",)) -> tuple[list[dict], dict, dict]:
+def measure_points(
+    pool_sizes,
+    eval_sizes,
+    query_sizes,
+    repeat: int = 3,
+    device: str = "cpu",
+    params: dict | None = None,
+    progress=None,
+    precisions=("float32",),
+) -> tuple[list[dict], dict, dict]:
     """Time every point in every precision (see the module docstring). Returns (measurements, LOCUS's
     parameters, meta)."""
     from functools import partial
@@ -191,10 +270,17 @@ def measure_points(pool_sizes, eval_sizes, query_sizes, repeat: int = 3, device:
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     lm = _Locus(device, params)  # refuses unknown or bad parameters before anything is timed
-    meta = {"device": str(device), "device_name": device_name(torch, device), "cpu_model": cpu_model(),
-            "threads": torch.get_num_threads(), "torch": torch.__version__}
-    say(f"time complexity on {meta['device_name']} ({meta['device']}; CPU {meta['cpu_model']}; {meta['threads']} "
-        f"thread(s), torch {meta['torch']}): cold call, then the median of {repeat} warm call(s) per point")
+    meta = {
+        "device": str(device),
+        "device_name": device_name(torch, device),
+        "cpu_model": cpu_model(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+    }
+    say(
+        f"time complexity on {meta['device_name']} ({meta['device']}; CPU {meta['cpu_model']}; {meta['threads']} "
+        f"thread(s), torch {meta['torch']}): cold call, then the median of {repeat} warm call(s) per point"
+    )
     out = []
     bad = [p for p in precisions if p not in PRECISIONS]
     if bad or not precisions:
@@ -224,9 +310,18 @@ def measure_points(pool_sizes, eval_sizes, query_sizes, repeat: int = 3, device:
     return out, lm.p, meta
 
 
-def run(out, pool_sizes=DEFAULT_POOL_SIZES, eval_sizes=DEFAULT_EVAL_SIZES, query_sizes=DEFAULT_QUERY_SIZES,
-        repeat: int = 3, device: str = "cpu", threads: int = 2, params_json: str = "{}",
-        progress=print, precisions=("float32",)) -> pd.DataFrame:
+def run(
+    out,
+    pool_sizes=DEFAULT_POOL_SIZES,
+    eval_sizes=DEFAULT_EVAL_SIZES,
+    query_sizes=DEFAULT_QUERY_SIZES,
+    repeat: int = 3,
+    device: str = "cpu",
+    threads: int = 2,
+    params_json: str = "{}",
+    progress=print,
+    precisions=("float32",),
+) -> pd.DataFrame:
     """Measure, then write ``<stem>.pdf/.png/.csv`` of `out` (the CSV = the plotted frame). Output paths and
     parameters are checked before anything is timed."""
     from locus.outputs import check_outputs
@@ -239,8 +334,9 @@ def run(out, pool_sizes=DEFAULT_POOL_SIZES, eval_sizes=DEFAULT_EVAL_SIZES, query
     check_outputs([paths[k] for k in ("pdf", "png", "csv")])
     params = method_params("locus", params_json)
     set_threads(threads)
-    measurements, p, meta = measure_points(pool_sizes, eval_sizes, query_sizes, repeat, device, params, progress,
-                                           precisions)
+    measurements, p, meta = measure_points(
+        pool_sizes, eval_sizes, query_sizes, repeat, device, params, progress, precisions
+    )
     frame = build_frame(measurements, p, meta)
     save_figure(time_complexity_figure(frame), paths["pdf"])
     write_csv(frame, paths["csv"])

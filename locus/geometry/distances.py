@@ -12,6 +12,7 @@ and ``fig:performance_distance_correlation``), and the reading of the geometry i
 - correlations over all model pairs: Pearson, Spearman and Kendall's tau-b (:mod:`scipy.stats`), with 95%
   intervals from a paired bootstrap over test queries (:func:`bootstrap_correlations`).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -64,8 +65,10 @@ def embedding_distances(z, metric: str) -> np.ndarray:
     z = np.asarray(z, dtype=np.float64)
     if metric == "cosine" and (np.linalg.norm(z, axis=1) == 0).any():
         zero = np.flatnonzero(np.linalg.norm(z, axis=1) == 0)[:5].tolist()
-        raise DataError(f"embedding row(s) {zero} are all zeros: their cosine distance is undefined; use the "
-                        "euclidean distance or re-run the training rule")
+        raise DataError(
+            f"embedding row(s) {zero} are all zeros: their cosine distance is undefined; use the "
+            "euclidean distance or re-run the training rule"
+        )
     return squareform(pdist(z, metric=metric), checks=False)
 
 
@@ -86,8 +89,11 @@ def correlations(x, y) -> dict[str, float]:
         return {c: float("nan") for c in CORRELATIONS}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return {"pearson": float(stats.pearsonr(x, y)[0]), "spearman": float(stats.spearmanr(x, y)[0]),
-                "kendall": float(stats.kendalltau(x, y)[0])}
+        return {
+            "pearson": float(stats.pearsonr(x, y)[0]),
+            "spearman": float(stats.spearmanr(x, y)[0]),
+            "kendall": float(stats.kendalltau(x, y)[0]),
+        }
 
 
 def bootstrap_weights(n_queries: int, n_resamples: int, seed: int):
@@ -175,8 +181,11 @@ class Inputs:
         from locus.render.labels import dataset_name
 
         m = self.runs[0].metrics
-        return figure_title(label or dataset_name(m.get("dataset", self.data_dir)), str(m.get("encoder", "?")),
-                            f"n = {m.get('train_size', '?')} evaluations per model{split}")
+        return figure_title(
+            label or dataset_name(m.get("dataset", self.data_dir)),
+            str(m.get("encoder", "?")),
+            f"n = {m.get('train_size', '?')} evaluations per model{split}",
+        )
 
 
 def load(run_dirs, data_dir) -> Inputs:
@@ -198,23 +207,35 @@ def load(run_dirs, data_dir) -> Inputs:
         metrics = ra.read_metrics(run_dir)
         method = str(metrics["method"])
         if method in seen:
-            raise ConfigError(f"{seen[method]} and {run_dir} are both runs of {method}; give one reference run "
-                              "per method")
+            raise ConfigError(
+                f"{seen[method]} and {run_dir} are both runs of {method}; give one reference run per method"
+            )
         if not has_embeddings(method):
-            raise ConfigError(f"{run_dir}: {method} has no model embeddings; give runs of embedding methods "
-                              "(e.g. locus, embedllm, irt_net)")
-        ra.check_same_data(run_dir, metrics.get("data_fingerprint"), fingerprint, data_dir,
-                           f"pass the data set the runs were trained on with --data (recorded: {metrics.get('dataset')})")
+            raise ConfigError(
+                f"{run_dir}: {method} has no model embeddings; give runs of embedding methods "
+                "(e.g. locus, embedllm, irt_net)"
+            )
+        ra.check_same_data(
+            run_dir,
+            metrics.get("data_fingerprint"),
+            fingerprint,
+            data_dir,
+            f"pass the data set the runs were trained on with --data (recorded: {metrics.get('dataset')})",
+        )
         ids, z = ra.read_embeddings(run_dir)
         unknown = ~np.isin(ids, data.model_ids)
         if unknown.any():
-            raise DataError(f"{run_dir}/{ra.EMBEDDINGS}: model ids {ids[unknown][:5].tolist()} are not in "
-                            f"{data_dir}; pass the runs' own data set with --data")
+            raise DataError(
+                f"{run_dir}/{ra.EMBEDDINGS}: model ids {ids[unknown][:5].tolist()} are not in "
+                f"{data_dir}; pass the runs' own data set with --data"
+            )
         leaked = ra.read_train_pairs(run_dir)["prompt_id"].isin(test_ids)
         if leaked.any():
-            raise DataError(f"{run_dir}/{ra.TRAIN_PAIRS}: {int(leaked.sum())} training evaluations are on test "
-                            f"queries of {data_dir}; test queries must never build an embedding — re-run the "
-                            "training rule on this data set")
+            raise DataError(
+                f"{run_dir}/{ra.TRAIN_PAIRS}: {int(leaked.sum())} training evaluations are on test "
+                f"queries of {data_dir}; test queries must never build an embedding — re-run the "
+                "training rule on this data set"
+            )
         order = np.argsort(ids, kind="stable")
         seen[method] = run_dir
         runs.append(GeometryRun(method, run_dir, ids[order], z[order].astype(np.float64), metrics))
@@ -238,8 +259,15 @@ def pair_frame(inputs: Inputs) -> pd.DataFrame:
         rate, common = disagreement(inputs.correctness(run.model_ids))
         i, j = np.triu_indices(len(run.model_ids), 1)
         names = np.asarray(inputs.names(run.model_ids), dtype=object)
-        frame = pd.DataFrame({"method": run.method, "model_a": run.model_ids[i], "model_b": run.model_ids[j],
-                              "name_a": names[i], "name_b": names[j]})
+        frame = pd.DataFrame(
+            {
+                "method": run.method,
+                "model_a": run.model_ids[i],
+                "model_b": run.model_ids[j],
+                "name_a": names[i],
+                "name_b": names[j],
+            }
+        )
         for metric in DISTANCES:
             frame[metric] = upper(embedding_distances(run.embeddings, metric))
         frame["disagreement"], frame["common_queries"] = rate[i, j], common[i, j].astype(np.int64)
@@ -247,8 +275,14 @@ def pair_frame(inputs: Inputs) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def correlation_frame(inputs: Inputs, pairs: pd.DataFrame, n_boot: int = 0, seed: int = 0,
-                      confidence: float = 0.95, reference_method: str | None = "locus") -> pd.DataFrame:
+def correlation_frame(
+    inputs: Inputs,
+    pairs: pd.DataFrame,
+    n_boot: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+    reference_method: str | None = "locus",
+) -> pd.DataFrame:
     """One row per (method, correlation, distance): the correlation over model pairs, and with `n_boot`
     resamples its percentile interval and the paired difference to `reference_method` with its interval."""
     part = {r.method: pairs[pairs["method"] == r.method] for r in inputs.runs}
@@ -264,10 +298,17 @@ def correlation_frame(inputs: Inputs, pairs: pd.DataFrame, n_boot: int = 0, seed
         n_pairs = int(np.isfinite(part[run.method]["disagreement"]).sum())
         for c_pos, corr in enumerate(CORRELATIONS):
             for metric in DISTANCES:
-                row = {"method": run.method, "correlation": corr, "distance": metric,
-                       "value": point[(run.method, metric)][corr], "n_models": len(run.model_ids),
-                       "n_pairs": n_pairs, "n_queries": len(inputs.test_ids),
-                       "train_size": run.metrics.get("train_size"), "seed": run.metrics.get("seed")}
+                row = {
+                    "method": run.method,
+                    "correlation": corr,
+                    "distance": metric,
+                    "value": point[(run.method, metric)][corr],
+                    "n_models": len(run.model_ids),
+                    "n_pairs": n_pairs,
+                    "n_queries": len(inputs.test_ids),
+                    "train_size": run.metrics.get("train_size"),
+                    "seed": run.metrics.get("seed"),
+                }
                 if boot:
                     values = boot[(run.method, metric)][:, c_pos]
                     row["ci_low"], row["ci_high"], row["n_defined"] = percentile_interval(values, confidence)
@@ -280,8 +321,16 @@ def correlation_frame(inputs: Inputs, pairs: pd.DataFrame, n_boot: int = 0, seed
     return pd.DataFrame(rows)
 
 
-def write(run_dirs, data_dir, out, n_boot: int = 200, seed: int = 0, confidence: float = 0.95,
-          reference_method: str = "locus", data_label: str | None = None) -> pd.DataFrame:
+def write(
+    run_dirs,
+    data_dir,
+    out,
+    n_boot: int = 200,
+    seed: int = 0,
+    confidence: float = 0.95,
+    reference_method: str = "locus",
+    data_label: str | None = None,
+) -> pd.DataFrame:
     """``.tex`` `out`: the correlation table (+ CSV) with bootstrap intervals; ``.pdf``/``.png``: the
     scatter figure (+ PNG/PDF + CSV of every pair). Returns the correlation frame."""
     from locus.atomic import write_text

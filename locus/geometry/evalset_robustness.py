@@ -13,6 +13,7 @@ Each (panel, setting, repeat) re-embeds every model with its own seeded draw
 split. The curves are the mean ± std over repeats (:func:`curves`); the reference line is the accuracy of
 the run's own embeddings, with the best single model (chosen on validation) beside it.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,8 +21,16 @@ import pandas as pd
 
 from locus import evaluation
 from locus.errors import ConfigError
-from locus.geometry.views import (DRAW_OVERLAP, DRAW_SUBSAMPLE, Reference, alternative_set, check_grid,
-                                  load_reference, rng_for, subsample)
+from locus.geometry.views import (
+    DRAW_OVERLAP,
+    DRAW_SUBSAMPLE,
+    Reference,
+    alternative_set,
+    check_grid,
+    load_reference,
+    rng_for,
+    subsample,
+)
 
 METRICS = ("correctness_acc", "routing_acc")
 
@@ -34,8 +43,12 @@ def draw_set(ref: Reference, model_id: int, panel: str, setting, repeat: int, se
         score_of = dict(zip(ref_ids.tolist(), ref_scores.tolist()))
         return ids, np.array([score_of[i] for i in ids.tolist()], np.float32), len(ids)
     if panel == "overlap":
-        ids, shared = alternative_set(ref_ids, ref.outside_ids(model_id), float(setting),
-                                      rng_for(seed, DRAW_OVERLAP, model_id, float(setting), repeat))
+        ids, shared = alternative_set(
+            ref_ids,
+            ref.outside_ids(model_id),
+            float(setting),
+            rng_for(seed, DRAW_OVERLAP, model_id, float(setting), repeat),
+        )
         return ids, ref.scores_of(model_id, ids), shared
     raise ValueError(f"panel must be size or overlap, got {panel!r}")
 
@@ -58,8 +71,9 @@ def settings_of(ref: Reference, sizes, overlaps) -> list[tuple[str, float]]:
     n_ref = min(len(ref.reference_set(m)[0]) for m in ref.model_ids)
     kept = [n for n in sizes if n <= n_ref]
     if not kept:
-        raise ConfigError(f"sizes {list(sizes)}: all exceed the {n_ref} reference evaluations per model; use "
-                          f"sizes <= {n_ref}.")
+        raise ConfigError(
+            f"sizes {list(sizes)}: all exceed the {n_ref} reference evaluations per model; use sizes <= {n_ref}."
+        )
     return [("size", float(n)) for n in kept] + [("overlap", float(a)) for a in overlaps]
 
 
@@ -82,15 +96,29 @@ def curves(ref: Reference, sizes, overlaps, repeats: int, seed: int) -> tuple[pd
                 sizes_.append(len(ids))
                 shared_.append(shared / len(ids))
             acc = accuracies(method.logits_for_embeddings(phi, z), labels)
-            rows.append({"panel": panel, "setting": setting, "repeat": r, "set_size": float(np.mean(sizes_)),
-                         "min_set_size": int(np.min(sizes_)), "realized_alpha": float(np.mean(shared_)),
-                         "distance": float(np.linalg.norm(z - ref.z_ref, axis=1).mean()), **acc})
+            rows.append(
+                {
+                    "panel": panel,
+                    "setting": setting,
+                    "repeat": r,
+                    "set_size": float(np.mean(sizes_)),
+                    "min_set_size": int(np.min(sizes_)),
+                    "realized_alpha": float(np.mean(shared_)),
+                    "distance": float(np.linalg.norm(z - ref.z_ref, axis=1).mean()),
+                    **acc,
+                }
+            )
     own = accuracies(method.logits_for_embeddings(phi, ref.z_ref), labels)
     val_ids = ref.dataset.split_queries("val")["prompt_id"].to_numpy(np.int64)
     single = evaluation.reference_rows(ref.dataset.label_matrix(val_ids, ref.model_ids), labels)
-    refs = {"reference": own, "best_single_routing_acc": single["best_single"]["overall"],
-            "best_single_model": ref.names[int(ref.model_ids[single["best_single_position"]])],
-            "reference_size": int(n_ref), "n_test_queries": int(labels.shape[0]), "n_models": int(len(ref.model_ids))}
+    refs = {
+        "reference": own,
+        "best_single_routing_acc": single["best_single"]["overall"],
+        "best_single_model": ref.names[int(ref.model_ids[single["best_single_position"]])],
+        "reference_size": int(n_ref),
+        "n_test_queries": int(labels.shape[0]),
+        "n_models": int(len(ref.model_ids)),
+    }
     return pd.DataFrame(rows), refs
 
 
@@ -103,8 +131,9 @@ def summarize(draws: pd.DataFrame) -> pd.DataFrame:
     return out.join(std).assign(draws=g.size()).reset_index()
 
 
-def write_perf_vs_evalset(run, data, encodings, out, sizes, overlaps, repeats: int = 1, seed: int = 0,
-                          data_label: str | None = None) -> dict:
+def write_perf_vs_evalset(
+    run, data, encodings, out, sizes, overlaps, repeats: int = 1, seed: int = 0, data_label: str | None = None
+) -> dict:
     """The figure (PDF + PNG) and the CSV of every draw, every mean and the reference lines. Returns a
     summary (the means and the references)."""
     from locus.render.views import perf_vs_evalset_figure, write_figure
@@ -114,11 +143,20 @@ def write_perf_vs_evalset(run, data, encodings, out, sizes, overlaps, repeats: i
     ref = load_reference(run, data, encodings, data_label)
     draws, refs = curves(ref, sizes, overlaps, int(repeats), int(seed))
     summary = summarize(draws)
-    lines = pd.DataFrame([{"kind": "reference", "panel": "all", **refs["reference"]},
-                          {"kind": "best_single", "panel": "all", "routing_acc": refs["best_single_routing_acc"],
-                           "name": refs["best_single_model"]}])
+    lines = pd.DataFrame(
+        [
+            {"kind": "reference", "panel": "all", **refs["reference"]},
+            {
+                "kind": "best_single",
+                "panel": "all",
+                "routing_acc": refs["best_single_routing_acc"],
+                "name": refs["best_single_model"],
+            },
+        ]
+    )
     frame = pd.concat([draws.assign(kind="draw"), summary.assign(kind="mean"), lines], ignore_index=True)
-    title = (f"LOCUS with re-embedded models, {ref.label} ({refs['n_models']} models, "
-             f"{refs['n_test_queries']} test queries)")
+    title = (
+        f"LOCUS with re-embedded models, {ref.label} ({refs['n_models']} models, {refs['n_test_queries']} test queries)"
+    )
     write_figure(perf_vs_evalset_figure(summary, refs, title), frame, out)
     return {"summary": summary, **refs}

@@ -12,6 +12,7 @@ are refused with another distance) and does not chain like single linkage. Leave
 :func:`tag_separation` measures how well each highlighted tag groups; the cophenetic correlation says how
 faithfully the dendrogram keeps the distances.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -54,8 +55,10 @@ def cluster(z, metric: str = "euclidean", method: str = "average") -> tuple[np.n
         raise ConfigError(f"{method} linkage assumes Euclidean distances; use --metric euclidean or another linkage")
     condensed = pdist(np.asarray(z, dtype=np.float64), metric=metric)
     if not np.isfinite(condensed).all():
-        raise ConfigError(f"the {metric} distances of these embeddings are not all defined (a zero embedding?); "
-                          "use --metric euclidean")
+        raise ConfigError(
+            f"the {metric} distances of these embeddings are not all defined (a zero embedding?); "
+            "use --metric euclidean"
+        )
     link = hierarchy.linkage(condensed, method=method, optimal_ordering=len(z) > 2)
     return link, hierarchy.leaves_list(link), squareform(condensed, checks=False)
 
@@ -69,9 +72,16 @@ def tag_separation(dist, members, n_perm: int = 1000, seed: int = 0) -> dict:
     dist = np.asarray(dist, dtype=np.float64)
     members = np.asarray(members, dtype=bool)
     n, m = int(members.sum()), len(members)
-    out = {"n_models": n, "within_mean": float("nan"), "to_others_mean": float("nan"), "ratio": float("nan"),
-           "nn_same_tag": float("nan"), "nn_same_tag_chance": float("nan"), "p_value": float("nan"),
-           "n_perm": int(n_perm)}
+    out = {
+        "n_models": n,
+        "within_mean": float("nan"),
+        "to_others_mean": float("nan"),
+        "ratio": float("nan"),
+        "nn_same_tag": float("nan"),
+        "nn_same_tag_chance": float("nan"),
+        "p_value": float("nan"),
+        "n_perm": int(n_perm),
+    }
     if n < 2 or n == m:
         return out
 
@@ -109,14 +119,32 @@ def heatmap_frame(model_ids, names, groups, dist, leaves) -> pd.DataFrame:
     rows, cols = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
     r, c = leaves[rows.ravel()], leaves[cols.ravel()]
     names, groups, ids = np.asarray(names, dtype=object), np.asarray(groups, dtype=object), np.asarray(model_ids)
-    return pd.DataFrame({"row_position": rows.ravel(), "col_position": cols.ravel(), "row_model_id": ids[r],
-                         "col_model_id": ids[c], "row_name": names[r], "col_name": names[c],
-                         "row_highlight": groups[r], "col_highlight": groups[c],
-                         "distance": np.asarray(dist)[r, c]})
+    return pd.DataFrame(
+        {
+            "row_position": rows.ravel(),
+            "col_position": cols.ravel(),
+            "row_model_id": ids[r],
+            "col_model_id": ids[c],
+            "row_name": names[r],
+            "col_name": names[c],
+            "row_highlight": groups[r],
+            "col_highlight": groups[c],
+            "distance": np.asarray(dist)[r, c],
+        }
+    )
 
 
-def write(run_dir, data_dir, out, metric: str = "euclidean", method: str = "average",
-          highlight=DEFAULT_HIGHLIGHT, n_perm: int = 1000, seed: int = 0, data_label: str | None = None) -> dict:
+def write(
+    run_dir,
+    data_dir,
+    out,
+    metric: str = "euclidean",
+    method: str = "average",
+    highlight=DEFAULT_HIGHLIGHT,
+    n_perm: int = 1000,
+    seed: int = 0,
+    data_label: str | None = None,
+) -> dict:
     """Dendrogram + heat map (PDF + PNG), the heat map's numbers (CSV) and the clustering with the tag
     statistics (JSON); returns the JSON's content."""
     from locus.atomic import write_json
@@ -139,15 +167,31 @@ def write(run_dir, data_dir, out, metric: str = "euclidean", method: str = "aver
     names = inputs.names(run.model_ids)
     cophenetic = float(hierarchy.cophenet(link, squareform(dist, checks=False))[0]) if len(leaves) > 2 else float("nan")
     summary = {
-        "method": run.method, "run_dir": str(run.run_dir), "train_size": run.metrics.get("train_size"),
-        "seed": run.metrics.get("seed"), "distance": metric, "linkage": method, "optimal_ordering": True,
-        "cophenetic_correlation": cophenetic, "leaves": [int(run.model_ids[i]) for i in leaves],
-        "linkage_matrix": link.tolist(), "tags_column": has_tags, "highlight": list(highlight),
+        "method": run.method,
+        "run_dir": str(run.run_dir),
+        "train_size": run.metrics.get("train_size"),
+        "seed": run.metrics.get("seed"),
+        "distance": metric,
+        "linkage": method,
+        "optimal_ordering": True,
+        "cophenetic_correlation": cophenetic,
+        "leaves": [int(run.model_ids[i]) for i in leaves],
+        "linkage_matrix": link.tolist(),
+        "tags_column": has_tags,
+        "highlight": list(highlight),
         "tag_counts": {t: int(sum(t in s for s in tags)) for t in sorted(set().union(*tags))},
         "separation": {h: tag_separation(dist, groups == h, n_perm, seed) for h in highlight},
     }
-    fig = render.families_figure(link, leaves, dist, names, groups, highlight, inputs.title(data_label, ""),
-                                 f"{run.method}, {metric} distance, {method} linkage")
+    fig = render.families_figure(
+        link,
+        leaves,
+        dist,
+        names,
+        groups,
+        highlight,
+        inputs.title(data_label, ""),
+        f"{run.method}, {metric} distance, {method} linkage",
+    )
     save_figure(fig, paths["pdf"])
     write_csv(heatmap_frame(run.model_ids, names, groups, dist, leaves), paths["csv"])
     write_json(paths["json"], summary)
@@ -155,13 +199,16 @@ def write(run_dir, data_dir, out, metric: str = "euclidean", method: str = "aver
 
 
 def report_lines(summary: dict) -> list[str]:
-    lines = [f"{summary['method']}: {summary['distance']} distance, {summary['linkage']} linkage, cophenetic "
-             f"correlation {summary['cophenetic_correlation']:.3f}"]
+    lines = [
+        f"{summary['method']}: {summary['distance']} distance, {summary['linkage']} linkage, cophenetic "
+        f"correlation {summary['cophenetic_correlation']:.3f}"
+    ]
     if not summary["tags_column"]:
         lines.append("models.parquet has no tags column: nothing highlighted")
     for tag, s in summary["separation"].items():
-        lines.append(f"{tag}: {s['n_models']} models, within/to-others distance ratio {s['ratio']:.3f}, nearest "
-                     f"neighbour same tag {s['nn_same_tag']:.2f} (chance {s['nn_same_tag_chance']:.2f}), "
-                     f"permutation p = {s['p_value']:.4f}")
+        lines.append(
+            f"{tag}: {s['n_models']} models, within/to-others distance ratio {s['ratio']:.3f}, nearest "
+            f"neighbour same tag {s['nn_same_tag']:.2f} (chance {s['nn_same_tag_chance']:.2f}), "
+            f"permutation p = {s['p_value']:.4f}"
+        )
     return lines
-

@@ -10,6 +10,7 @@
 - **query encodings t-SNE** (``fig:query_encodings_tsne``): a seeded subsample of the data set's queries
   (all splits: no embedding is built from them), one panel per encodings file, coloured by benchmark.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,13 +41,31 @@ def hypothetical_recall(ref: "v.Reference", sizes, ks, repeats: int, seed: int) 
             rank = v.true_ranks(dist, np.arange(len(ref.model_ids)))
             ranks.append(pd.DataFrame({"size": int(s), "repeat": r, "model_id": ref.model_ids, "rank": rank}))
     per_model = pd.concat(ranks, ignore_index=True)
-    rows = [{"size": int(s), "k": int(k), "recall": float((part["rank"] < k).mean()), "models": len(ref.model_ids),
-             "repeats": repeats} for s, part in per_model.groupby("size") for k in ks]
+    rows = [
+        {
+            "size": int(s),
+            "k": int(k),
+            "recall": float((part["rank"] < k).mean()),
+            "models": len(ref.model_ids),
+            "repeats": repeats,
+        }
+        for s, part in per_model.groupby("size")
+        for k in ks
+    ]
     return pd.DataFrame(rows), per_model
 
 
-def write_hypothetical(run, data, encodings, out, sizes, ks=(1, 2, 3, 5, 10), repeats: int = 1, seed: int = 0,
-                       data_label: str | None = None) -> dict:
+def write_hypothetical(
+    run,
+    data,
+    encodings,
+    out,
+    sizes,
+    ks=(1, 2, 3, 5, 10),
+    repeats: int = 1,
+    seed: int = 0,
+    data_label: str | None = None,
+) -> dict:
     """Recall@k of hypothetical embeddings against evaluation-set size (figure + CSV). Returns a summary."""
     from locus.render.views import hypothetical_figure, write_figure
 
@@ -58,16 +77,24 @@ def write_hypothetical(run, data, encodings, out, sizes, ks=(1, 2, 3, 5, 10), re
     dropped_ks = [k for k in ks if k > len(ref.model_ids)]
     ks = [k for k in ks if k <= len(ref.model_ids)]
     if not ks:
-        raise ConfigError(f"--ks {dropped_ks}: every k exceeds the {len(ref.model_ids)} models of the run; use k <= "
-                          f"{len(ref.model_ids)}.")
+        raise ConfigError(
+            f"--ks {dropped_ks}: every k exceeds the {len(ref.model_ids)} models of the run; use k <= "
+            f"{len(ref.model_ids)}."
+        )
     if repeats < 1:
         raise ConfigError(f"--repeats must be >= 1, got {repeats}")
     recall, per_model = hypothetical_recall(ref, used, ks, repeats, seed)
     frame = recall.assign(kind="recall")
     write_figure(hypothetical_figure(recall, f"LOCUS hypothetical embeddings, {ref.label}"), frame, out)
     capped = [s for s in wanted if s > n_train]
-    return {"recall": recall, "capped": capped, "dropped_ks": dropped_ks, "n_train": n_train, "models": len(ref.model_ids),
-            "median_rank": per_model.groupby("size")["rank"].median().to_dict()}
+    return {
+        "recall": recall,
+        "capped": capped,
+        "dropped_ks": dropped_ks,
+        "n_train": n_train,
+        "models": len(ref.model_ids),
+        "median_rank": per_model.groupby("size")["rank"].median().to_dict(),
+    }
 
 
 def query_sample(prompt_ids, max_queries: int, seed: int) -> np.ndarray:
@@ -90,14 +117,30 @@ def query_tsne(queries: pd.DataFrame, encodings_list, max_queries: int, perplexi
     for enc in encodings_list:
         check_matches(enc, queries, "the data set")
         xy = v.tsne_2d(enc.take(pick["prompt_id"]), perplexity, seed)
-        parts.append(pd.DataFrame({"encoder": enc.encoder, "prompt_id": pick["prompt_id"].to_numpy(),
-                                   "benchmark": pick["benchmark"].to_numpy(), "split": pick["split"].to_numpy(),
-                                   "x": xy[:, 0], "y": xy[:, 1]}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "encoder": enc.encoder,
+                    "prompt_id": pick["prompt_id"].to_numpy(),
+                    "benchmark": pick["benchmark"].to_numpy(),
+                    "split": pick["split"].to_numpy(),
+                    "x": xy[:, 0],
+                    "y": xy[:, 1],
+                }
+            )
+        )
     return pd.concat(parts, ignore_index=True)
 
 
-def write_query_tsne(data, encodings_paths, out, max_queries: int = 2000, perplexity: float = 30.0, seed: int = 0,
-                     data_label: str | None = None) -> pd.DataFrame:
+def write_query_tsne(
+    data,
+    encodings_paths,
+    out,
+    max_queries: int = 2000,
+    perplexity: float = 30.0,
+    seed: int = 0,
+    data_label: str | None = None,
+) -> pd.DataFrame:
     """t-SNE of query encodings coloured by benchmark, one panel per encodings file (figure + CSV)."""
     from locus.data.canonical import read_dataset
     from locus.data.encodings import read_encodings

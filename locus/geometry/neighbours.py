@@ -13,6 +13,7 @@ and as fallbacks of a router (appendix E.2, ``fig:fallback_routing``).
   router's own (k+1)-th choice (:func:`router_fallback`), the best single model chosen on validation and
   a random model (:func:`locus.evaluation.reference_rows`).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -62,8 +63,14 @@ def proxy_agreement(order, agreement, ks) -> pd.DataFrame:
     for k in ks:
         values = agreement[np.arange(len(order)), order[:, k - 1]]
         values = values[np.isfinite(values)]
-        rows.append({"k": int(k), "mean": float(values.mean()) if values.size else float("nan"),
-                     "std": float(values.std(ddof=1)) if values.size > 1 else float("nan"), "n": int(values.size)})
+        rows.append(
+            {
+                "k": int(k),
+                "mean": float(values.mean()) if values.size else float("nan"),
+                "std": float(values.std(ddof=1)) if values.size > 1 else float("nan"),
+                "n": int(values.size),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -167,12 +174,16 @@ def proxies_frame(inputs, max_k: int = 10, metric: str = "cosine") -> pd.DataFra
         ks = neighbour_ks(len(run.model_ids), max_k)
         agreement = 1.0 - disagreement(inputs.correctness(run.model_ids))[0]
         order = neighbour_order(embedding_distances(run.embeddings, metric))
-        base = {"method": run.method, "distance": metric, "n_models": len(run.model_ids),
-                "n_queries": len(inputs.test_ids), "train_size": run.metrics.get("train_size")}
+        base = {
+            "method": run.method,
+            "distance": metric,
+            "n_models": len(run.model_ids),
+            "n_queries": len(inputs.test_ids),
+            "train_size": run.metrics.get("train_size"),
+        }
         prox = proxy_agreement(order, agreement, ks)
         for r in prox.itertuples():
-            rows.append({**base, "curve": "embedding_neighbour", "k": r.k, "agreement": r.mean, "std": r.std,
-                         "n": r.n})
+            rows.append({**base, "curve": "embedding_neighbour", "k": r.k, "agreement": r.mean, "std": r.std, "n": r.n})
         for k, v in zip(ks, best_agreement(agreement, ks)):
             rows.append({**base, "curve": "best_possible", "k": k, "agreement": v})
         rows.append({**base, "curve": "random_other", "agreement": random_agreement(agreement)})
@@ -193,28 +204,44 @@ def fallback_frame(inputs, max_k: int = 10, metric: str = "cosine") -> pd.DataFr
         prompt_ids, model_ids, logits = ra.read_scores(run.run_dir, "test")
         where = Path(run.run_dir) / ra.scores_file("test")
         if not np.array_equal(prompt_ids, inputs.test_ids) or not np.array_equal(model_ids, run.model_ids):
-            raise DataError(f"{where}: its {len(prompt_ids)} queries x {len(model_ids)} models are not the "
-                            f"{len(inputs.test_ids)} test queries of {inputs.data_dir} x the run's "
-                            f"{len(run.model_ids)} embedded models; re-run the training rule")
+            raise DataError(
+                f"{where}: its {len(prompt_ids)} queries x {len(model_ids)} models are not the "
+                f"{len(inputs.test_ids)} test queries of {inputs.data_dir} x the run's "
+                f"{len(run.model_ids)} embedded models; re-run the training rule"
+            )
         labels = inputs.data.label_matrix(inputs.test_ids, model_ids)
         rows_with_label, routed = routed_models(logits, labels)
         labels, logits = labels[rows_with_label], logits[rows_with_label]
         original = float(np.mean(labels[np.arange(len(labels)), routed]))
         recorded = run.metrics["test"].get("overall", {}).get("routing_acc")
         if recorded is not None and abs(float(recorded) - original) > 1e-6:
-            raise DataError(f"{where}: routing accuracy {original:.6f} on {inputs.data_dir} differs from the "
-                            f"{float(recorded):.6f} in its metrics.json; the run belongs to another data set or "
-                            "was altered — re-run the training rule")
+            raise DataError(
+                f"{where}: routing accuracy {original:.6f} on {inputs.data_dir} differs from the "
+                f"{float(recorded):.6f} in its metrics.json; the run belongs to another data set or "
+                "was altered — re-run the training rule"
+            )
         ks = neighbour_ks(len(model_ids), max_k)
         order = neighbour_order(embedding_distances(run.embeddings, metric))
-        base = {"method": run.method, "distance": metric, "n_models": len(model_ids),
-                "train_size": run.metrics.get("train_size")}
+        base = {
+            "method": run.method,
+            "distance": metric,
+            "n_models": len(model_ids),
+            "train_size": run.metrics.get("train_size"),
+        }
 
         n_all = len(labels)
 
         def add(curve, value, k=None, n=n_all, base=base, original=original):
-            rows.append({**base, "curve": curve, "k": k, "accuracy": value, "retention": value / original
-                         if original > 0 else float("nan"), "n_queries": int(n)})
+            rows.append(
+                {
+                    **base,
+                    "curve": curve,
+                    "k": k,
+                    "accuracy": value,
+                    "retention": value / original if original > 0 else float("nan"),
+                    "n_queries": int(n),
+                }
+            )
 
         for k, a, n in zip(ks, *fallback_accuracy(routed, labels, order, ks)):
             add("embedding_neighbour", a, k, n)
@@ -230,8 +257,9 @@ def fallback_frame(inputs, max_k: int = 10, metric: str = "cosine") -> pd.DataFr
     return frame
 
 
-def write(kind: str, run_dirs, data_dir, out, max_k: int = 10, metric: str = "cosine",
-          data_label: str | None = None) -> pd.DataFrame:
+def write(
+    kind: str, run_dirs, data_dir, out, max_k: int = 10, metric: str = "cosine", data_label: str | None = None
+) -> pd.DataFrame:
     """`kind` ``neighbours`` (proxies) or ``fallback``: the figure (PDF + PNG) and its CSV."""
     from locus.outputs import check_outputs
     from locus.render import geometry as render

@@ -14,6 +14,7 @@ Selection sees only the model embeddings ``z_m`` (and, for budgets, each model's
 
 Ties are broken towards the lower position (= lower model id: models are in ascending id order).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,8 +37,10 @@ def pairwise_distances(z: np.ndarray, metric: str = "cosine") -> np.ndarray:
     z = np.asarray(z, dtype=np.float64)
     zero = np.flatnonzero(~z.any(axis=1))
     if metric == "cosine" and zero.size:
-        raise DataError(f"model embeddings at rows {zero.tolist()} are all zero: the cosine distance is undefined; "
-                        "use distance: euclidean or re-train the run")
+        raise DataError(
+            f"model embeddings at rows {zero.tolist()} are all zero: the cosine distance is undefined; "
+            "use distance: euclidean or re-train the run"
+        )
     return squareform(np.clip(pdist(z, metric), 0.0, 2.0 if metric == "cosine" else None), checks=False)
 
 
@@ -58,7 +61,7 @@ def rbf_kernel(d: np.ndarray, sigma: float | None = None) -> tuple[np.ndarray, f
     if not sigma > 0:
         raise ConfigError(f"kernel bandwidth must be > 0, got {sigma}")
     d = np.asarray(d, dtype=np.float64)
-    return np.exp(-(d / sigma) ** 2), sigma
+    return np.exp(-((d / sigma) ** 2)), sigma
 
 
 def embedding_kernel(z: np.ndarray, metric: str = "cosine") -> tuple[np.ndarray, float]:
@@ -187,7 +190,7 @@ class Ranked:
     model of smallest position. One extra column (position = number of models, label NaN) pads
     portfolios of unequal sizes."""
 
-    pos_logit: np.ndarray       # [queries x models + 1]
+    pos_logit: np.ndarray  # [queries x models + 1]
     pos_label: np.ndarray
     label_at_logit: np.ndarray  # [queries x models + 1]: label of the model at each position (NaN: none)
     label_at_label: np.ndarray
@@ -201,8 +204,10 @@ def rank(logits: np.ndarray, labels: np.ndarray) -> Ranked:
     dtype = np.uint16 if n_m < 2**16 - 1 else np.int64
     rows, pad = np.arange(n_q)[:, None], np.full((n_q, 1), np.nan)
     out = []
-    for order in (ranking(logits, labels), np.argsort(np.where(np.isnan(labels), np.inf, -labels), axis=1,
-                                                      kind="stable")):
+    for order in (
+        ranking(logits, labels),
+        np.argsort(np.where(np.isnan(labels), np.inf, -labels), axis=1, kind="stable"),
+    ):
         pos = np.full((n_q, n_m + 1), n_m, dtype=dtype)
         pos[rows, order] = np.arange(n_m, dtype=dtype)[None, :]
         out.append((pos, np.hstack([np.take_along_axis(labels, order, 1), pad])))
@@ -217,12 +222,12 @@ def routing_batch(ranked: Ranked, subsets) -> tuple[np.ndarray, np.ndarray, np.n
     width = max([len(s) for s in subsets] + [1])
     padded = np.full((len(subsets), width), n_m, dtype=np.int64)
     for t, s in enumerate(subsets):
-        padded[t, :len(s)] = np.asarray(s, dtype=np.int64)
+        padded[t, : len(s)] = np.asarray(s, dtype=np.int64)
     step = max(1, int(2e7 // (n_q * width)))  # portfolios per chunk (~20M cells)
     rows = np.arange(n_q)[:, None]
     acc, oracle, count = [], [], []
     for i in range(0, len(padded), step):
-        cols = padded[i:i + step]
+        cols = padded[i : i + step]
         routed = ranked.label_at_logit[rows, ranked.pos_logit[:, cols].min(axis=2)]  # [queries x T]
         best = ranked.label_at_label[rows, ranked.pos_label[:, cols].min(axis=2)]
         has = ~np.isnan(routed)
@@ -248,11 +253,11 @@ def portfolio_routing(logits: np.ndarray, labels: np.ndarray, selected, ranked: 
 @dataclass
 class PortfolioInputs:
     run_dir: Path
-    model_ids: np.ndarray          # ascending
+    model_ids: np.ndarray  # ascending
     names: list[str]
-    z: np.ndarray                  # [models x dim], rows in model_ids order
-    logits: np.ndarray | None = None   # [test queries x models] (with data)
-    labels: np.ndarray | None = None   # same shape, NaN = not evaluated (with data)
+    z: np.ndarray  # [models x dim], rows in model_ids order
+    logits: np.ndarray | None = None  # [test queries x models] (with data)
+    labels: np.ndarray | None = None  # same shape, NaN = not evaluated (with data)
     params_b: np.ndarray | None = None  # [models], NaN = missing (with data and a params_b column)
     _ranked: Ranked | None = None
 
@@ -266,13 +271,17 @@ class PortfolioInputs:
         """params_b as budget costs; DataError naming the models without a usable (> 0) count."""
         where = "models.parquet of the data set"
         if self.params_b is None:
-            raise DataError(f"{where} has no params_b column (parameters in billions): a parameter budget needs "
-                            "one per model; add it to the data set (locus data) or select by --k")
+            raise DataError(
+                f"{where} has no params_b column (parameters in billions): a parameter budget needs "
+                "one per model; add it to the data set (locus data) or select by --k"
+            )
         bad = ~(np.isfinite(self.params_b) & (self.params_b > 0))
         if bad.any():
             named = ", ".join(self.names[i] for i in np.flatnonzero(bad)[:10]) + (" ..." if bad.sum() > 10 else "")
-            raise DataError(f"{where}: params_b is missing or not > 0 for {int(bad.sum())} of {len(bad)} models "
-                            f"({named}); give every model its parameter count in billions, or select by --k")
+            raise DataError(
+                f"{where}: params_b is missing or not > 0 for {int(bad.sum())} of {len(bad)} models "
+                f"({named}); give every model its parameter count in billions, or select by --k"
+            )
         return self.params_b.astype(np.float64)
 
 
@@ -297,20 +306,31 @@ def load_inputs(run_dir, data_dir=None, split: str = "test") -> PortfolioInputs:
 
     data = read_dataset(data_dir)
     fingerprint = data_fingerprint(data.queries["prompt_id"], data.queries["prompt"])
-    ra.check_same_data(run_dir, ra.read_metrics(run_dir).get("data_fingerprint"), fingerprint, data_dir,
-                       "pass the run's own data set with --data")
+    ra.check_same_data(
+        run_dir,
+        ra.read_metrics(run_dir).get("data_fingerprint"),
+        fingerprint,
+        data_dir,
+        "pass the run's own data set with --data",
+    )
     prompt_ids, score_ids, logits = ra.read_scores(run_dir, split)
     split_ids = data.split_queries(split)["prompt_id"].to_numpy(np.int64)
     if not np.array_equal(prompt_ids, split_ids):
-        raise DataError(f"{run_dir / ra.scores_file(split)}: its {len(prompt_ids)} scored queries are not the "
-                        f"{len(split_ids)} {split} queries of {data_dir}; pass the run's own data set with --data")
+        raise DataError(
+            f"{run_dir / ra.scores_file(split)}: its {len(prompt_ids)} scored queries are not the "
+            f"{len(split_ids)} {split} queries of {data_dir}; pass the run's own data set with --data"
+        )
     if not np.array_equal(score_ids, ids):
-        raise DataError(f"{run_dir}: embeddings.parquet and {ra.scores_file(split)} hold different models "
-                        f"({len(ids)} vs {len(score_ids)}); re-run the training rule")
+        raise DataError(
+            f"{run_dir}: embeddings.parquet and {ra.scores_file(split)} hold different models "
+            f"({len(ids)} vs {len(score_ids)}); re-run the training rule"
+        )
     unknown = ids[~np.isin(ids, data.model_ids)]
     if unknown.size:
-        raise DataError(f"{run_dir}: models {unknown[:10].tolist()} are not in {data_dir}/models.parquet; pass the "
-                        f"run's own data set with --data")
+        raise DataError(
+            f"{run_dir}: models {unknown[:10].tolist()} are not in {data_dir}/models.parquet; pass the "
+            f"run's own data set with --data"
+        )
     models = data.models.set_index("model_id").loc[ids]
     out.logits, out.labels = logits, data.label_matrix(prompt_ids, ids)
     out.params_b = models["params_b"].to_numpy(np.float64) if "params_b" in models.columns else None
@@ -319,8 +339,21 @@ def load_inputs(run_dir, data_dir=None, split: str = "test") -> PortfolioInputs:
 
 
 # --- the figure's curves -----------------------------------------------------------------------
-CURVE_COLUMNS = ["panel", "method", "k", "budget_b", "n_models", "params_b", "routing_acc", "routing_acc_sd",
-                 "oracle", "oracle_sd", "coverage", "trials", "models"]
+CURVE_COLUMNS = [
+    "panel",
+    "method",
+    "k",
+    "budget_b",
+    "n_models",
+    "params_b",
+    "routing_acc",
+    "routing_acc_sd",
+    "oracle",
+    "oracle_sd",
+    "coverage",
+    "trials",
+    "models",
+]
 
 
 def budget_grid(costs, points: int) -> np.ndarray:
@@ -337,16 +370,32 @@ def _row(inp, K, panel, method, subsets, k=None, budget=None, costs=None, names=
     def sd(a):
         return float(np.std(a, ddof=1)) if len(a) > 1 else float("nan")
 
-    return {"panel": panel, "method": method, "k": k, "budget_b": budget,
-            "n_models": float(np.mean([len(s) for s in subsets])),
-            "params_b": float(np.mean([costs[s].sum() for s in subsets])) if costs is not None else float("nan"),
-            "routing_acc": float(np.mean(acc)), "routing_acc_sd": sd(acc), "oracle": float(np.mean(ora)),
-            "oracle_sd": sd(ora), "coverage": float(np.mean([coverage(K, s) for s in subsets])),
-            "trials": len(subsets), "models": ";".join(inp.names[i] for i in subsets[0]) if names else ""}
+    return {
+        "panel": panel,
+        "method": method,
+        "k": k,
+        "budget_b": budget,
+        "n_models": float(np.mean([len(s) for s in subsets])),
+        "params_b": float(np.mean([costs[s].sum() for s in subsets])) if costs is not None else float("nan"),
+        "routing_acc": float(np.mean(acc)),
+        "routing_acc_sd": sd(acc),
+        "oracle": float(np.mean(ora)),
+        "oracle_sd": sd(ora),
+        "coverage": float(np.mean([coverage(K, s) for s in subsets])),
+        "trials": len(subsets),
+        "models": ";".join(inp.names[i] for i in subsets[0]) if names else "",
+    }
 
 
-def curves(inp: PortfolioInputs, max_k: int | None = None, budget_points: int = 30, trials: int = 100,
-           seed: int = 0, metric: str = "cosine", max_iter: int = 100):
+def curves(
+    inp: PortfolioInputs,
+    max_k: int | None = None,
+    budget_points: int = 30,
+    trials: int = 100,
+    seed: int = 0,
+    metric: str = "cosine",
+    max_iter: int = 100,
+):
     """(frame of :data:`CURVE_COLUMNS`, summary dict) of the figure: accuracy (%) vs k for k-center,
     k-medoids and random subsets (k = 1..max_k, default the pool); vs budget for coverage-greedy and
     random feasible subsets (skipped, with the reason in the summary, when params_b is incomplete).
@@ -363,11 +412,18 @@ def curves(inp: PortfolioInputs, max_k: int | None = None, budget_points: int = 
     for k in range(1, min(max_k or n, n) + 1):
         rows.append(_row(inp, K, "count", "k-center", [order[:k]], k=k))
         rows.append(_row(inp, K, "count", "k-medoids", [k_medoids(K, k, order[:k], max_iter)], k=k))
-        rows.append(_row(inp, K, "count", "random", list(random_subsets(n, k, trials, [seed, k])), k=k,
-                         names=False))
-    summary = {"n_models": n, "distance": metric, "bandwidth": sigma, "trials": trials, "seed": seed,
-               "full_pool_routing_acc": full["routing_acc"] * 100, "full_pool_oracle": full["oracle"] * 100,
-               "n_test_queries": full["n_queries"], "budget_panel": "ok"}
+        rows.append(_row(inp, K, "count", "random", list(random_subsets(n, k, trials, [seed, k])), k=k, names=False))
+    summary = {
+        "n_models": n,
+        "distance": metric,
+        "bandwidth": sigma,
+        "trials": trials,
+        "seed": seed,
+        "full_pool_routing_acc": full["routing_acc"] * 100,
+        "full_pool_oracle": full["oracle"] * 100,
+        "n_test_queries": full["n_queries"],
+        "budget_panel": "ok",
+    }
     try:
         costs = inp.costs()
     except DataError as exc:
@@ -378,13 +434,30 @@ def curves(inp: PortfolioInputs, max_k: int | None = None, budget_points: int = 
             budget = float(budget)
             greedy = coverage_greedy(K, costs, budget)
             rows.append(_row(inp, K, "budget", "coverage-greedy", [greedy], budget=budget, costs=costs))
-            rows.append(_row(inp, K, "budget", "random-feasible",
-                             random_feasible_subsets(costs, budget, trials, [seed, b]), budget=budget,
-                             costs=costs, names=False))
+            rows.append(
+                _row(
+                    inp,
+                    K,
+                    "budget",
+                    "random-feasible",
+                    random_feasible_subsets(costs, budget, trials, [seed, b]),
+                    budget=budget,
+                    costs=costs,
+                    names=False,
+                )
+            )
     frame = pd.DataFrame(rows, columns=CURVE_COLUMNS)
-    full_row = {**{c: None for c in CURVE_COLUMNS}, "panel": "both", "method": "full-pool", "n_models": n,
-                "params_b": summary.get("total_params_b", float("nan")), "routing_acc": summary["full_pool_routing_acc"],
-                "oracle": summary["full_pool_oracle"], "coverage": float(n), "trials": 1}
+    full_row = {
+        **{c: None for c in CURVE_COLUMNS},
+        "panel": "both",
+        "method": "full-pool",
+        "n_models": n,
+        "params_b": summary.get("total_params_b", float("nan")),
+        "routing_acc": summary["full_pool_routing_acc"],
+        "oracle": summary["full_pool_oracle"],
+        "coverage": float(n),
+        "trials": 1,
+    }
     frame = pd.concat([frame, pd.DataFrame([full_row])], ignore_index=True)
     summary.update(_reach(frame, summary["full_pool_routing_acc"]))
     return frame, summary
@@ -393,8 +466,13 @@ def curves(inp: PortfolioInputs, max_k: int | None = None, budget_points: int = 
 def _reach(frame, full: float) -> dict:
     """Smallest k / budget at which each selector reaches the full-pool accuracy (and within 1 point)."""
     out = {}
-    for method, key in (("k-center", "k"), ("k-medoids", "k"), ("random", "k"), ("coverage-greedy", "budget_b"),
-                        ("random-feasible", "budget_b")):
+    for method, key in (
+        ("k-center", "k"),
+        ("k-medoids", "k"),
+        ("random", "k"),
+        ("coverage-greedy", "budget_b"),
+        ("random-feasible", "budget_b"),
+    ):
         part = frame[frame["method"] == method].sort_values(key)
         for label, target in (("full", full - 1e-9), ("within_1pt", full - 1.0)):
             hit = part[part["routing_acc"] >= target]
@@ -402,8 +480,14 @@ def _reach(frame, full: float) -> dict:
     return out
 
 
-def selection(inp: PortfolioInputs, method: str, k: int | None = None, budget_b: float | None = None,
-              metric: str = "cosine", max_iter: int = 100) -> dict:
+def selection(
+    inp: PortfolioInputs,
+    method: str,
+    k: int | None = None,
+    budget_b: float | None = None,
+    metric: str = "cosine",
+    max_iter: int = 100,
+) -> dict:
     """One portfolio (the command line's `--k` / `--budget-b`): positions, names, params and accuracy."""
     n = len(inp.model_ids)
     K, sigma = embedding_kernel(inp.z, metric)
@@ -414,16 +498,24 @@ def selection(inp: PortfolioInputs, method: str, k: int | None = None, budget_b:
         costs = inp.costs()
         if budget_b < costs.min():
             cheapest = int(np.argmin(costs))
-            raise ConfigError(f"--budget-b {budget_b:g} is below the cheapest model ({inp.names[cheapest]}, "
-                              f"{costs[cheapest]:g}B): no model fits; give at least {costs[cheapest]:g}")
+            raise ConfigError(
+                f"--budget-b {budget_b:g} is below the cheapest model ({inp.names[cheapest]}, "
+                f"{costs[cheapest]:g}B): no model fits; give at least {costs[cheapest]:g}"
+            )
         chosen, method = coverage_greedy(K, costs, budget_b), "coverage-greedy"
     else:
         if k is None or not 1 <= k <= n:
             raise ConfigError(f"--k {k} must be between 1 and the run's pool of {n} models; give a smaller --k")
         chosen = k_center(K, k) if method == "k-center" else k_medoids(K, k, max_iter=max_iter)
-    out = {"method": method, "positions": chosen.tolist(), "model_ids": inp.model_ids[chosen].tolist(),
-           "names": [inp.names[i] for i in chosen], "coverage": coverage(K, chosen), "bandwidth": sigma,
-           "n_pool": n}
+    out = {
+        "method": method,
+        "positions": chosen.tolist(),
+        "model_ids": inp.model_ids[chosen].tolist(),
+        "names": [inp.names[i] for i in chosen],
+        "coverage": coverage(K, chosen),
+        "bandwidth": sigma,
+        "n_pool": n,
+    }
     if inp.params_b is not None:
         out["params_b"] = inp.params_b[chosen].tolist()
         out["total_params_b"] = float(np.nansum(inp.params_b[chosen]))

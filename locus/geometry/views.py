@@ -14,6 +14,7 @@ so one setting does not shift another. This module writes the views that perturb
 (convergence curves, robustness t-SNE); :mod:`locus.geometry.hypothetical` those that do not. Figures:
 :mod:`locus.render.views`.
 """
+
 from __future__ import annotations
 
 import math
@@ -78,8 +79,10 @@ def alternative_set(reference_ids, outside_ids, alpha: float, rng: np.random.Gen
         raise ValueError("alternative_set: outside ids must not belong to the reference set")
     n_in, n_out = overlap_sizes(len(reference_ids), len(outside_ids), alpha)
     if n_in + n_out == 0:
-        raise DataError(f"no evaluation set with overlap {alpha:g}: {len(outside_ids)} training queries outside the "
-                        f"reference set of {len(reference_ids)}; use overlaps closer to 1 or a smaller reference size.")
+        raise DataError(
+            f"no evaluation set with overlap {alpha:g}: {len(outside_ids)} training queries outside the "
+            f"reference set of {len(reference_ids)}; use overlaps closer to 1 or a smaller reference size."
+        )
     parts = [rng.choice(reference_ids, n_in, replace=False), rng.choice(outside_ids, n_out, replace=False)]
     return np.sort(np.concatenate(parts)), n_in
 
@@ -96,7 +99,7 @@ def cosine_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def euclidean_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """‖a_i − b_j‖ between the rows of `a` [p, d] and `b` [q, d] -> [p, q]."""
     diff = np.asarray(a, np.float64)[:, None, :] - np.asarray(b, np.float64)[None, :, :]
-    return np.sqrt((diff ** 2).sum(-1))
+    return np.sqrt((diff**2).sum(-1))
 
 
 def true_ranks(dist: np.ndarray, true_index) -> np.ndarray:
@@ -144,9 +147,9 @@ def hypothetical_labels(benchmarks, profile: dict, fallback: float, rng: np.rand
 def nearest_others(z_ref: np.ndarray, index: int, count: int) -> tuple[np.ndarray, np.ndarray]:
     """(indices, Euclidean distances) of the `count` rows of `z_ref` nearest to row `index`, itself excluded,
     nearest first."""
-    d = euclidean_distances(z_ref[index:index + 1], z_ref)[0]
+    d = euclidean_distances(z_ref[index : index + 1], z_ref)[0]
     d[index] = np.inf
-    order = np.argsort(d, kind="stable")[:max(0, min(count, len(d) - 1))]
+    order = np.argsort(d, kind="stable")[: max(0, min(count, len(d) - 1))]
     return order, d[order]
 
 
@@ -200,12 +203,15 @@ class Reference:
         return resolve_model(name, self.names, what)
 
 
-LOCUS_ONLY = ("the embedding views need a LOCUS run (one forward pass per evaluation set) — give the geometry "
-              "reference run of method locus.")
+LOCUS_ONLY = (
+    "the embedding views need a LOCUS run (one forward pass per evaluation set) — give the geometry "
+    "reference run of method locus."
+)
 
 
-def load_reference(run, data, encodings, data_label: str | None = None, methods=("locus",),
-                   why: str = LOCUS_ONLY) -> Reference:
+def load_reference(
+    run, data, encodings, data_label: str | None = None, methods=("locus",), why: str = LOCUS_ONLY
+) -> Reference:
     """Read and cross-check a run directory of one of `methods` (default LOCUS; `why` says what else to
     give), the data set it was trained on and its encodings."""
     from locus import run_artifacts
@@ -219,27 +225,47 @@ def load_reference(run, data, encodings, data_label: str | None = None, methods=
     dataset = read_dataset(data)
     enc = read_encodings(encodings)
     fingerprint = check_matches(enc, dataset.queries, str(data))
-    run_artifacts.check_same_data(run, ckpt.config.get("data_fingerprint"), fingerprint, data,
-                                  "give the data set the run was trained on, or re-run the training rule.")
+    run_artifacts.check_same_data(
+        run,
+        ckpt.config.get("data_fingerprint"),
+        fingerprint,
+        data,
+        "give the data set the run was trained on, or re-run the training rule.",
+    )
     if enc.encoder != ckpt.encoder:
-        raise DataError(f"{encodings}: encodings of {enc.encoder!r} but the run {run} was trained on "
-                        f"{ckpt.encoder!r} encodings; give results/encodings/<dataset>/{ckpt.encoder}.parquet.")
+        raise DataError(
+            f"{encodings}: encodings of {enc.encoder!r} but the run {run} was trained on "
+            f"{ckpt.encoder!r} encodings; give results/encodings/<dataset>/{ckpt.encoder}.parquet."
+        )
     ids, z = run_artifacts.read_embeddings(run)
     order = np.argsort(ids)
     ids, z = ids[order], z[order]
     if not np.array_equal(ids, np.sort(ckpt.model_ids)):
-        raise DataError(f"{run}: embeddings.parquet and the checkpoint list different models; re-run the training "
-                        f"rule.")
+        raise DataError(
+            f"{run}: embeddings.parquet and the checkpoint list different models; re-run the training rule."
+        )
     pairs = run_artifacts.read_train_pairs(run)
     train_q = dataset.split_queries("train")[["prompt_id", "benchmark"]]
     foreign = ~pairs["prompt_id"].isin(train_q["prompt_id"])
     if foreign.any():
-        raise DataError(f"{run}: {int(foreign.sum())} training pairs are not training-split queries of {data} "
-                        f"(e.g. prompt {int(pairs.loc[foreign, 'prompt_id'].iloc[0])}); re-run the training rule.")
+        raise DataError(
+            f"{run}: {int(foreign.sum())} training pairs are not training-split queries of {data} "
+            f"(e.g. prompt {int(pairs.loc[foreign, 'prompt_id'].iloc[0])}); re-run the training rule."
+        )
     names = {int(k): v for k, v in ckpt.names.items()}
-    return Reference(run=run, method=ckpt.method, model_ids=ids, names=names, z_ref=z, pairs=pairs,
-                     train_scores=dataset.split_scores("train"), queries=train_q.reset_index(drop=True),
-                     encodings=enc, label=data_label or str(ckpt.config.get("dataset", data)), dataset=dataset)
+    return Reference(
+        run=run,
+        method=ckpt.method,
+        model_ids=ids,
+        names=names,
+        z_ref=z,
+        pairs=pairs,
+        train_scores=dataset.split_scores("train"),
+        queries=train_q.reset_index(drop=True),
+        encodings=enc,
+        label=data_label or str(ckpt.config.get("dataset", data)),
+        dataset=dataset,
+    )
 
 
 def check_grid(values, what: str, low=None, high=None, integer: bool = False) -> list:
@@ -264,12 +290,22 @@ def overlap_draws(ref: Reference, model_id: int, overlaps, repeats: int, seed: i
     rows = []
     for alpha in overlaps:
         for r in range(repeats):
-            ids, n_in = alternative_set(ref_ids, outside, float(alpha), rng_for(seed, DRAW_OVERLAP, model_id,
-                                                                                float(alpha), r))
+            ids, n_in = alternative_set(
+                ref_ids, outside, float(alpha), rng_for(seed, DRAW_OVERLAP, model_id, float(alpha), r)
+            )
             z = ref.embed(ids, ref.scores_of(model_id, ids))
-            rows.append({"model_id": model_id, "alpha": float(alpha), "repeat": r, "set_size": len(ids),
-                         "shared": n_in, "realized_alpha": n_in / len(ids),
-                         "distance": float(np.linalg.norm(z - z_ref)), "z": z})
+            rows.append(
+                {
+                    "model_id": model_id,
+                    "alpha": float(alpha),
+                    "repeat": r,
+                    "set_size": len(ids),
+                    "shared": n_in,
+                    "realized_alpha": n_in / len(ids),
+                    "distance": float(np.linalg.norm(z - z_ref)),
+                    "z": z,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -286,23 +322,49 @@ def size_draws(ref: Reference, model_id: int, sizes, repeats: int, seed: int) ->
         for r in range(repeats if n < len(ref_ids) else 1):  # the whole set has one draw
             ids = subsample(ref_ids, int(n), rng_for(seed, DRAW_SUBSAMPLE, model_id, int(n), r))
             z = ref.embed(ids, [score_of[i] for i in ids.tolist()])
-            rows.append({"model_id": model_id, "n": int(n), "repeat": r, "set_size": int(n),
-                         "distance": float(np.linalg.norm(z - z_ref)), "z": z})
+            rows.append(
+                {
+                    "model_id": model_id,
+                    "n": int(n),
+                    "repeat": r,
+                    "set_size": int(n),
+                    "distance": float(np.linalg.norm(z - z_ref)),
+                    "z": z,
+                }
+            )
     if not rows:
-        raise ConfigError(f"sizes {list(sizes)}: all exceed the {len(ref_ids)} reference evaluations of model "
-                          f"{ref.names.get(model_id, model_id)}; use sizes <= {len(ref_ids)}.")
+        raise ConfigError(
+            f"sizes {list(sizes)}: all exceed the {len(ref_ids)} reference evaluations of model "
+            f"{ref.names.get(model_id, model_id)}; use sizes <= {len(ref_ids)}."
+        )
     return pd.DataFrame(rows)
 
 
 def neighbour_frame(ref: Reference, model_id: int, count: int) -> pd.DataFrame:
     """The model's `count` nearest other models by Euclidean distance between reference embeddings."""
     idx, dist = nearest_others(ref.z_ref, ref.index_of(model_id), count)
-    return pd.DataFrame({"neighbour": [ref.names.get(int(ref.model_ids[i]), str(ref.model_ids[i])) for i in idx],
-                         "neighbour_id": ref.model_ids[idx], "distance": dist})
+    return pd.DataFrame(
+        {
+            "neighbour": [ref.names.get(int(ref.model_ids[i]), str(ref.model_ids[i])) for i in idx],
+            "neighbour_id": ref.model_ids[idx],
+            "distance": dist,
+        }
+    )
 
 
-def write_convergence(kind: str, run, data, encodings, out, model: str, grid, repeats: int = 5,
-                      neighbours: int = 3, seed: int = 0, data_label: str | None = None) -> dict:
+def write_convergence(
+    kind: str,
+    run,
+    data,
+    encodings,
+    out,
+    model: str,
+    grid,
+    repeats: int = 5,
+    neighbours: int = 3,
+    seed: int = 0,
+    data_label: str | None = None,
+) -> dict:
     """``overlap`` (grid = overlap fractions α) or ``size`` (grid = set sizes n): ‖z − z_ref‖ of `model`
     per draw, their mean ± std per grid value, and the distances to its `neighbours` nearest other models
     (figure + CSV of the plotted numbers). Returns a summary."""
@@ -323,18 +385,27 @@ def write_convergence(kind: str, run, data, encodings, out, model: str, grid, re
     near = neighbour_frame(ref, model_id, neighbours)
     summary = summarize_draws(draws, by)
     name = ref.names[model_id]
-    frame = pd.concat([
-        draws.drop(columns="z").assign(kind="draw", name=name),
-        summary.rename(columns={"mean": "distance"}).assign(kind="mean", name=name),
-        near.assign(kind="neighbour", name=name),
-    ], ignore_index=True)
+    frame = pd.concat(
+        [
+            draws.drop(columns="z").assign(kind="draw", name=name),
+            summary.rename(columns={"mean": "distance"}).assign(kind="mean", name=name),
+            near.assign(kind="neighbour", name=name),
+        ],
+        ignore_index=True,
+    )
     ints = [c for c in ("model_id", "repeat", "set_size", "shared", "n", "draws", "neighbour_id") if c in frame]
     frame[ints] = frame[ints].astype("Int64")
     title = f"{name}, {ref.label}"
     sizes = draws.groupby(by)["set_size"].min()
     write_figure(convergence_figure(summary, near, by, title, len(ref.reference_set(model_id)[0]), sizes), frame, out)
-    return {"model": name, "by": by, "summary": summary, "neighbours": near,
-            "reference_size": len(ref.reference_set(model_id)[0]), "outside": len(ref.outside_ids(model_id))}
+    return {
+        "model": name,
+        "by": by,
+        "summary": summary,
+        "neighbours": near,
+        "reference_size": len(ref.reference_set(model_id)[0]),
+        "outside": len(ref.outside_ids(model_id)),
+    }
 
 
 def tsne_2d(x: np.ndarray, perplexity: float, seed: int) -> np.ndarray:
@@ -352,18 +423,30 @@ def tsne_2d(x: np.ndarray, perplexity: float, seed: int) -> np.ndarray:
     return TSNE(n_components=2, perplexity=perplexity, init="pca", random_state=seed).fit_transform(x)
 
 
-def robustness_points(ref: Reference, model_ids, overlaps, sizes, repeats: int, seed: int,
-                      perplexity: float) -> pd.DataFrame:
+def robustness_points(
+    ref: Reference, model_ids, overlaps, sizes, repeats: int, seed: int, perplexity: float
+) -> pd.DataFrame:
     """One joint t-SNE of every reference embedding and of the selected models' embeddings recomputed from
     overlap-α sets (panel ``overlap``) and subsampled sets (panel ``size``)."""
     parts = []
     for mid in model_ids:
-        parts.append(overlap_draws(ref, mid, overlaps, repeats, seed).rename(columns={"alpha": "setting"})
-                     .assign(panel="overlap"))
+        parts.append(
+            overlap_draws(ref, mid, overlaps, repeats, seed)
+            .rename(columns={"alpha": "setting"})
+            .assign(panel="overlap")
+        )
         parts.append(size_draws(ref, mid, sizes, repeats, seed).rename(columns={"n": "setting"}).assign(panel="size"))
     new = pd.concat(parts, ignore_index=True)
-    base = pd.DataFrame({"model_id": ref.model_ids, "panel": "reference", "setting": np.nan, "repeat": -1,
-                         "set_size": [len(ref.reference_set(m)[0]) for m in ref.model_ids], "distance": 0.0})
+    base = pd.DataFrame(
+        {
+            "model_id": ref.model_ids,
+            "panel": "reference",
+            "setting": np.nan,
+            "repeat": -1,
+            "set_size": [len(ref.reference_set(m)[0]) for m in ref.model_ids],
+            "distance": 0.0,
+        }
+    )
     xy = tsne_2d(np.vstack([ref.z_ref, np.stack(new["z"].to_list())]), perplexity, seed)
     frame = pd.concat([base, new.drop(columns="z")], ignore_index=True)
     frame["x"], frame["y"] = xy[:, 0], xy[:, 1]
@@ -373,14 +456,32 @@ def robustness_points(ref: Reference, model_ids, overlaps, sizes, repeats: int, 
     return frame[cols + [c for c in frame.columns if c not in cols]]
 
 
-def write_robustness(run, data, encodings, out, models, overlaps, sizes, repeats: int = 2, seed: int = 0,
-                     perplexity: float = 30.0, data_label: str | None = None) -> pd.DataFrame:
+def write_robustness(
+    run,
+    data,
+    encodings,
+    out,
+    models,
+    overlaps,
+    sizes,
+    repeats: int = 2,
+    seed: int = 0,
+    perplexity: float = 30.0,
+    data_label: str | None = None,
+) -> pd.DataFrame:
     """t-SNE of the selected models' recomputed embeddings among all reference embeddings (figure + CSV)."""
     from locus.render.views import robustness_figure, write_figure
 
     ref = load_reference(run, data, encodings, data_label)
     ids = list(dict.fromkeys(ref.resolve(m, "--models") for m in models))
-    frame = robustness_points(ref, ids, check_grid(overlaps, "--overlaps", 0.0, 1.0),
-                              check_grid(sizes, "--sizes", 1, None, integer=True), repeats, seed, perplexity)
+    frame = robustness_points(
+        ref,
+        ids,
+        check_grid(overlaps, "--overlaps", 0.0, 1.0),
+        check_grid(sizes, "--sizes", 1, None, integer=True),
+        repeats,
+        seed,
+        perplexity,
+    )
     write_figure(robustness_figure(frame, f"LOCUS embeddings, {ref.label}"), frame, out)
     return frame

@@ -9,6 +9,7 @@ each class is. Adding a method = its own file + one line in :data:`REGISTRY`.
 - :func:`info` — a :class:`MethodInfo` with the class's metadata;
 - :func:`create` — an unfitted instance with validated parameters.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -45,8 +46,14 @@ def method_class(name: str):
 
 def info(name: str) -> MethodInfo:
     cls = method_class(name)
-    return MethodInfo(name=cls.name, label=cls.label, latex_label=cls.latex_label, order=int(cls.order),
-                      uses_torch=bool(cls.uses_torch), has_embeddings=bool(cls.has_embeddings))
+    return MethodInfo(
+        name=cls.name,
+        label=cls.label,
+        latex_label=cls.latex_label,
+        order=int(cls.order),
+        uses_torch=bool(cls.uses_torch),
+        has_embeddings=bool(cls.has_embeddings),
+    )
 
 
 def names() -> list[str]:

@@ -23,6 +23,7 @@ accuracy; :func:`locus.evaluation.validation_metrics`).
 Everything after training (metrics, tables, figures, analyses) reads the saved score matrices and
 embeddings written by :mod:`locus.runs`, so it is written once for all methods.
 """
+
 from __future__ import annotations
 
 import math
@@ -110,8 +111,7 @@ class Method(ABC):
         self.model_ids: np.ndarray | None = None
 
     @abstractmethod
-    def fit(self, data: FitData) -> "Method":
-        ...
+    def fit(self, data: FitData) -> "Method": ...
 
     @abstractmethod
     def predict_logits(self, query_vectors: np.ndarray, model_ids=None) -> np.ndarray:
@@ -131,8 +131,18 @@ class Method(ABC):
         `extra` — e.g. the run's model names — and the weights' SHA-256). Never pickles."""
         self._resolve_model_ids(None)
         config, arrays = self.get_state()
-        weights.save(directory, arrays, {"method": self.name, "params": self.params, "seed": self.seed,
-                                         "model_ids": self.model_ids.tolist(), **config, **(extra or {})})
+        weights.save(
+            directory,
+            arrays,
+            {
+                "method": self.name,
+                "params": self.params,
+                "seed": self.seed,
+                "model_ids": self.model_ids.tolist(),
+                **config,
+                **(extra or {}),
+            },
+        )
 
     @classmethod
     def load(cls, directory: Path) -> "Method":
@@ -140,8 +150,9 @@ class Method(ABC):
         directory = Path(directory)
         config, arrays = weights.load(directory)
         if config.get("method") != cls.name:
-            raise DataError(f"{directory / weights.CONFIG_FILE}: written by method {config.get('method')!r}, "
-                            f"not {cls.name!r}.")
+            raise DataError(
+                f"{directory / weights.CONFIG_FILE}: written by method {config.get('method')!r}, not {cls.name!r}."
+            )
         try:
             method = cls(config["params"], seed=config["seed"])
             method.model_ids = np.asarray(config["model_ids"], dtype=np.int64).reshape(-1)
@@ -150,8 +161,10 @@ class Method(ABC):
             raise DataError(f"{directory}: the checkpoint does not load ({exc}); re-run the training rule.") from exc
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:  # missing entries, wrong shapes
             detail = " ".join(str(exc).split())  # one line (torch's messages span several)
-            raise DataError(f"{directory}: config.json / model.safetensors do not describe a fitted {cls.name!r} "
-                            f"({type(exc).__name__}: {detail[:300]}); re-run the training rule.") from exc
+            raise DataError(
+                f"{directory}: config.json / model.safetensors do not describe a fitted {cls.name!r} "
+                f"({type(exc).__name__}: {detail[:300]}); re-run the training rule."
+            ) from exc
         return method
 
     # helpers for subclasses -------------------------------------------------------------------
@@ -210,14 +223,17 @@ class EmbeddingMethod(Method):
         if scores.ndim != 1:
             raise DataError(f"{what} embeds one model: scores must be 1-D [n], got shape {scores.shape}.")
         if len(scores) != len(vectors):
-            raise DataError(f"{what} needs one score per query vector, got {len(scores)} scores for "
-                            f"{len(vectors)} vectors.")
+            raise DataError(
+                f"{what} needs one score per query vector, got {len(scores)} scores for {len(vectors)} vectors."
+            )
         if len(scores) == 0:
             raise DataError(f"{what} needs at least one scored query.")
         bad = ~((scores >= 0) & (scores <= 1))
         if bad.any():
-            raise DataError(f"{what}: scores must lie in [0, 1] (no NaN; drop unevaluated queries); row(s) "
-                            f"{np.flatnonzero(bad)[:5].tolist()} do not.")
+            raise DataError(
+                f"{what}: scores must lie in [0, 1] (no NaN; drop unevaluated queries); row(s) "
+                f"{np.flatnonzero(bad)[:5].tolist()} do not."
+            )
         rows = ~np.isfinite(vectors).all(axis=1)
         if rows.any():
             raise DataError(f"{what}: query encodings of row(s) {np.flatnonzero(rows)[:5].tolist()} hold NaN/Inf.")

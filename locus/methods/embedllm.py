@@ -14,8 +14,8 @@ Decisions:
 - ``embed`` (App. H "regenerating embeddings"): projection and MLP frozen, one new embedding (init
   N(0, 1) from the seed) fitted by full-batch Adam on BCE (``embed_steps``, ``embed_lr``), no input noise.
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 import numpy as np
 import torch
@@ -118,11 +118,14 @@ class EmbedLLM(tu.NetMethod, EmbeddingMethod):
             return nn.functional.binary_cross_entropy_with_logits(logits, train.score[batch.rows])
 
         self.history = tu.train_early_stopping(
-            self.net, opt,
+            self.net,
+            opt,
             batches=lambda: tu.query_batches(train, p["batch_size"], gen),
             loss_of_batch=loss_of,
             validate=lambda: val.metrics(self.net.matrix_logits(val.vectors, self.net.P.weight).numpy()),
-            max_epochs=int(p["max_epochs"]), patience=int(p["patience"]), select_by=p["select_by"],
+            max_epochs=int(p["max_epochs"]),
+            patience=int(p["patience"]),
+            select_by=p["select_by"],
         )
         return self
 
@@ -138,9 +141,14 @@ class EmbedLLM(tu.NetMethod, EmbeddingMethod):
         for param in frozen:  # the decoder is frozen: no gradients flow into it
             param.requires_grad_(False)
         try:
-            z = tu.fit_rows(init, lambda z: self.net.decoder(qp * z[None, :]).squeeze(-1), y,
-                            steps=self.params["embed_steps"], lr=self.params["embed_lr"],
-                            weight_decay=self.params["weight_decay"])
+            z = tu.fit_rows(
+                init,
+                lambda z: self.net.decoder(qp * z[None, :]).squeeze(-1),
+                y,
+                steps=self.params["embed_steps"],
+                lr=self.params["embed_lr"],
+                weight_decay=self.params["weight_decay"],
+            )
         finally:
             for param in frozen:
                 param.requires_grad_(True)

@@ -14,6 +14,7 @@ The released hyper-parameters and model-selection rule are kept (the class defau
 - ``embed``: network frozen (eval mode, no noise, no dropout); one theta (init N(0, 1) from the seed) is
   fitted by full-batch Adam on BCE, a convex logistic regression in theta.
 """
+
 from __future__ import annotations
 
 import math
@@ -87,8 +88,15 @@ class IRTModule(nn.Module):
     def __init__(self, n_models: int, d_phi: int, p: dict):
         super().__init__()
         self.theta = nn.Embedding(n_models, int(p["dim"]))
-        self.query = QueryMoE(d_phi, int(p["dim"]), int(p["n_experts"]), int(p["top_k"]), int(p["expert_hidden"]),
-                              int(p["expert_out"]), float(p["dropout"]))
+        self.query = QueryMoE(
+            d_phi,
+            int(p["dim"]),
+            int(p["n_experts"]),
+            int(p["top_k"]),
+            int(p["expert_hidden"]),
+            int(p["expert_out"]),
+            float(p["dropout"]),
+        )
 
     @property
     def model_table(self) -> nn.Embedding:
@@ -155,8 +163,9 @@ class IRTNet(tu.NetMethod, EmbeddingMethod):
         self.d_phi = int(train.vectors.shape[1])
         self.net = self._build(len(self.model_ids), self.d_phi)
         opt = torch.optim.Adam(self.net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
-        sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=p["lr_factor"],
-                                                           patience=int(p["lr_patience"]))
+        sched = torch.optim.lr_scheduler.ReduceLROnPlateau(
+            opt, mode="min", factor=p["lr_factor"], patience=int(p["lr_patience"])
+        )
         noise, speed = float(p["noise"]), float(p["bias_update_speed"])
 
         def loss_of(batch: tu.QueryBatch) -> torch.Tensor:
@@ -176,11 +185,14 @@ class IRTNet(tu.NetMethod, EmbeddingMethod):
         with torch.random.fork_rng():  # dropout draws from the global RNG: seed it for determinism
             torch.manual_seed(self.seed)
             self.history = tu.train_early_stopping(
-                self.net, opt,
+                self.net,
+                opt,
                 batches=lambda: tu.query_batches(train, p["batch_size"], gen),
                 loss_of_batch=loss_of,
                 validate=lambda: val.metrics(self.net.matrix_logits(val.vectors, self.net.theta.weight).numpy()),
-                max_epochs=int(p["max_epochs"]), patience=int(p["patience"]), select_by=p["select_by"],
+                max_epochs=int(p["max_epochs"]),
+                patience=int(p["patience"]),
+                select_by=p["select_by"],
                 on_epoch_end=on_epoch_end,
             )
         return self
@@ -193,6 +205,12 @@ class IRTNet(tu.NetMethod, EmbeddingMethod):
             a, b, _ = self.net.query(x)
         gen = torch.Generator().manual_seed(self.seed)
         init = torch.randn(int(self.params["dim"]), generator=gen)
-        theta = tu.fit_rows(init, lambda t: a @ t - b, y, steps=self.params["embed_steps"],
-                            lr=self.params["embed_lr"], weight_decay=self.params["weight_decay"])
+        theta = tu.fit_rows(
+            init,
+            lambda t: a @ t - b,
+            y,
+            steps=self.params["embed_steps"],
+            lr=self.params["embed_lr"],
+            weight_decay=self.params["weight_decay"],
+        )
         return theta.numpy().astype(np.float32)

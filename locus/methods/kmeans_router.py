@@ -13,13 +13,13 @@ Decisions:
   ``K`` > 0 fixes it. Logits and tie-breaking are the kNN router's (:mod:`locus.methods.knn_router`).
 - scikit-learn runs under a thread limit of ``threads`` (threadpoolctl) for reproducibility.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from locus.methods.base import FitData, Method
-from locus.methods.knn_router import (check_common, choose, normalise, to_logits, training_matrix,
-                                      validation_matrix)
+from locus.methods.knn_router import check_common, choose, normalise, to_logits, training_matrix, validation_matrix
 
 
 class KMeansRouter(Method):
@@ -74,8 +74,13 @@ class KMeansRouter(Method):
         """(centres [K x d], per-cluster mean score [K x models], evaluation counts [K x models])."""
         from sklearn.cluster import KMeans
 
-        km = KMeans(n_clusters=k, init="k-means++", n_init=int(self.params["n_init"]),
-                    max_iter=int(self.params["max_iter"]), random_state=self.seed).fit(x)
+        km = KMeans(
+            n_clusters=k,
+            init="k-means++",
+            n_init=int(self.params["n_init"]),
+            max_iter=int(self.params["max_iter"]),
+            random_state=self.seed,
+        ).fit(x)
         centres = km.cluster_centers_.astype(np.float64)
         assign = nearest(x, centres)
         evaluated = ~np.isnan(scores)
@@ -94,8 +99,12 @@ class KMeansRouter(Method):
         return self._logits(q, self.centres, self.cluster_means)[:, pos]
 
     def get_state(self) -> tuple[dict, dict[str, np.ndarray]]:
-        return {"K": self.K}, {"global_mean": self.global_mean, "centres": self.centres,
-                               "cluster_means": self.cluster_means, "cluster_counts": self.cluster_counts}
+        return {"K": self.K}, {
+            "global_mean": self.global_mean,
+            "centres": self.centres,
+            "cluster_means": self.cluster_means,
+            "cluster_counts": self.cluster_counts,
+        }
 
     def set_state(self, config: dict, arrays: dict[str, np.ndarray]) -> None:
         self.K = int(config["K"])
@@ -105,5 +114,5 @@ class KMeansRouter(Method):
 
 def nearest(x: np.ndarray, centres: np.ndarray) -> np.ndarray:
     """Index of the nearest centre (squared Euclidean); ties go to the lower index."""
-    d2 = (centres ** 2).sum(axis=1)[None, :] - 2.0 * x @ centres.T
+    d2 = (centres**2).sum(axis=1)[None, :] - 2.0 * x @ centres.T
     return np.argmin(d2, axis=1)

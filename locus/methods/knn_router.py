@@ -15,6 +15,7 @@ Decisions:
 The helpers at the bottom are shared with the K-Means router. The checkpoint stores the training
 encodings and scores (gaps as a boolean mask ``train_evaluated``: saved arrays must be finite).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -80,24 +81,31 @@ class KNNRouter(Method):
             sub = self.train_scores[np.ix_(cols, models)]
             k_max = min(max(ks), len(cols))
             for start in range(0, len(queries), CHUNK):
-                sims = queries[start:start + CHUNK] @ self.train_vectors[cols].T
+                sims = queries[start : start + CHUNK] @ self.train_vectors[cols].T
                 order = np.argsort(-sims, axis=1, kind="stable")[:, :k_max]  # ties: lower prompt_id first
                 csum = np.cumsum(sub[order], axis=1)  # [q, k_max, models]
                 for k in ks:
                     k_eff = min(k, len(cols))
-                    out[k][start:start + CHUNK, models] = csum[:, k_eff - 1, :] / k_eff
+                    out[k][start : start + CHUNK, models] = csum[:, k_eff - 1, :] / k_eff
         return out
 
     def get_state(self) -> tuple[dict, dict[str, np.ndarray]]:
         evaluated = ~np.isnan(self.train_scores)
-        return {"k": self.k}, {"global_mean": self.global_mean, "train_prompt_ids": self.train_prompt_ids,
-                               "train_vectors": self.train_vectors, "train_evaluated": evaluated,
-                               "train_scores": np.where(evaluated, self.train_scores, 0.0)}
+        return {"k": self.k}, {
+            "global_mean": self.global_mean,
+            "train_prompt_ids": self.train_prompt_ids,
+            "train_vectors": self.train_vectors,
+            "train_evaluated": evaluated,
+            "train_scores": np.where(evaluated, self.train_scores, 0.0),
+        }
 
     def set_state(self, config: dict, arrays: dict[str, np.ndarray]) -> None:
         self.k = int(config["k"])
         self.global_mean, self.train_prompt_ids, self.train_vectors = (
-            arrays["global_mean"], arrays["train_prompt_ids"], arrays["train_vectors"])
+            arrays["global_mean"],
+            arrays["train_prompt_ids"],
+            arrays["train_vectors"],
+        )
         self.train_scores = np.where(arrays["train_evaluated"], arrays["train_scores"], np.nan)
 
 
@@ -109,7 +117,9 @@ def check_common(name: str, params: dict, grid_key: str, fixed_key: str) -> None
     if not isinstance(grid, (list, tuple)) or not grid or any(int(v) < 1 for v in grid):
         raise ConfigError(f"method {name!r}: {grid_key} must be a non-empty list of integers >= 1, got {grid!r}")
     if int(params[fixed_key]) < 0:
-        raise ConfigError(f"method {name!r}: {fixed_key} must be >= 0 (0 = tune on {grid_key}), got {params[fixed_key]}")
+        raise ConfigError(
+            f"method {name!r}: {fixed_key} must be >= 0 (0 = tune on {grid_key}), got {params[fixed_key]}"
+        )
     if not 0 < float(params["clip"]) < 0.5 or float(params["tie_eps"]) < 0:
         raise ConfigError(f"method {name!r}: need 0 < clip < 0.5 and tie_eps >= 0")
 

@@ -11,6 +11,7 @@ data is never touched while training. Embeddings at evaluation always use *all* 
 The parameters, their defaults and the two recipes (``fast``, ``paper``) are in
 :mod:`locus.methods.locus_params`; the measured alternatives are in docs/methods.md.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -39,6 +40,7 @@ RECIPES = PRESETS  # recipe name -> LocusParams preset
 
 def _torch():
     import torch
+
     return torch
 
 
@@ -108,7 +110,7 @@ def model_batches(n_models: int, batch: int, gen, device):
     while True:
         if pos + batch > n_models:  # a new pass; a remainder too small for a batch is skipped
             order, pos = torch.randperm(n_models, generator=gen, device=device), 0
-        yield order[pos:pos + batch].sort().values
+        yield order[pos : pos + batch].sort().values
         pos += batch
 
 
@@ -155,10 +157,20 @@ class LocusMethod(EmbeddingMethod):
     # ------------------------------------------------------------------------------------------
     def _build(self, d_phi: int):
         from locus.methods.locus_net import LocusNet
+
         p = self.params
         self.d_phi = int(d_phi)
-        self.net = LocusNet(d_phi, p["dim"], p["heads"], p["layers"], p["latents"], p["decoder_hidden"],
-                            p["decoder_dropout"], p["encoder_kind"], p["query_dropout"]).to(self.device)
+        self.net = LocusNet(
+            d_phi,
+            p["dim"],
+            p["heads"],
+            p["layers"],
+            p["latents"],
+            p["decoder_hidden"],
+            p["decoder_dropout"],
+            p["encoder_kind"],
+            p["query_dropout"],
+        ).to(self.device)
         return self.net
 
     @property
@@ -174,8 +186,10 @@ class LocusMethod(EmbeddingMethod):
     def _training_device(self):
         torch = _torch()
         if self.params["device"] == "cuda" and not torch.cuda.is_available():
-            raise ConfigError("method 'locus': device 'cuda' was asked for but torch sees no CUDA device "
-                              f"(torch {torch.__version__}); use device auto or cpu, or install a CUDA build of torch")
+            raise ConfigError(
+                "method 'locus': device 'cuda' was asked for but torch sees no CUDA device "
+                f"(torch {torch.__version__}); use device auto or cpu, or install a CUDA build of torch"
+            )
         return self.device
 
     # ------------------------------------------------------------------------------------------
@@ -207,14 +221,15 @@ class LocusMethod(EmbeddingMethod):
         was_training = net.training
         net.eval()
         n_max = sets.idx.shape[1]
-        tokens = int(self.params["eval_chunk_tokens"]) or (CUDA_CHUNK_TOKENS if phi.device.type == "cuda" else
-                                                           CPU_CHUNK_TOKENS)
+        tokens = int(self.params["eval_chunk_tokens"]) or (
+            CUDA_CHUNK_TOKENS if phi.device.type == "cuda" else CPU_CHUNK_TOKENS
+        )
         chunk = max(1, tokens // max(n_max, 1))
         out = []
         with torch.no_grad(), self._arithmetic(phi.device, exact):
             proj = net.encoder.tokenizer.project(phi)
             for s in range(0, sets.idx.shape[0], chunk):
-                idx, y, mask = (t[s:s + chunk].to(phi.device) for t in (sets.idx, sets.y, sets.mask))
+                idx, y, mask = (t[s : s + chunk].to(phi.device) for t in (sets.idx, sets.y, sets.mask))
                 out.append(net.encoder(proj[idx], y, mask).float())
         net.train(was_training)
         return torch.cat(out)
@@ -231,7 +246,7 @@ class LocusMethod(EmbeddingMethod):
         out = []
         with torch.no_grad(), self._arithmetic(phi.device, exact):
             for s in range(0, phi.shape[0], query_chunk):
-                out.append(net.logits(z, phi[s:s + query_chunk]).float())
+                out.append(net.logits(z, phi[s : s + query_chunk]).float())
         net.train(was_training)
         return torch.cat(out) if out else torch.zeros((0, z.shape[0]), device=z.device)
 
@@ -280,9 +295,13 @@ class LocusMethod(EmbeddingMethod):
                 loss_n += 1
                 last = step == p["max_steps"] or (p["max_seconds"] and time.perf_counter() - t0 > p["max_seconds"])
                 if step % p["eval_every"] == 0 or last:
-                    row = {"step": step, "train_loss": float(loss_sum) / loss_n, "noise_std": std,
-                           **self._validate(scored, phi, sets, val_phi, val_labels),
-                           "seconds": time.perf_counter() - t0}
+                    row = {
+                        "step": step,
+                        "train_loss": float(loss_sum) / loss_n,
+                        "noise_std": std,
+                        **self._validate(scored, phi, sets, val_phi, val_labels),
+                        "seconds": time.perf_counter() - t0,
+                    }
                     history.append(row)
                     loss_sum.zero_()
                     loss_n = 0
@@ -299,8 +318,13 @@ class LocusMethod(EmbeddingMethod):
         self.z = self._embed_sets(phi, sets).cpu().numpy().astype(np.float32)
         self.history = pd.DataFrame(history)
         self.summary = self._summary(step, stopper, time.perf_counter() - t0, device)
-        log.info("locus: %d steps in %.1f s; best val hit@1 %.4f at step %d", step, self.summary["seconds"],
-                 self.summary["best_val_routing"], stopper.step)
+        log.info(
+            "locus: %d steps in %.1f s; best val hit@1 %.4f at step %d",
+            step,
+            self.summary["seconds"],
+            self.summary["best_val_routing"],
+            stopper.step,
+        )
         return self
 
     def _training_data(self, data: FitData, device):
@@ -316,10 +340,16 @@ class LocusMethod(EmbeddingMethod):
     def _summary(self, steps: int, stopper, seconds: float, device) -> dict:
         """The run's summary (saved with the checkpoint): steps, the best step and its validation values."""
         best = stopper.row
-        return {"best_step": int(stopper.step), "select_by": self.params["select_by"], "steps": int(steps),
-                **{f"best_{k}": float(best.get(k, math.nan)) for k in evaluation.VALIDATION_METRICS},
-                "seconds": round(seconds, 3), "seconds_to_best": round(float(best.get("seconds", seconds)), 3),
-                "device": str(device), "threads": int(_torch().get_num_threads())}
+        return {
+            "best_step": int(stopper.step),
+            "select_by": self.params["select_by"],
+            "steps": int(steps),
+            **{f"best_{k}": float(best.get(k, math.nan)) for k in evaluation.VALIDATION_METRICS},
+            "seconds": round(seconds, 3),
+            "seconds_to_best": round(float(best.get("seconds", seconds)), 3),
+            "device": str(device),
+            "threads": int(_torch().get_num_threads()),
+        }
 
     def _optimiser(self, net):
         """AdamW in three groups (encoder at `enc_lr`; decoder at `dec_lr`; the decoder's query projection U
@@ -330,9 +360,15 @@ class LocusMethod(EmbeddingMethod):
         query_params = list(net.decoder.query.parameters())
         dec_params = [t for n, t in net.decoder.named_parameters() if not n.startswith("query.")]
         query_wd = p["weight_decay"] if p["query_weight_decay"] < 0 else p["query_weight_decay"]
-        opt = torch.optim.AdamW([{"params": enc_params, "lr": p["enc_lr"]}, {"params": dec_params, "lr": p["dec_lr"]},
-                                 {"params": query_params, "lr": p["dec_lr"], "weight_decay": query_wd}],
-                                fused=True, weight_decay=p["weight_decay"])
+        opt = torch.optim.AdamW(
+            [
+                {"params": enc_params, "lr": p["enc_lr"]},
+                {"params": dec_params, "lr": p["dec_lr"]},
+                {"params": query_params, "lr": p["dec_lr"], "weight_decay": query_wd},
+            ],
+            fused=True,
+            weight_decay=p["weight_decay"],
+        )
         warmup, decay = p["lr_warmup_steps"], p["lr_decay_steps"]
         if not (warmup or decay):
             return opt, None
@@ -345,6 +381,7 @@ class LocusMethod(EmbeddingMethod):
         if decay <= 0:
             return None
         from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
         return AveragedModel(net, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True)
 
     def _train_step(self, net, opt, phi, sets: ModelSets, models, std: float, gen, host_gen=None):
@@ -446,17 +483,25 @@ class LocusMethod(EmbeddingMethod):
         if val_phi.shape[0] == 0:
             return {}
         z = self._embed_sets(phi, sets, exact=True, net=net)
-        return evaluation.validation_metrics(self._grid_logits(z, val_phi, exact=True, net=net).cpu().numpy(),
-                                             val_labels)
+        return evaluation.validation_metrics(
+            self._grid_logits(z, val_phi, exact=True, net=net).cpu().numpy(), val_labels
+        )
 
     @staticmethod
     def _report(row: dict, stopper, last_report: float) -> float:
         """Log a validation row: at INFO once a minute (long runs), else at DEBUG; returns the last INFO time."""
         progress = row["seconds"] - last_report >= 60
-        log.log(logging.INFO if progress else logging.DEBUG,
-                "locus: step %d loss %.4f val hit@1 %.4f bce %.4f (best %.4f at step %d; %.1f s)",
-                row["step"], row["train_loss"], row.get("val_routing", math.nan), row.get("val_bce", math.nan),
-                stopper.value if stopper.value is not None else math.nan, stopper.step, row["seconds"])
+        log.log(
+            logging.INFO if progress else logging.DEBUG,
+            "locus: step %d loss %.4f val hit@1 %.4f bce %.4f (best %.4f at step %d; %.1f s)",
+            row["step"],
+            row["train_loss"],
+            row.get("val_routing", math.nan),
+            row.get("val_bce", math.nan),
+            stopper.value if stopper.value is not None else math.nan,
+            stopper.step,
+            row["seconds"],
+        )
         return row["seconds"] if progress else last_report
 
     # ------------------------------------------------------------------------------------------
@@ -475,8 +520,10 @@ class LocusMethod(EmbeddingMethod):
         if z.ndim != 2 or z.shape[1] != self.z.shape[1]:
             raise ValueError(f"locus: embeddings must be [models, {self.z.shape[1]}], got {list(z.shape)}")
         phi = self._check_query_dim(query_vectors, self.d_phi)
-        logits = self._grid_logits(torch.from_numpy(np.ascontiguousarray(z)).to(self.device),
-                                   torch.from_numpy(np.ascontiguousarray(phi)).to(self.device))
+        logits = self._grid_logits(
+            torch.from_numpy(np.ascontiguousarray(z)).to(self.device),
+            torch.from_numpy(np.ascontiguousarray(phi)).to(self.device),
+        )
         return logits.cpu().numpy().astype(np.float32)
 
     def model_embeddings(self) -> tuple[np.ndarray, np.ndarray]:
@@ -489,8 +536,9 @@ class LocusMethod(EmbeddingMethod):
         torch = _torch()
         self.net.eval()
         with torch.no_grad(), self._arithmetic(self.device):
-            z = self.net.embed(torch.from_numpy(query_vectors).to(self.device)[None],
-                               torch.from_numpy(scores).to(self.device)[None])
+            z = self.net.embed(
+                torch.from_numpy(query_vectors).to(self.device)[None], torch.from_numpy(scores).to(self.device)[None]
+            )
         return z[0].float().cpu().numpy()
 
     # ------------------------------------------------------------------------------------------
@@ -498,11 +546,13 @@ class LocusMethod(EmbeddingMethod):
     # ------------------------------------------------------------------------------------------
     def get_state(self) -> tuple[dict, dict[str, np.ndarray]]:
         from locus.methods.torch_utils import state_arrays
+
         arrays = {**state_arrays(self.net), EMBEDDINGS_KEY: self.z}
         return {"d_phi": self.d_phi, "encoder": self.encoder_name, "summary": self.summary}, arrays
 
     def set_state(self, config: dict, arrays: dict[str, np.ndarray]) -> None:
         from locus.methods.torch_utils import load_arrays
+
         arrays = dict(arrays)
         self.encoder_name = config.get("encoder", "unknown")
         self.summary = config.get("summary", {})

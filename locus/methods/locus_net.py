@@ -22,6 +22,7 @@ Padding: a batch of models is a padded [B, n, .] tensor with a boolean ``mask`` 
 evaluation). Padded tokens are excluded as attention *keys* everywhere, so a model's embedding depends only
 on its own evaluations (padded rows are computed but never read by a real row).
 """
+
 from __future__ import annotations
 
 import math
@@ -164,8 +165,8 @@ class Decoder(nn.Module):
         with torch.no_grad():
             self.hidden_z.weight.copy_(w[:, :dim])
             self.hidden_z.bias.copy_(first.bias)
-            self.hidden_u.weight.copy_(w[:, dim:2 * dim])
-            self.hidden_zu.weight.copy_(w[:, 2 * dim:])
+            self.hidden_u.weight.copy_(w[:, dim : 2 * dim])
+            self.hidden_zu.weight.copy_(w[:, 2 * dim :])
         self.dropout = nn.Dropout(dropout)
         self.out = nn.Linear(hidden, 1)
 
@@ -198,9 +199,18 @@ class Decoder(nn.Module):
 class LocusNet(nn.Module):
     """Encoder + decoder with the sizes of one configuration."""
 
-    def __init__(self, d_phi: int, dim: int = 128, heads: int = 4, layers: int = 2, latents: int = 64,
-                 decoder_hidden: int = 64, decoder_dropout: float = 0.1, encoder_kind: str = "isab",
-                 query_dropout: float = 0.0):
+    def __init__(
+        self,
+        d_phi: int,
+        dim: int = 128,
+        heads: int = 4,
+        layers: int = 2,
+        latents: int = 64,
+        decoder_hidden: int = 64,
+        decoder_dropout: float = 0.1,
+        encoder_kind: str = "isab",
+        query_dropout: float = 0.0,
+    ):
         super().__init__()
         self.d_phi = d_phi
         self.encoder = Encoder(d_phi, dim, heads, layers, latents, encoder_kind)
@@ -216,8 +226,9 @@ class LocusNet(nn.Module):
         return self.decoder.grid_logits(z, u, uh)
 
 
-def forward_flops(n_tokens: int, dim: int, heads: int, layers: int, latents: int, d_phi: int,
-                  kind: str = "isab") -> float:
+def forward_flops(
+    n_tokens: int, dim: int, heads: int, layers: int, latents: int, d_phi: int, kind: str = "isab"
+) -> float:
     """FLOPs (2 x multiply-adds) of embedding ONE model from n_tokens evaluations with the split tokenizer.
 
     Counts matmuls only (attention scores and weighted sums included, softmax/LN/elementwise excluded).

@@ -5,6 +5,7 @@ CPUs) and ``paper`` (the authors' schedule). :meth:`LocusParams.from_dict` appli
 ``recipe`` and the user's own values over it; every bad name or value is a one-line
 :class:`~locus.errors.ConfigError` naming the parameter, the value and what is allowed.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,18 +14,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from locus.constants import PRECISIONS  # noqa: F401  (re-exported: values of `precision`)
+from locus.constants import RECIPES as RECIPE_NAMES
 from locus.errors import ConfigError
 from locus.methods.base import SELECT_BY
 
-from locus.constants import PRECISIONS  # noqa: F401  (re-exported: values of `precision`)
-from locus.constants import RECIPES as RECIPE_NAMES
 
-
-def _param(default, doc: str, *, at_least=None, above=None, below=None, at_most=None, choices=None,
-           any_sign: bool = False):
+def _param(
+    default, doc: str, *, at_least=None, above=None, below=None, at_most=None, choices=None, any_sign: bool = False
+):
     """A field with its one-line doc and its allowed values (bounds are inclusive unless named above/below)."""
-    return field(default=default, metadata={"doc": doc, "at_least": at_least, "above": above, "below": below,
-                                            "at_most": at_most, "choices": choices, "any_sign": any_sign})
+    return field(
+        default=default,
+        metadata={
+            "doc": doc,
+            "at_least": at_least,
+            "above": above,
+            "below": below,
+            "at_most": at_most,
+            "choices": choices,
+            "any_sign": any_sign,
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -39,8 +50,9 @@ class LocusParams:
     decoder_hidden: int = _param(64, "hidden units of the decoder MLP", at_least=1)
     decoder_dropout: float = _param(0.1, "dropout before the decoder's output layer", at_least=0, below=1)
     encoder_kind: str = _param("isab", "isab (latent bottleneck) or sab (full self-attention)", choices=("isab", "sab"))
-    query_dropout: float = _param(0.0, "dropout on the decoder's query projection u = U phi (training only)",
-                                  at_least=0, below=1)
+    query_dropout: float = _param(
+        0.0, "dropout on the decoder's query projection u = U phi (training only)", at_least=0, below=1
+    )
     # optimisation (the authors' values)
     enc_lr: float = _param(2e-4, "AdamW learning rate of the encoder", at_least=0)
     dec_lr: float = _param(8e-4, "AdamW learning rate of the decoder", at_least=0)
@@ -49,48 +61,78 @@ class LocusParams:
     noise_start: float = _param(0.10, "std of the Gaussian noise on query encodings at step 0", at_least=0)
     noise_end: float = _param(0.05, "noise std from noise_anneal_steps on (cosine schedule)", at_least=0)
     noise_anneal_steps: int = _param(500, "steps of the cosine noise schedule", at_least=0)
-    noise_per_pair: bool = _param(True, "true: one noise draw per (model, query) pair (the authors); "
-                                        "false: one per query and step, shared by the step's models")
+    noise_per_pair: bool = _param(
+        True,
+        "true: one noise draw per (model, query) pair (the authors); "
+        "false: one per query and step, shared by the step's models",
+    )
     # schedule (`fast`: CPU-oriented; `paper`: the authors')
     max_steps: int = _param(800, "maximum optimiser steps", at_least=1)
-    min_steps: int = _param(600, "never stop early before this step (early training can sit on a plateau)",
-                            at_least=0)
+    min_steps: int = _param(600, "never stop early before this step (early training can sit on a plateau)", at_least=0)
     patience: int = _param(400, "stop after this many steps without a better validation value", at_least=0)
     eval_every: int = _param(25, "validate every this many steps", at_least=1)
     model_batch: int = _param(16, "models per step (0 = all)", at_least=0)
     max_tokens: int = _param(256, "max encoder tokens per model and step (random subset; 0 = all)", at_least=0)
-    max_targets: int = _param(1024, "max decoder targets per model and step (random subset; 0 = all, the authors)",
-                              at_least=0)
-    encoder_fraction: float = _param(1.0, "< 1: split each model's set per step into encoder tokens (this "
-                                          "fraction) and decoder targets (the rest)", above=0, at_most=1)
-    token_draw: str = _param("per_model", "per_model: each model's own random token subset; shared: the authors' "
-                                          "K ~ U[min_tokens, n] positions, the same for every model of a step",
-                             choices=("per_model", "shared"))
+    max_targets: int = _param(
+        1024, "max decoder targets per model and step (random subset; 0 = all, the authors)", at_least=0
+    )
+    encoder_fraction: float = _param(
+        1.0,
+        "< 1: split each model's set per step into encoder tokens (this fraction) and decoder targets (the rest)",
+        above=0,
+        at_most=1,
+    )
+    token_draw: str = _param(
+        "per_model",
+        "per_model: each model's own random token subset; shared: the authors' "
+        "K ~ U[min_tokens, n] positions, the same for every model of a step",
+        choices=("per_model", "shared"),
+    )
     min_tokens: int = _param(1024, "token_draw shared: the smallest K drawn", at_least=0)
-    eval_chunk_tokens: int = _param(0, "tokens per chunk when embedding every model without autograd "
-                                       "(0 = by device: small on a CPU for its caches, large on CUDA)", at_least=0)
+    eval_chunk_tokens: int = _param(
+        0,
+        "tokens per chunk when embedding every model without autograd "
+        "(0 = by device: small on a CPU for its caches, large on CUDA)",
+        at_least=0,
+    )
     max_seconds: float = _param(0.0, "stop after this wall time (0 = off; not deterministic)", at_least=0)
-    recipe: str = _param("fast", "the preset under your own values: fast (default, for CPUs) or paper "
-                                 "(the authors' schedule)", choices=RECIPE_NAMES)
-    precision: str = _param("float32", "arithmetic of embedding and prediction outside training (bfloat16: "
-                                       "torch.autocast); training and validation stay float32", choices=PRECISIONS)
-    select_by: str = _param("val_routing", "validation metric that selects the checkpoint and stops early",
-                            choices=SELECT_BY)
+    recipe: str = _param(
+        "fast",
+        "the preset under your own values: fast (default, for CPUs) or paper (the authors' schedule)",
+        choices=RECIPE_NAMES,
+    )
+    precision: str = _param(
+        "float32",
+        "arithmetic of embedding and prediction outside training (bfloat16: "
+        "torch.autocast); training and validation stay float32",
+        choices=PRECISIONS,
+    )
+    select_by: str = _param(
+        "val_routing", "validation metric that selects the checkpoint and stops early", choices=SELECT_BY
+    )
     label_smoothing: float = _param(0.0, "training targets y -> y (1 - s) + s / 2 (0 = off)", at_least=0, at_most=1)
-    query_weight_decay: float = _param(-1.0, "AdamW weight decay of the decoder's query projection U "
-                                             "(< 0 = weight_decay)", any_sign=True)
-    ema_decay: float = _param(0.0, "> 0: validate, select and keep a moving average of the weights with this "
-                                   "decay per step (0 = off)", at_least=0, below=1)
+    query_weight_decay: float = _param(
+        -1.0, "AdamW weight decay of the decoder's query projection U (< 0 = weight_decay)", any_sign=True
+    )
+    ema_decay: float = _param(
+        0.0,
+        "> 0: validate, select and keep a moving average of the weights with this decay per step (0 = off)",
+        at_least=0,
+        below=1,
+    )
     lr_warmup_steps: int = _param(0, "linear learning-rate warm-up over this many steps (0 = off)", at_least=0)
-    lr_decay_steps: int = _param(0, "> 0: cosine decay of the learning rates to 0 at this step (0 = constant)",
-                                 at_least=0)
+    lr_decay_steps: int = _param(
+        0, "> 0: cosine decay of the learning rates to 0 at this step (0 = constant)", at_least=0
+    )
     # where and how it runs
     threads: int = _param(0, "torch threads (0 = leave torch's default)", at_least=0)
     device: str = _param("auto", "auto (CUDA when available, else CPU), cpu or cuda", choices=("auto", "cpu", "cuda"))
-    deterministic: bool = _param(False, "torch.use_deterministic_algorithms while training (bit-reproducible "
-                                        "CUDA runs, slower)")
-    tf32: bool = _param(False, "CUDA only: TF32 matrix products in training steps, embedding and prediction; "
-                               "validation stays float32")
+    deterministic: bool = _param(
+        False, "torch.use_deterministic_algorithms while training (bit-reproducible CUDA runs, slower)"
+    )
+    tf32: bool = _param(
+        False, "CUDA only: TF32 matrix products in training steps, embedding and prediction; validation stays float32"
+    )
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -98,8 +140,11 @@ class LocusParams:
         if self.dim % self.heads:
             _refuse("heads", self.heads, f"a divisor of dim ({self.dim})")
         if 0 < self.lr_decay_steps <= self.lr_warmup_steps:
-            _refuse("lr_decay_steps", self.lr_decay_steps, f"0 (no decay) or larger than lr_warmup_steps "
-                                                           f"({self.lr_warmup_steps})")
+            _refuse(
+                "lr_decay_steps",
+                self.lr_decay_steps,
+                f"0 (no decay) or larger than lr_warmup_steps ({self.lr_warmup_steps})",
+            )
 
     @classmethod
     def from_dict(cls, params: Mapping[str, Any] | None = None) -> LocusParams:
@@ -135,16 +180,23 @@ def _check(f: dataclasses.Field, value) -> None:
         return
     is_int = f.type in ("int", int)
     number_ok = isinstance(value, int) if is_int else isinstance(value, (int, float)) and math.isfinite(value)
-    bounds = [f">= {m['at_least']}" if m["at_least"] is not None else "",
-              f"> {m['above']}" if m["above"] is not None else "",
-              f"<= {m['at_most']}" if m["at_most"] is not None else "",
-              f"< {m['below']}" if m["below"] is not None else ""]
+    bounds = [
+        f">= {m['at_least']}" if m["at_least"] is not None else "",
+        f"> {m['above']}" if m["above"] is not None else "",
+        f"<= {m['at_most']}" if m["at_most"] is not None else "",
+        f"< {m['below']}" if m["below"] is not None else "",
+    ]
     allowed = ("an integer" if is_int else "a number") + "".join(
-        f" {b}" if i == 0 else f" and {b}" for i, b in enumerate(b for b in bounds if b))
+        f" {b}" if i == 0 else f" and {b}" for i, b in enumerate(b for b in bounds if b)
+    )
     if isinstance(value, bool) or not number_ok:  # bool is an int to Python, never a number here
         _refuse(f.name, value, allowed)
-    if ((m["at_least"] is not None and value < m["at_least"]) or (m["above"] is not None and value <= m["above"])
-            or (m["at_most"] is not None and value > m["at_most"]) or (m["below"] is not None and value >= m["below"])):
+    if (
+        (m["at_least"] is not None and value < m["at_least"])
+        or (m["above"] is not None and value <= m["above"])
+        or (m["at_most"] is not None and value > m["at_most"])
+        or (m["below"] is not None and value >= m["below"])
+    ):
         _refuse(f.name, value, allowed)
 
 
@@ -153,15 +205,52 @@ DOCS = {f.name: f.metadata["doc"] for f in dataclasses.fields(LocusParams)}
 
 # what both recipes set alike (the authors' optimisation and noise), so a recipe never inherits a default
 # that someone changed in the class by accident
-_SHARED = {"encoder_fraction": 1.0, "min_tokens": 1024, "noise_start": 0.10, "noise_end": 0.05,
-           "noise_anneal_steps": 500, "noise_per_pair": True, "enc_lr": 2e-4, "dec_lr": 8e-4, "weight_decay": 0.05,
-           "grad_clip": 1.0, "select_by": "val_routing", "label_smoothing": 0.0, "query_weight_decay": -1.0,
-           "query_dropout": 0.0, "ema_decay": 0.0, "lr_warmup_steps": 0, "lr_decay_steps": 0}
-FAST = dataclasses.replace(LocusParams(), **_SHARED, recipe="fast", model_batch=16, max_steps=800, min_steps=600,
-                           patience=400, eval_every=25, max_tokens=256, token_draw="per_model", max_targets=1024)
+_SHARED = {
+    "encoder_fraction": 1.0,
+    "min_tokens": 1024,
+    "noise_start": 0.10,
+    "noise_end": 0.05,
+    "noise_anneal_steps": 500,
+    "noise_per_pair": True,
+    "enc_lr": 2e-4,
+    "dec_lr": 8e-4,
+    "weight_decay": 0.05,
+    "grad_clip": 1.0,
+    "select_by": "val_routing",
+    "label_smoothing": 0.0,
+    "query_weight_decay": -1.0,
+    "query_dropout": 0.0,
+    "ema_decay": 0.0,
+    "lr_warmup_steps": 0,
+    "lr_decay_steps": 0,
+}
+FAST = dataclasses.replace(
+    LocusParams(),
+    **_SHARED,
+    recipe="fast",
+    model_batch=16,
+    max_steps=800,
+    min_steps=600,
+    patience=400,
+    eval_every=25,
+    max_tokens=256,
+    token_draw="per_model",
+    max_targets=1024,
+)
 # the authors' training: every model in every step (a step = an epoch), at most 2,500 steps, validation on
 # the whole validation split after every step, early stopping after 500 steps without a strict improvement,
 # all evaluations as decoder targets and K ~ U[1,024, n] shared encoder tokens
-PAPER = dataclasses.replace(LocusParams(), **_SHARED, recipe="paper", model_batch=0, max_steps=2500, min_steps=0,
-                            patience=500, eval_every=1, max_tokens=0, token_draw="shared", max_targets=0)
+PAPER = dataclasses.replace(
+    LocusParams(),
+    **_SHARED,
+    recipe="paper",
+    model_batch=0,
+    max_steps=2500,
+    min_steps=0,
+    patience=500,
+    eval_every=1,
+    max_tokens=0,
+    token_draw="shared",
+    max_targets=0,
+)
 PRESETS = {"fast": FAST, "paper": PAPER}

@@ -14,6 +14,7 @@
 torch is imported here at module level: this module is only imported by the torch methods when they
 train, never by ``locus --help``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -70,9 +71,13 @@ class PairTable:
         vectors = encodings.take(prompt_ids)  # DataError names missing prompts
         q = np.searchsorted(prompt_ids, rows["prompt_id"].to_numpy(np.int64))
         m = np.searchsorted(model_ids, rows["model_id"].to_numpy(np.int64))
-        return cls(prompt_ids, torch.from_numpy(np.ascontiguousarray(vectors, dtype=np.float32)),
-                   torch.from_numpy(q.astype(np.int64)), torch.from_numpy(m.astype(np.int64)),
-                   torch.from_numpy(rows["score"].to_numpy(np.float32)))
+        return cls(
+            prompt_ids,
+            torch.from_numpy(np.ascontiguousarray(vectors, dtype=np.float32)),
+            torch.from_numpy(q.astype(np.int64)),
+            torch.from_numpy(m.astype(np.int64)),
+            torch.from_numpy(rows["score"].to_numpy(np.float32)),
+        )
 
     def __len__(self) -> int:
         return int(self.score.shape[0])
@@ -84,8 +89,10 @@ class ValidationSet:
     def __init__(self, val: pd.DataFrame, model_ids: np.ndarray, encodings):
         val = val[val["model_id"].isin(model_ids)]
         if val.empty:
-            raise DataError("validation split has no evaluations of the fitted models; early stopping needs some "
-                            "(give the `val` split queries scored by these models).")
+            raise DataError(
+                "validation split has no evaluations of the fitted models; early stopping needs some "
+                "(give the `val` split queries scored by these models)."
+            )
         self.prompt_ids = np.sort(val["prompt_id"].unique())
         self.vectors = torch.from_numpy(np.ascontiguousarray(encodings.take(self.prompt_ids), dtype=np.float32))
         self.labels = pairs_to_matrix(val, self.prompt_ids, model_ids)
@@ -128,8 +135,12 @@ def train_early_stopping(
         module.eval()
         with torch.no_grad():
             metrics = validate()
-        row = {"epoch": epoch, "train_loss": total / max(count, 1), **metrics,
-               "seconds": round(time.perf_counter() - t0, 3)}
+        row = {
+            "epoch": epoch,
+            "train_loss": total / max(count, 1),
+            **metrics,
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
         if on_epoch_end is not None:
             on_epoch_end(row)
         row["best"] = stopper.update(epoch, metrics[select_by], module)
@@ -196,7 +207,7 @@ def query_batches(table: PairTable, batch_size: int, generator: torch.Generator)
     batches = []
     for chunk in torch.split(perm, per_batch):
         sizes = counts[chunk]
-        rows = torch.cat([order[starts[q]:starts[q + 1]] for q in chunk.tolist()])
+        rows = torch.cat([order[starts[q] : starts[q + 1]] for q in chunk.tolist()])
         local = torch.repeat_interleave(torch.arange(len(chunk)), sizes)
         batches.append(QueryBatch(chunk, rows, local))
     return batches
@@ -233,8 +244,9 @@ def state_arrays(module: torch.nn.Module) -> dict[str, np.ndarray]:
 
 def load_arrays(module: torch.nn.Module, arrays: dict[str, np.ndarray], device=None) -> None:
     """Load numpy arrays into the module (strict: missing or unexpected keys and wrong shapes raise)."""
-    module.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)).to(device or "cpu")
-                            for k, v in arrays.items()})
+    module.load_state_dict(
+        {k: torch.from_numpy(np.ascontiguousarray(v)).to(device or "cpu") for k, v in arrays.items()}
+    )
 
 
 def fit_model_ids(data: FitData) -> np.ndarray:

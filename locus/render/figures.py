@@ -4,6 +4,7 @@ Every figure is written as ``<stem>.pdf`` + ``<stem>.png`` + ``<stem>.csv`` (exa
 plots), each atomically. PDF/PNG metadata carry no dates, so re-running on the same inputs gives the
 same files.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,7 +31,7 @@ def metric_axis_label(metric: str) -> str:
 
 
 def figure_title(data_label: str, encoder: str, split: str) -> str:
-    """"<data set> (<encoder>), <split>": the data set's own label, never a fixed name."""
+    """ "<data set> (<encoder>), <split>": the data set's own label, never a fixed name."""
     return f"{data_label} ({encoder}), {split}"
 
 
@@ -55,13 +56,14 @@ def save_figure(fig, out: str | Path, dpi: int = 200) -> dict[str, Path]:
 
 
 def factor_label(k: float) -> str:
-    """"2.7× fewer" for k >= 1 (the reference needs k times fewer samples), "2.5× more" for k < 1."""
+    """ "2.7× fewer" for k >= 1 (the reference needs k times fewer samples), "2.5× more" for k < 1."""
     return f"{k:.1f}× fewer" if k >= 1 else f"{1.0 / k:.1f}× more"
 
 
 def interval_label(k: float, low: float, high: float) -> str:
     """The factor's label with its interval, in the label's direction: "2.7× fewer [1.8, 4.1]",
     "2.5× more [1.6, 4.0]" (an unbounded end reads ∞)."""
+
     def num(x):
         return "∞" if math.isinf(x) else f"{x:.1f}"
 
@@ -70,8 +72,13 @@ def interval_label(k: float, low: float, high: float) -> str:
     return f"{factor_label(k)} [{num(1.0 / high if high > 0 else math.inf)}, {num(1.0 / low if low > 0 else math.inf)}]"
 
 
-def sample_efficiency_figure(curve: pd.DataFrame, summary: dict, metric_label: str = "Routing accuracy (%)",
-                             title: str | None = None, fit: pd.DataFrame | None = None):
+def sample_efficiency_figure(
+    curve: pd.DataFrame,
+    summary: dict,
+    metric_label: str = "Routing accuracy (%)",
+    title: str | None = None,
+    fit: pd.DataFrame | None = None,
+):
     """Paper ``fig:train_sample_eff``: measured mean ± std bands per method vs training evaluations per
     model (log2 axis), each method's isotonic fit (`fit`, thin dashed; the factors are read from it),
     and a horizontal arrow per baseline whose factor the summary marks as ``annotated`` (exact, with a
@@ -103,12 +110,22 @@ def sample_efficiency_figure(curve: pd.DataFrame, summary: dict, metric_label: s
     # highest arrow labelled above it, the others below, so neighbouring labels do not collide
     for i, (method, at) in enumerate(sorted(arrows, key=lambda a: -a[1]["target"])):
         y, color = 100 * at["target"], method_color(method) or "black"
-        ax.annotate("", xy=(at["n_reference"], y), xytext=(at["n_method"], y),
-                    arrowprops={"arrowstyle": "->", "lw": 1.3, "color": color})
-        ax.annotate(interval_label(at["factor"], at["ci_low"], at["ci_high"]),
-                    (math.sqrt(at["n_reference"] * at["n_method"]), y),
-                    xytext=(0, 3 if i == 0 else -3), textcoords="offset points", ha="center",
-                    va="bottom" if i == 0 else "top", fontsize=7, color=color)
+        ax.annotate(
+            "",
+            xy=(at["n_reference"], y),
+            xytext=(at["n_method"], y),
+            arrowprops={"arrowstyle": "->", "lw": 1.3, "color": color},
+        )
+        ax.annotate(
+            interval_label(at["factor"], at["ci_low"], at["ci_high"]),
+            (math.sqrt(at["n_reference"] * at["n_method"]), y),
+            xytext=(0, 3 if i == 0 else -3),
+            textcoords="offset points",
+            ha="center",
+            va="bottom" if i == 0 else "top",
+            fontsize=7,
+            color=color,
+        )
     ax.set_xscale("log", base=2)
     sizes = sorted(set(curve["train_size"]))
     ax.set_xticks(sizes)
@@ -141,20 +158,39 @@ def time_to_accuracy_figure(frame: pd.DataFrame, summary: dict, title: str):
         color, s = palette.get(recipe), summary["recipes"][recipe]
         style = styles[seeds.index(seed) % len(styles)] if multi else "-"
         if multi:
-            label = (f"{recipe}: speed-up median {speedup_text(s['speedup_to_target'])} ({speedup_text(s['speedup_min'])}"
-                     f" to {speedup_text(s['speedup_max'])})") if seed == seeds[0] else None
+            label = (
+                (
+                    f"{recipe}: speed-up median {speedup_text(s['speedup_to_target'])} ({speedup_text(s['speedup_min'])}"
+                    f" to {speedup_text(s['speedup_max'])})"
+                )
+                if seed == seeds[0]
+                else None
+            )
         else:
             label = f"{recipe}: best {100 * s['best_val_routing']:.1f}% at {s['seconds_to_best']:.0f} s"
             axes[0].plot(part["seconds"].clip(lower=1e-3), 100 * part["val_routing"], color=color, lw=1, alpha=0.45)
         if label and "speedup_to_matched_target" in s:  # the reference validated as rarely as this recipe
             label += f"\n  {summary['reference']} validated as rarely: {speedup_text(s['speedup_to_matched_target'])}"
-        axes[0].plot(part["seconds"].clip(lower=1e-3), 100 * part["best_so_far"], color=color, lw=2, ls=style,
-                     label=label)
-        axes[1].plot(part["step"], 100 * part["best_so_far"], color=color, lw=2, ls=style,
-                     label=f"{recipe}, seed {int(seed)}" if multi else recipe)
+        axes[0].plot(
+            part["seconds"].clip(lower=1e-3), 100 * part["best_so_far"], color=color, lw=2, ls=style, label=label
+        )
+        axes[1].plot(
+            part["step"],
+            100 * part["best_so_far"],
+            color=color,
+            lw=2,
+            ls=style,
+            label=f"{recipe}, seed {int(seed)}" if multi else recipe,
+        )
     constant = summary.get("constant_router_val_routing")
-    targets = ([(summary["per_seed"][str(seed)]["target_val_routing"], styles[i % len(styles)])
-                for i, seed in enumerate(seeds)] if multi else [(summary["target_val_routing"], "--")])
+    targets = (
+        [
+            (summary["per_seed"][str(seed)]["target_val_routing"], styles[i % len(styles)])
+            for i, seed in enumerate(seeds)
+        ]
+        if multi
+        else [(summary["target_val_routing"], "--")]
+    )
     for ax in axes:
         for target, style in targets:
             ax.axhline(100 * target, color="0.3", ls=style, lw=1)
@@ -165,13 +201,19 @@ def time_to_accuracy_figure(frame: pd.DataFrame, summary: dict, title: str):
     axes[0].set_xlabel("wall-clock seconds (training + validation)")
     axes[1].set_xlabel("optimiser steps")
     axes[0].set_ylabel("validation routing accuracy (%)")
-    key = (f"thin grey: {summary['target_fraction']:.0%} of {summary['reference']}'s best"
-           + (" (line style = seed)" if multi else ""))
+    key = f"thin grey: {summary['target_fraction']:.0%} of {summary['reference']}'s best" + (
+        " (line style = seed)" if multi else ""
+    )
     if constant is not None:
-        below = ([summary["per_seed"][str(seed)]["target_queries_above_constant"] for seed in seeds] if multi
-                 else [summary["target_queries_above_constant"]])
-        key += (f"\nthick grey: best single model (target minus it: {'/'.join(f'{b:+d}' for b in below)} of "
-                f"{summary['n_val_queries']} queries)")
+        below = (
+            [summary["per_seed"][str(seed)]["target_queries_above_constant"] for seed in seeds]
+            if multi
+            else [summary["target_queries_above_constant"]]
+        )
+        key += (
+            f"\nthick grey: best single model (target minus it: {'/'.join(f'{b:+d}' for b in below)} of "
+            f"{summary['n_val_queries']} queries)"
+        )
     axes[0].legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.24), title=key, title_fontsize=8)
     if multi:
         axes[1].legend(fontsize=7, loc="best", ncol=2)

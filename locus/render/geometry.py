@@ -1,6 +1,7 @@
 """Embedding-geometry tables and figures (:mod:`locus.geometry`): the distance-disagreement table and
 scatter, the family dendrogram + heat map, the nearest-neighbour proxy curve and the fallback-routing
 curves. Frames in, LaTeX text or a matplotlib figure out (written by the callers with their CSV)."""
+
 from __future__ import annotations
 
 import math
@@ -74,15 +75,23 @@ def correlation_table(frame: pd.DataFrame, title: str) -> str:
     note = ""
     if boot:
         first = frame.iloc[0]
-        note = (f" In brackets: {100 * first['confidence']:.0f}\\% percentile intervals over "
-                f"{int(first['n_boot'])} bootstrap resamples of the {int(first['n_queries'])} test queries.")
-    lines = ["\\begin{table}[t]", "\\centering",
-             f"\\caption{{\\textbf{{Correlation between embedding distance and correctness disagreement}} "
-             f"(normalized Hamming distance between test correctness labels) across all model pairs; "
-             f"{labels.escape(title)}.{note} Best method per column in bold, second underlined.}}",
-             "\\label{tab:performance_distance_correlation}", "\\small", "\\setlength{\\tabcolsep}{4.0pt}",
-             "\\begin{tabular}{@{}ll" + "c" * len(distances) + "@{}}", "\\toprule",
-             "Embeddings & Correlation & " + " & ".join(DISTANCE_LABELS.get(d, d) for d in distances) + " \\\\"]
+        note = (
+            f" In brackets: {100 * first['confidence']:.0f}\\% percentile intervals over "
+            f"{int(first['n_boot'])} bootstrap resamples of the {int(first['n_queries'])} test queries."
+        )
+    lines = [
+        "\\begin{table}[t]",
+        "\\centering",
+        f"\\caption{{\\textbf{{Correlation between embedding distance and correctness disagreement}} "
+        f"(normalized Hamming distance between test correctness labels) across all model pairs; "
+        f"{labels.escape(title)}.{note} Best method per column in bold, second underlined.}}",
+        "\\label{tab:performance_distance_correlation}",
+        "\\small",
+        "\\setlength{\\tabcolsep}{4.0pt}",
+        "\\begin{tabular}{@{}ll" + "c" * len(distances) + "@{}}",
+        "\\toprule",
+        "Embeddings & Correlation & " + " & ".join(DISTANCE_LABELS.get(d, d) for d in distances) + " \\\\",
+    ]
     methods = _methods(frame)
     correlations_ = list(dict.fromkeys(frame["correlation"]))
     for method in methods:
@@ -102,8 +111,9 @@ def distance_figure(pairs: pd.DataFrame, frame: pd.DataFrame, title: str):
     methods = _methods(pairs)
     colors = _palette(methods)
     distances = [d for d in DISTANCE_LABELS if d in pairs.columns]
-    fig, axes = plt.subplots(len(methods), len(distances), figsize=(4.2 * len(distances), 3.2 * len(methods)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(methods), len(distances), figsize=(4.2 * len(distances), 3.2 * len(methods)), squeeze=False
+    )
     for row, method in enumerate(methods):
         part = pairs[pairs["method"] == method]
         for col, d in enumerate(distances):
@@ -111,8 +121,15 @@ def distance_figure(pairs: pd.DataFrame, frame: pd.DataFrame, title: str):
             ax.scatter(part[d], 100 * part["disagreement"], s=4, alpha=0.35, color=colors[method], lw=0)
             stats = frame[(frame["method"] == method) & (frame["distance"] == d)].set_index("correlation")["value"]
             text = "\n".join(f"{PLAIN_CORRELATIONS.get(c, c)} {v:.3f}" for c, v in stats.items())
-            ax.text(0.03, 0.97, text, transform=ax.transAxes, va="top", fontsize=7,
-                    bbox={"boxstyle": "round", "fc": "white", "alpha": 0.8, "lw": 0})
+            ax.text(
+                0.03,
+                0.97,
+                text,
+                transform=ax.transAxes,
+                va="top",
+                fontsize=7,
+                bbox={"boxstyle": "round", "fc": "white", "alpha": 0.8, "lw": 0},
+            )
             ax.set_xlabel(f"{DISTANCE_LABELS.get(d, d)} ({labels.plain_label(method)} embeddings)")
             ax.set_ylabel("test disagreement (%)")
     _title(fig, title)
@@ -137,8 +154,15 @@ def families_figure(link, leaves, dist, names, groups, highlight, title: str, su
     fontsize = max(2.5, min(8.0, 300 / max(n, 1)))
     fig, (left, right) = plt.subplots(1, 2, figsize=(size * 1.55, size), gridspec_kw={"width_ratios": [0.34, 0.64]})
     ordered = np.asarray(names, dtype=object)[leaves]
-    hierarchy.dendrogram(link, orientation="left", labels=list(np.asarray(names, dtype=object)), ax=left,
-                         color_threshold=0, above_threshold_color="0.35", leaf_font_size=fontsize)
+    hierarchy.dendrogram(
+        link,
+        orientation="left",
+        labels=list(np.asarray(names, dtype=object)),
+        ax=left,
+        color_threshold=0,
+        above_threshold_color="0.35",
+        leaf_font_size=fontsize,
+    )
     # dendrogram draws leaves bottom-up: match the heat map's top-down order
     left.invert_yaxis()
     left.set_xlabel("linkage distance")
@@ -186,8 +210,14 @@ def proxies_figure(frame: pd.DataFrame, title: str):
         curve = part[part["curve"] == "embedding_neighbour"]
         best = part[part["curve"] == "best_possible"]
         rand = part.loc[part["curve"] == "random_other", "agreement"]
-        ax.plot(curve["k"], 100 * curve["agreement"], marker="o", ms=4, color=colors[method],
-                label=labels.plain_label(method))
+        ax.plot(
+            curve["k"],
+            100 * curve["agreement"],
+            marker="o",
+            ms=4,
+            color=colors[method],
+            label=labels.plain_label(method),
+        )
         ax.plot(best["k"], 100 * best["agreement"], ls=":", lw=1, color=colors[method])
         if len(rand):
             ax.axhline(100 * rand.iloc[0], ls="--", lw=1, color=colors[method], alpha=0.7)
@@ -238,11 +268,20 @@ def fallback_figure(frame: pd.DataFrame, title: str):
     acc_ax.set_ylabel("test routing accuracy (%)")
     ret_ax.set_ylabel("retention of the router's accuracy (%)")
     handles, names = acc_ax.get_legend_handles_labels()
-    handles += [Line2D([], [], ls="-", lw=0.8, color="0.4"), Line2D([], [], ls=":", lw=1, color="0.4"),
-                Line2D([], [], ls="--", lw=0.8, color="0.4"), Line2D([], [], ls="-.", color="0.2"),
-                Line2D([], [], ls=(0, (1, 3)), color="0.2")]
-    names += ["router (no fallback)", "router's own (k+1)-th choice", "random other model",
-              "best single model (val)", "random model"]
+    handles += [
+        Line2D([], [], ls="-", lw=0.8, color="0.4"),
+        Line2D([], [], ls=":", lw=1, color="0.4"),
+        Line2D([], [], ls="--", lw=0.8, color="0.4"),
+        Line2D([], [], ls="-.", color="0.2"),
+        Line2D([], [], ls=(0, (1, 3)), color="0.2"),
+    ]
+    names += [
+        "router (no fallback)",
+        "router's own (k+1)-th choice",
+        "random other model",
+        "best single model (val)",
+        "random model",
+    ]
     _title(fig, title)
     fig.tight_layout()
     fig.legend(handles, names, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, frameon=False)

@@ -3,14 +3,25 @@
 change here. Tables may be rendered from the metrics of a method that is no longer registered: such a
 name is shown as itself (LaTeX-escaped), after the registered methods.
 """
+
 from __future__ import annotations
 
 import math
 import re
 from pathlib import Path
 
-_SPECIAL = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_",
-            "{": "\\{", "}": "\\}", "~": "\\textasciitilde{}", "^": "\\textasciicircum{}"}
+_SPECIAL = {
+    "\\": "\\textbackslash{}",
+    "&": "\\&",
+    "%": "\\%",
+    "$": "\\$",
+    "#": "\\#",
+    "_": "\\_",
+    "{": "\\{",
+    "}": "\\}",
+    "~": "\\textasciitilde{}",
+    "^": "\\textasciicircum{}",
+}
 
 
 def escape(text) -> str:
@@ -50,8 +61,11 @@ def color(method: str) -> str | None:
 def sort_key(method: str) -> tuple:
     """Registered methods by their class's ``order``, then everything else by name."""
     order = getattr(method_class(method), "order", None)
-    return (0 if isinstance(order, (int, float)) else 1, order if isinstance(order, (int, float)) else math.inf,
-            str(method))
+    return (
+        0 if isinstance(order, (int, float)) else 1,
+        order if isinstance(order, (int, float)) else math.inf,
+        str(method),
+    )
 
 
 def has_embeddings(method: str) -> bool:
@@ -63,6 +77,7 @@ def has_embeddings(method: str) -> bool:
     if isinstance(flag, bool):
         return flag
     from locus.methods.base import EmbeddingMethod
+
     return issubclass(cls, EmbeddingMethod)
 
 
@@ -72,8 +87,7 @@ def has_embeddings(method: str) -> bool:
 OVERALL = "Overall"  # the benchmark name of the all-queries rows
 
 # Display order of the paper's appendix tables; other benchmarks follow, sorted.
-PAPER_BENCHMARKS = ("MathQA", "LogiQA", "MedMCQA", "PIQA", "TruthfulQA", "MMLU", "GSM8K", "GPQA", "ASDiv",
-                    "SocialIQA")
+PAPER_BENCHMARKS = ("MathQA", "LogiQA", "MedMCQA", "PIQA", "TruthfulQA", "MMLU", "GSM8K", "GPQA", "ASDiv", "SocialIQA")
 
 
 def _key(name: str) -> str:

@@ -15,6 +15,7 @@ Each ``*_table`` function returns ``(tex, numbers)``; ``numbers`` is the long Da
 of metric ``expected_routing`` under :data:`EXPECTED_HEADING` and the reference rows ``bayes_ceiling``
 and ``best_single_train``.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,26 +24,76 @@ import pandas as pd
 
 from locus.evaluation import EXPECTED
 from locus.render import labels
-from locus.render.labels import OVERALL, display_benchmark
-from locus.render.labels import escape  # noqa: F401  (re-exported)
+from locus.render.labels import (
+    OVERALL,
+    display_benchmark,
+    escape,  # noqa: F401  (re-exported)
+)
 
 REFERENCE_LABELS = {"oracle": "Oracle", "best_single": "Best single model (chosen on val)", "random": "Random"}
 METRIC_LABELS = {"routing_acc": "Routing Accuracy (\\%)", "correctness_acc": "Corr. Pred Acc (\\%)"}
 EXPECTED_HEADING = "Expected routing accuracy (\\%): true $p$ of the routed model"
-TRUTH_REFERENCE_LABELS = {"bayes_ceiling": "Bayes ceiling (max true $p$)",
-                          "best_single_train": "Best single model (chosen on train)"}
-TRUTH_REFERENCE_PLAIN = {"bayes_ceiling": "Bayes ceiling (max true p)",
-                         "best_single_train": "Best single model (chosen on train, true p)"}
+TRUTH_REFERENCE_LABELS = {
+    "bayes_ceiling": "Bayes ceiling (max true $p$)",
+    "best_single_train": "Best single model (chosen on train)",
+}
+TRUTH_REFERENCE_PLAIN = {
+    "bayes_ceiling": "Bayes ceiling (max true p)",
+    "best_single_train": "Best single model (chosen on train, true p)",
+}
 MARK = "$^{\\dagger}$"  # not significantly different from the best of its column
-SIGNIFICANCE_COLUMNS = ["method", "metric", "train_size", "benchmark", "reference", "diff_to_reference", "ci_low",
-                        "ci_high", "best", "diff_to_best", "best_ci_low", "best_ci_high", "not_significant_vs_best",
-                        "n_queries", "n_boot", "confidence"]
-_BOOT_PCT = {"diff_to_reference": "diff_to_reference_pct", "ci_low": "ci_low_pct", "ci_high": "ci_high_pct",
-             "diff_to_best": "diff_to_best_pct", "best_ci_low": "best_ci_low_pct", "best_ci_high": "best_ci_high_pct"}
-BOOT_COLUMNS = ["reference", "diff_to_reference_pct", "ci_low_pct", "ci_high_pct", "best", "diff_to_best_pct",
-                "best_ci_low_pct", "best_ci_high_pct", "not_significant_vs_best", "n_queries", "n_boot", "confidence"]
-CSV_COLUMNS = ["approach", "label", "kind", "metric", "train_size", "benchmark", "mean_pct", "std_pct",
-               "n_seeds", "emphasis"] + BOOT_COLUMNS
+SIGNIFICANCE_COLUMNS = [
+    "method",
+    "metric",
+    "train_size",
+    "benchmark",
+    "reference",
+    "diff_to_reference",
+    "ci_low",
+    "ci_high",
+    "best",
+    "diff_to_best",
+    "best_ci_low",
+    "best_ci_high",
+    "not_significant_vs_best",
+    "n_queries",
+    "n_boot",
+    "confidence",
+]
+_BOOT_PCT = {
+    "diff_to_reference": "diff_to_reference_pct",
+    "ci_low": "ci_low_pct",
+    "ci_high": "ci_high_pct",
+    "diff_to_best": "diff_to_best_pct",
+    "best_ci_low": "best_ci_low_pct",
+    "best_ci_high": "best_ci_high_pct",
+}
+BOOT_COLUMNS = [
+    "reference",
+    "diff_to_reference_pct",
+    "ci_low_pct",
+    "ci_high_pct",
+    "best",
+    "diff_to_best_pct",
+    "best_ci_low_pct",
+    "best_ci_high_pct",
+    "not_significant_vs_best",
+    "n_queries",
+    "n_boot",
+    "confidence",
+]
+CSV_COLUMNS = [
+    "approach",
+    "label",
+    "kind",
+    "metric",
+    "train_size",
+    "benchmark",
+    "mean_pct",
+    "std_pct",
+    "n_seeds",
+    "emphasis",
+] + BOOT_COLUMNS
 
 
 def method_label(method: str) -> str:
@@ -50,8 +101,15 @@ def method_label(method: str) -> str:
     return labels.latex_label(method)
 
 
-def fmt(mean: float | None, std: float | None = None, n: int = 1, emphasis: str = "", decimals: int = 2,
-        show_std: bool | None = None, mark: bool = False) -> str:
+def fmt(
+    mean: float | None,
+    std: float | None = None,
+    n: int = 1,
+    emphasis: str = "",
+    decimals: int = 2,
+    show_std: bool | None = None,
+    mark: bool = False,
+) -> str:
     """One cell: ``mean`` (a fraction) as a percentage, ``± std`` when there are several seeds
     (or when `show_std` says so), bold for "best", underlined for "second", :data:`MARK` after the number
     when `mark` (not significantly different from the best), ``--`` when missing."""
@@ -70,7 +128,7 @@ def fmt(mean: float | None, std: float | None = None, n: int = 1, emphasis: str 
 
 
 def emphasis(means, decimals: int = 2, higher_is_better: bool = True) -> list[str]:
-    """"best" / "second" / "" per value, ranked on the rounded percentages (ties share a rank; NaN
+    """ "best" / "second" / "" per value, ranked on the rounded percentages (ties share a rank; NaN
     never ranks). Nothing is emphasised when fewer than two values are present."""
     rounded = [None if m is None or math.isnan(m) else round(100 * m, decimals) for m in means]
     distinct = sorted({r for r in rounded if r is not None}, reverse=higher_is_better)
@@ -78,8 +136,9 @@ def emphasis(means, decimals: int = 2, higher_is_better: bool = True) -> list[st
         return [""] * len(rounded)
     best = distinct[0]
     second = distinct[1] if len(distinct) > 1 else None
-    return ["best" if r == best and r is not None else "second" if r is not None and r == second else ""
-            for r in rounded]
+    return [
+        "best" if r == best and r is not None else "second" if r is not None and r == second else "" for r in rounded
+    ]
 
 
 def _lookup(agg: pd.DataFrame, keys: dict):
@@ -98,8 +157,10 @@ def _significance(significance: pd.DataFrame | None) -> dict:
     """{(method, metric, train_size, benchmark): row} of :func:`locus.experiments.tables.significance`."""
     if significance is None or significance.empty:
         return {}
-    return {(r["method"], r["metric"], int(r["train_size"]), str(r["benchmark"])): r
-            for r in significance.to_dict("records")}
+    return {
+        (r["method"], r["metric"], int(r["train_size"]), str(r["benchmark"])): r
+        for r in significance.to_dict("records")
+    }
 
 
 def _pct(x) -> float:
@@ -108,14 +169,23 @@ def _pct(x) -> float:
 
 def _record(approach, label, kind, metric, size, bench, stats, emph, sig: dict | None = None) -> dict:
     mean, std, n = stats
-    row = {"approach": approach, "label": label, "kind": kind, "metric": metric, "train_size": size,
-           "benchmark": bench, "mean_pct": round(100 * mean, 6) if not math.isnan(mean) else math.nan,
-           "std_pct": round(100 * std, 6) if n > 0 and not math.isnan(std) else math.nan,
-           "n_seeds": n, "emphasis": emph}
+    row = {
+        "approach": approach,
+        "label": label,
+        "kind": kind,
+        "metric": metric,
+        "train_size": size,
+        "benchmark": bench,
+        "mean_pct": round(100 * mean, 6) if not math.isnan(mean) else math.nan,
+        "std_pct": round(100 * std, 6) if n > 0 and not math.isnan(std) else math.nan,
+        "n_seeds": n,
+        "emphasis": emph,
+    }
     row.update({c: None for c in BOOT_COLUMNS})
     if sig is not None:
-        row.update({c: sig[c] for c in ("reference", "best", "not_significant_vs_best", "n_queries", "n_boot",
-                                        "confidence")})
+        row.update(
+            {c: sig[c] for c in ("reference", "best", "not_significant_vs_best", "n_queries", "n_boot", "confidence")}
+        )
         row.update({pct: _pct(sig[c]) for c, pct in _BOOT_PCT.items()})
     return row
 
@@ -143,15 +213,29 @@ def _frame(records: list[dict]) -> pd.DataFrame:
 
 def _wrap(tabular: list[str], caption: str, label: str, wide: bool, size: str) -> str:
     env = "table*" if wide else "table"
-    lines = ["% generated by `locus table`; needs \\usepackage{booktabs,multirow}",
-             f"\\begin{{{env}}}[t]", "\\centering", f"\\caption{{{caption}}}", f"\\label{{{label}}}", size,
-             "\\setlength{\\tabcolsep}{3pt}", "\\renewcommand{\\arraystretch}{1.15}"]
+    lines = [
+        "% generated by `locus table`; needs \\usepackage{booktabs,multirow}",
+        f"\\begin{{{env}}}[t]",
+        "\\centering",
+        f"\\caption{{{caption}}}",
+        f"\\label{{{label}}}",
+        size,
+        "\\setlength{\\tabcolsep}{3pt}",
+        "\\renewcommand{\\arraystretch}{1.15}",
+    ]
     return "\n".join(lines + tabular + [f"\\end{{{env}}}", ""])
 
 
-def routing_table(method_agg: pd.DataFrame, ref_agg: pd.DataFrame, methods, sizes, caption: str,
-                  label: str = "tab:routing", significance: pd.DataFrame | None = None,
-                  truth_refs: pd.DataFrame | None = None) -> tuple[str, pd.DataFrame]:
+def routing_table(
+    method_agg: pd.DataFrame,
+    ref_agg: pd.DataFrame,
+    methods,
+    sizes,
+    caption: str,
+    label: str = "tab:routing",
+    significance: pd.DataFrame | None = None,
+    truth_refs: pd.DataFrame | None = None,
+) -> tuple[str, pd.DataFrame]:
     """Paper Table ``tab:concise_routing_correctness``: rows = methods (+ reference rows), columns =
     routing accuracy then correctness accuracy at each training size (overall, test).
 
@@ -165,37 +249,53 @@ def routing_table(method_agg: pd.DataFrame, ref_agg: pd.DataFrame, methods, size
     sig = _significance(significance)
     metrics = ["routing_acc", "correctness_acc"]
     columns = [(m, s) for m in metrics for s in sizes]
-    stats = {(meth, m, s): _lookup(method_agg, {"method": meth, "metric": m, "train_size": s,
-                                                "benchmark": OVERALL})
-             for meth in methods for m, s in columns}
+    stats = {
+        (meth, m, s): _lookup(method_agg, {"method": meth, "metric": m, "train_size": s, "benchmark": OVERALL})
+        for meth in methods
+        for m, s in columns
+    }
     emph = {}
     for m, s in columns:
         for meth, e in zip(methods, emphasis([stats[(meth, m, s)][0] for meth in methods])):
             emph[(meth, m, s)] = e
     k = len(sizes)
-    out = [f"\\begin{{tabular}}{{@{{}}l {'c' * k} {'c' * k}@{{}}}}", "\\toprule",
-           "Approach & " + " & ".join(f"\\multicolumn{{{k}}}{{c}}{{{METRIC_LABELS[m]}}}" for m in metrics) + " \\\\",
-           f"\\cmidrule(lr){{2-{1 + k}}}\\cmidrule(lr){{{2 + k}-{1 + 2 * k}}}",
-           "{\\scriptsize(\\# query evaluations)} & " + " & ".join(str(s) for _, s in columns) + " \\\\",
-           "\\midrule"]
+    out = [
+        f"\\begin{{tabular}}{{@{{}}l {'c' * k} {'c' * k}@{{}}}}",
+        "\\toprule",
+        "Approach & " + " & ".join(f"\\multicolumn{{{k}}}{{c}}{{{METRIC_LABELS[m]}}}" for m in metrics) + " \\\\",
+        f"\\cmidrule(lr){{2-{1 + k}}}\\cmidrule(lr){{{2 + k}-{1 + 2 * k}}}",
+        "{\\scriptsize(\\# query evaluations)} & " + " & ".join(str(s) for _, s in columns) + " \\\\",
+        "\\midrule",
+    ]
     records = []
     for meth in methods:
         cells = []
         for m, s in columns:
             st = stats[(meth, m, s)]
             cell = sig.get((meth, m, s, OVERALL))
-            cells.append(fmt(st[0], st[1], st[2], emph[(meth, m, s)],
-                             mark=cell is not None and bool(cell["not_significant_vs_best"])))
-            records.append(_record(meth, labels.plain_label(meth), "method", m, s, OVERALL, st,
-                                   emph[(meth, m, s)], cell))
+            cells.append(
+                fmt(
+                    st[0],
+                    st[1],
+                    st[2],
+                    emph[(meth, m, s)],
+                    mark=cell is not None and bool(cell["not_significant_vs_best"]),
+                )
+            )
+            records.append(
+                _record(meth, labels.plain_label(meth), "method", m, s, OVERALL, st, emph[(meth, m, s)], cell)
+            )
         out.append(f"{method_label(meth)} & " + " & ".join(cells) + " \\\\")
     if not ref_agg.empty:
         out.append("\\midrule")
         for ref, ref_label in REFERENCE_LABELS.items():
             cells = []
             for m, s in columns:
-                st = _lookup(ref_agg, {"reference": ref, "train_size": s, "benchmark": OVERALL}) \
-                    if m == "routing_acc" else (math.nan, math.nan, 0)
+                st = (
+                    _lookup(ref_agg, {"reference": ref, "train_size": s, "benchmark": OVERALL})
+                    if m == "routing_acc"
+                    else (math.nan, math.nan, 0)
+                )
                 cells.append(fmt(st[0], st[1], st[2], show_std=st[2] > 1 and st[1] > 1e-12))
                 if m == "routing_acc":
                     records.append(_record(ref, ref_label, "reference", m, s, OVERALL, st, ""))
@@ -215,8 +315,11 @@ def routing_table(method_agg: pd.DataFrame, ref_agg: pd.DataFrame, methods, size
 def _cells(method_agg: pd.DataFrame, metric: str, methods, columns) -> tuple[dict, dict]:
     """(stats, emphasis) of one metric keyed by (method, train_size, benchmark), for `columns`
     [(train_size, benchmark)]; emphasis ranks the methods within each column."""
-    stats = {(meth, s, b): _lookup(method_agg, {"method": meth, "metric": metric, "train_size": s, "benchmark": b})
-             for meth in methods for s, b in columns}
+    stats = {
+        (meth, s, b): _lookup(method_agg, {"method": meth, "metric": metric, "train_size": s, "benchmark": b})
+        for meth in methods
+        for s, b in columns
+    }
     emph = {}
     for s, b in columns:
         for meth, e in zip(methods, emphasis([stats[(meth, s, b)][0] for meth in methods])):
@@ -251,10 +354,20 @@ def _truth_references(truth_refs: pd.DataFrame | None, benchmarks, records: list
     return rows
 
 
-def by_dataset_table(method_agg: pd.DataFrame, metric: str, methods, sizes, benchmarks, caption: str,
-                     label: str, ref_agg: pd.DataFrame | None = None, significance: pd.DataFrame | None = None,
-                     truth_refs: pd.DataFrame | None = None, row_labels: dict | None = None,
-                     row_heading: str = "Approach") -> tuple[str, pd.DataFrame]:
+def by_dataset_table(
+    method_agg: pd.DataFrame,
+    metric: str,
+    methods,
+    sizes,
+    benchmarks,
+    caption: str,
+    label: str,
+    ref_agg: pd.DataFrame | None = None,
+    significance: pd.DataFrame | None = None,
+    truth_refs: pd.DataFrame | None = None,
+    row_labels: dict | None = None,
+    row_heading: str = "Approach",
+) -> tuple[str, pd.DataFrame]:
     """Paper appendix B layout (``tab:routing_acc_by_dataset_full`` / ``tab:correctness_pred_by_dataset_full``):
     rows = approach × training size, columns = Overall + each benchmark; best bold / second underlined
     among the approaches at the same training size. Embedding-free routers (kNN, K-Means) get their own
@@ -270,16 +383,21 @@ def by_dataset_table(method_agg: pd.DataFrame, metric: str, methods, sizes, benc
     cols = [OVERALL] + [b for b in benchmarks if b != OVERALL]
     n_cols = 2 + len(cols)
     heads = ["\\textbf{Overall}"] + [escape(display_benchmark(b)) for b in cols[1:]]
-    out = [f"\\begin{{tabular}}{{@{{}}l c *{{{len(cols)}}}{{c}}@{{}}}}", "\\toprule",
-           f"\\multirow{{2}}{{*}}{{\\textbf{{{row_heading}}}}} & \\multirow{{2}}{{*}}{{\\textbf{{Train samples}}}} & "
-           f"\\multicolumn{{{len(cols)}}}{{c}}{{\\textbf{{{METRIC_LABELS.get(metric, escape(metric))}}}}} \\\\",
-           f"\\cmidrule(lr){{3-{n_cols}}}", "& & " + " & ".join(heads) + " \\\\"]
+    out = [
+        f"\\begin{{tabular}}{{@{{}}l c *{{{len(cols)}}}{{c}}@{{}}}}",
+        "\\toprule",
+        f"\\multirow{{2}}{{*}}{{\\textbf{{{row_heading}}}}} & \\multirow{{2}}{{*}}{{\\textbf{{Train samples}}}} & "
+        f"\\multicolumn{{{len(cols)}}}{{c}}{{\\textbf{{{METRIC_LABELS.get(metric, escape(metric))}}}}} \\\\",
+        f"\\cmidrule(lr){{3-{n_cols}}}",
+        "& & " + " & ".join(heads) + " \\\\",
+    ]
     records = []
     out += _by_dataset_rows(method_agg, metric, methods, sizes, cols, sig, records, row_labels)
     if ref_agg is not None and not ref_agg.empty:
         out.append("\\midrule")
-        pooled = ref_agg.groupby(["reference", "benchmark"], sort=False).apply(
-            _pool, include_groups=False).reset_index()
+        pooled = (
+            ref_agg.groupby(["reference", "benchmark"], sort=False).apply(_pool, include_groups=False).reset_index()
+        )
         for ref, ref_label in REFERENCE_LABELS.items():
             cells = []
             for b in cols:
@@ -299,18 +417,25 @@ def by_dataset_table(method_agg: pd.DataFrame, metric: str, methods, sizes, benc
     return _wrap(out, caption, label, wide=True, size="\\scriptsize"), _frame(records)
 
 
-def _by_dataset_rows(method_agg, metric, methods, sizes, cols, sig: dict, records: list,
-                     row_labels: dict | None = None) -> list[str]:
+def _by_dataset_rows(
+    method_agg, metric, methods, sizes, cols, sig: dict, records: list, row_labels: dict | None = None
+) -> list[str]:
     """The method rows (approach × training size) of one metric in the by-dataset layout, embedding-free
     routers in their own block (with `row_labels`: settings, one block, those labels); their CSV records
     are appended to `records`."""
     stats, emph = _cells(method_agg, metric, methods, [(s, b) for s in sizes for b in cols])
     embedding = [m for m in methods if labels.has_embeddings(m)]
     free = [m for m in methods if not labels.has_embeddings(m)]
-    blocks = [(None, embedding), ("Embedding-free routers", free)] if embedding and free and row_labels is None \
+    blocks = (
+        [(None, embedding), ("Embedding-free routers", free)]
+        if embedding and free and row_labels is None
         else [(None, methods)]
-    tex_label, plain = ((lambda m: row_labels[m][0]), (lambda m: row_labels[m][1])) if row_labels is not None \
+    )
+    tex_label, plain = (
+        ((lambda m: row_labels[m][0]), (lambda m: row_labels[m][1]))
+        if row_labels is not None
         else (method_label, labels.plain_label)
+    )
     out = []
     for heading, block in blocks:
         if heading:

@@ -6,6 +6,7 @@ random subsets (mean ± sd band over the trials). Right: the same vs the total-p
 (billions, log axis) for coverage-greedy and random feasible subsets. The full pool's accuracy is a
 dashed line in both panels.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,13 @@ from locus.atomic import atomic_path
 from locus.render import write_csv
 from locus.render.figures import output_paths, plt, save_figure, sns
 
-STYLE = {"k-center": ("#1f77b4", "o"), "k-medoids": ("#2ca02c", "s"), "random": ("0.45", None),
-         "coverage-greedy": ("#d62728", "o"), "random-feasible": ("0.45", None)}
+STYLE = {
+    "k-center": ("#1f77b4", "o"),
+    "k-medoids": ("#2ca02c", "s"),
+    "random": ("0.45", None),
+    "coverage-greedy": ("#d62728", "o"),
+    "random-feasible": ("0.45", None),
+}
 
 
 def _curve(ax, part: pd.DataFrame, x: str, method: str) -> None:
@@ -47,8 +53,15 @@ def portfolio_figure(frame: pd.DataFrame, summary: dict, title: str | None = Non
     left.set_title(f"count-constrained (pool of {summary['n_models']} models)", fontsize=9)
     budget = frame[frame["panel"] == "budget"]
     if budget.empty:
-        right.text(0.5, 0.5, textwrap.fill("no parameter-budget panel: " + str(summary["budget_panel"]), 50),
-                   ha="center", va="center", fontsize=7, transform=right.transAxes)
+        right.text(
+            0.5,
+            0.5,
+            textwrap.fill("no parameter-budget panel: " + str(summary["budget_panel"]), 50),
+            ha="center",
+            va="center",
+            fontsize=7,
+            transform=right.transAxes,
+        )
     else:
         for method in ("random-feasible", "coverage-greedy"):
             _curve(right, budget[budget["method"] == method], "budget_b", method)

@@ -1,5 +1,6 @@
 """Figures of the EmbedLLM regeneration experiment (:mod:`locus.experiments.regeneration`, paper App. H):
 heat maps over hidden layers x embedding dimension, and the t-SNE of original vs re-learned embeddings."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -7,8 +8,10 @@ import pandas as pd
 from locus.render.figures import plt, sns
 from locus.render.views import GREY, _title
 
-LABELS = {"cosine_distance": "mean cosine distance original ↔ re-learned",
-          "test_disagreement": "test correctness disagreement (%)"}
+LABELS = {
+    "cosine_distance": "mean cosine distance original ↔ re-learned",
+    "test_disagreement": "test correctness disagreement (%)",
+}
 
 
 def heatmap_figure(grid: pd.DataFrame, metric: str, locus_value: float | None, data_label: str | None = None):
@@ -18,8 +21,15 @@ def heatmap_figure(grid: pd.DataFrame, metric: str, locus_value: float | None, d
     scale = 100.0 if metric == "test_disagreement" else 1.0
     values = grid.astype(float) * scale
     fig, ax = plt.subplots(figsize=(1.1 * values.shape[1] + 2.6, 0.7 * values.shape[0] + 1.8))
-    sns.heatmap(values, annot=True, fmt=".1f" if scale == 100 else ".3f", cmap="rocket_r", ax=ax,
-                cbar_kws={"label": LABELS[metric]}, vmin=0.0)
+    sns.heatmap(
+        values,
+        annot=True,
+        fmt=".1f" if scale == 100 else ".3f",
+        cmap="rocket_r",
+        ax=ax,
+        cbar_kws={"label": LABELS[metric]},
+        vmin=0.0,
+    )
     ax.set_xlabel("embedding dimension d")
     ax.set_ylabel("hidden layers of MLP$_\\psi$ (width 64)")
     ax.tick_params(axis="y", rotation=0)
@@ -52,14 +62,28 @@ def tsne_figure(frame: pd.DataFrame, title: str):
             for (x0, y0), x1, y1 in zip(start, sel["x"], sel["y"]):
                 ax.plot([x0, x1], [y0, y1], color=color, lw=0.3, alpha=0.35, zorder=1)
             what = f"α = {setting:g}" if panel == "overlap" else f"n = {int(setting)}"
-            ax.scatter(sel["x"], sel["y"], s=10, color=color, marker="^", lw=0, zorder=2,
-                       label=f"{what} (cos. dist. {sel['cosine_distance'].mean():.2f})")
+            ax.scatter(
+                sel["x"],
+                sel["y"],
+                s=10,
+                color=color,
+                marker="^",
+                lw=0,
+                zorder=2,
+                label=f"{what} (cos. dist. {sel['cosine_distance'].mean():.2f})",
+            )
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_title(f"({letter}) " + ("overlap α with the training evaluations" if panel == "overlap"
-                                       else "n subsampled from the training evaluations"), fontsize=9)
+        ax.set_title(
+            f"({letter}) "
+            + (
+                "overlap α with the training evaluations"
+                if panel == "overlap"
+                else "n subsampled from the training evaluations"
+            ),
+            fontsize=9,
+        )
         ax.legend(fontsize=7, loc="best", markerscale=1.2)
     _title(fig, f"{title} (t-SNE)", suptitle=True)
     fig.tight_layout()
     return fig
-

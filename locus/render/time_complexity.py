@@ -6,6 +6,7 @@ vs unseen queries for the whole pool; float32 solid, bfloat16 (where measured) d
 paper's V100 numbers (star) and this implementation's 2-core CPU targets (open triangle, an upper bound)
 are drawn at their shape (112 models x 4,096) in both panels.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -15,9 +16,10 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLoca
 
 from locus.render.figures import plt, sns
 
-REFERENCE_STYLE = {"paper": {"marker": "*", "ms": 13, "color": "black", "mfc": "gold", "ls": "none", "zorder": 5},
-                   "target": {"marker": "v", "ms": 9, "color": "#d62728", "mfc": "none", "mew": 1.6, "ls": "none",
-                              "zorder": 5}}
+REFERENCE_STYLE = {
+    "paper": {"marker": "*", "ms": 13, "color": "black", "mfc": "gold", "ls": "none", "zorder": 5},
+    "target": {"marker": "v", "ms": 9, "color": "#d62728", "mfc": "none", "mew": 1.6, "ls": "none", "zorder": 5},
+}
 
 
 LINE_STYLES = {"float32": "-", "bfloat16": "--"}
@@ -47,8 +49,12 @@ def time_complexity_figure(frame: pd.DataFrame, title: str | None = None):
     for ax, what in ((left, "embed"), (right, "predict")):
         refs = frame[(frame["what"] == what) & (frame["source"] != "measured")]
         for r in refs.itertuples():
-            ax.plot([r.n], [r.median_s], label=f"{r.label} ({r.n_models} models × {r.n:,})",
-                    **REFERENCE_STYLE.get(r.source, {"marker": "x", "ls": "none"}))
+            ax.plot(
+                [r.n],
+                [r.median_s],
+                label=f"{r.label} ({r.n_models} models × {r.n:,})",
+                **REFERENCE_STYLE.get(r.source, {"marker": "x", "ls": "none"}),
+            )
         xs = sorted(set(frame.loc[frame["what"] == what, "n"].astype(int)))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -61,8 +67,15 @@ def time_complexity_figure(frame: pd.DataFrame, title: str | None = None):
         ax.set_ylabel("seconds (median; bars: min–max)")
         handles, labels = ax.get_legend_handles_labels()
         order = sorted(range(len(labels)), key=lambda i: (labels[i].startswith(("paper", "target")), i))
-        ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=7, loc="upper center",
-                  bbox_to_anchor=(0.5, -0.17), ncol=1, frameon=False)
+        ax.legend(
+            [handles[i] for i in order],
+            [labels[i] for i in order],
+            fontsize=7,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.17),
+            ncol=1,
+            frameon=False,
+        )
         ax.grid(alpha=0.3, which="both")
     left.set_xlabel("# evaluation queries per model (n)")
     left.set_title("(a) model embedding generation (encoder)", fontsize=9)
@@ -73,9 +86,11 @@ def time_complexity_figure(frame: pd.DataFrame, title: str | None = None):
         where = first["device_name"]
         if str(first["device"]).startswith("cpu") and isinstance(first.get("cpu_model"), str) and first["cpu_model"]:
             where = first["cpu_model"]
-        title = (f"LOCUS time complexity on {where} ({first['device']}, {int(first['threads'])} "
-                 f"thread(s), torch {first['torch']}); median of {int(measured['repeats'].max())} warm call(s) "
-                 "after a warm-up, random inputs (d_phi = 768)")
+        title = (
+            f"LOCUS time complexity on {where} ({first['device']}, {int(first['threads'])} "
+            f"thread(s), torch {first['torch']}); median of {int(measured['repeats'].max())} warm call(s) "
+            "after a warm-up, random inputs (d_phi = 768)"
+        )
     if title:
         fig.suptitle(textwrap.fill(title, 110, break_on_hyphens=False), fontsize=9)
     fig.tight_layout()

@@ -1,5 +1,6 @@
 """Figures of the embedding views (:mod:`locus.geometry.views`, :mod:`locus.geometry.hypothetical`):
 frames in, matplotlib figures out; :func:`write_figure` writes PDF + PNG + the CSV of the plotted numbers."""
+
 from __future__ import annotations
 
 import textwrap
@@ -58,8 +59,7 @@ def query_tsne_figure(frame: pd.DataFrame, title: str):
     sns.set_theme(style="white", context="paper")
     encoders = list(dict.fromkeys(frame["encoder"]))
     benchmarks = sorted(frame["benchmark"].unique())
-    palette = dict(zip(benchmarks, sns.color_palette("tab10" if len(benchmarks) <= 10 else "tab20",
-                                                     len(benchmarks))))
+    palette = dict(zip(benchmarks, sns.color_palette("tab10" if len(benchmarks) <= 10 else "tab20", len(benchmarks))))
     fig, axes = plt.subplots(1, len(encoders), figsize=(4.2 * len(encoders) + 1.6, 4.2), squeeze=False)
     for ax, encoder in zip(axes[0], encoders):
         part = frame[frame["encoder"] == encoder]
@@ -70,8 +70,7 @@ def query_tsne_figure(frame: pd.DataFrame, title: str):
         ax.set_xticks([])
         ax.set_yticks([])
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, markerscale=3,
-               frameon=False)
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, markerscale=3, frameon=False)
     _title(fig, f"{title} ({len(frame) // max(len(encoders), 1)} queries, t-SNE)", suptitle=True)
     fig.tight_layout()
     return fig
@@ -86,8 +85,10 @@ def robustness_figure(frame: pd.DataFrame, title: str):
     colors = dict(zip(selected, sns.color_palette("tab10", len(selected))))
     fig, axes = plt.subplots(2, 1, figsize=(6.0, 9.0), sharex=True, sharey=True)
     base = frame[frame["panel"] == "reference"]
-    for ax, panel, what in ((axes[0], "overlap", "overlap α with the reference set"),
-                            (axes[1], "size", "n evaluations subsampled from the reference set")):
+    for ax, panel, what in (
+        (axes[0], "overlap", "overlap α with the reference set"),
+        (axes[1], "size", "n evaluations subsampled from the reference set"),
+    ):
         others = base[~base["selected"]]
         ax.scatter(others["x"], others["y"], s=12, color=GREY, lw=0, label="other models")
         part = frame[frame["panel"] == panel]
@@ -96,8 +97,7 @@ def robustness_figure(frame: pd.DataFrame, title: str):
         for mid in selected:
             sel = part[part["model_id"] == mid]
             name = base.loc[base["model_id"] == mid, "name"].iloc[0]
-            ax.scatter(sel["x"], sel["y"], s=16, color=colors[mid], alpha=[shade[s] for s in sel["setting"]],
-                       lw=0)
+            ax.scatter(sel["x"], sel["y"], s=16, color=colors[mid], alpha=[shade[s] for s in sel["setting"]], lw=0)
             r = base[base["model_id"] == mid]
             ax.scatter(r["x"], r["y"], s=110, marker="*", color=colors[mid], edgecolor="black", lw=0.6, label=name)
         low, high = settings[0], settings[-1]
@@ -111,20 +111,34 @@ def robustness_figure(frame: pd.DataFrame, title: str):
     return fig
 
 
-def convergence_figure(summary: pd.DataFrame, neighbours: pd.DataFrame, by: str, title: str, reference_size: int,
-                       set_sizes: pd.Series | None = None):
+def convergence_figure(
+    summary: pd.DataFrame,
+    neighbours: pd.DataFrame,
+    by: str,
+    title: str,
+    reference_size: int,
+    set_sizes: pd.Series | None = None,
+):
     """Mean ± std of ‖z − z_ref‖ over draws vs overlap α (`by` = alpha) or set size n (`by` = n), with
     dashed lines at the reference embedding's distances to its nearest other models; `set_sizes` (α ->
     size of the overlap sets) notes where the sets had to be smaller than the reference set."""
     sns.set_theme(style="whitegrid", context="paper")
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
     x = summary[by].to_numpy(float)
-    ax.errorbar(x, summary["mean"], yerr=summary["std"], marker="o", ms=4, lw=1.5, capsize=3, color="#d62728",
-                label=r"$\|z - z^{\mathrm{ref}}\|$ (mean ± std over draws)")
+    ax.errorbar(
+        x,
+        summary["mean"],
+        yerr=summary["std"],
+        marker="o",
+        ms=4,
+        lw=1.5,
+        capsize=3,
+        color="#d62728",
+        label=r"$\|z - z^{\mathrm{ref}}\|$ (mean ± std over draws)",
+    )
     greys = sns.color_palette("Greys_r", len(neighbours) + 2)
     for i, row in enumerate(neighbours.itertuples()):
-        ax.axhline(row.distance, ls="--", lw=1.0, color=greys[i],
-                   label=f"to {row.neighbour} ({row.distance:.2f})")
+        ax.axhline(row.distance, ls="--", lw=1.0, color=greys[i], label=f"to {row.neighbour} ({row.distance:.2f})")
     if by == "n":
         _log2_axis(ax, x)
         ax.set_xlabel(f"# evaluations subsampled from the reference set (n_ref = {reference_size})")
@@ -132,8 +146,10 @@ def convergence_figure(summary: pd.DataFrame, neighbours: pd.DataFrame, by: str,
         label = f"overlap fraction α with the reference set (n_ref = {reference_size})"
         small = set_sizes[set_sizes < reference_size] if set_sizes is not None else []
         if len(small):
-            label += (f"\nα ≤ {small.index.max():g}: sets of {int(small.min())}–{int(small.max())} queries "
-                      f"(too few training queries outside the reference set)")
+            label += (
+                f"\nα ≤ {small.index.max():g}: sets of {int(small.min())}–{int(small.max())} queries "
+                f"(too few training queries outside the reference set)"
+            )
         ax.set_xlabel(label)
     ax.set_ylabel("Euclidean distance to reference embedding")
     ax.set_ylim(bottom=0)
@@ -150,9 +166,12 @@ def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(2, 2, figsize=(8.4, 6.0), sharey="row", squeeze=False)
     rows = (("correctness_acc", "correctness accuracy (%)"), ("routing_acc", "routing accuracy (%)"))
-    for col, (panel, xlabel) in enumerate((("size", f"# evaluations subsampled from the reference set "
-                                                    f"(n_ref = {refs['reference_size']})"),
-                                           ("overlap", "overlap fraction α with the reference set"))):
+    for col, (panel, xlabel) in enumerate(
+        (
+            ("size", f"# evaluations subsampled from the reference set (n_ref = {refs['reference_size']})"),
+            ("overlap", "overlap fraction α with the reference set"),
+        )
+    ):
         part = summary[summary["panel"] == panel].sort_values("setting")
         for row, (metric, ylabel) in enumerate(rows):
             ax = axes[row][col]
@@ -163,11 +182,21 @@ def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
                 ax.fill_between(x, y - sd, y + sd, color="#d62728", alpha=0.18, lw=0)
                 if panel == "size":
                     _log2_axis(ax, x)
-            ax.axhline(100 * refs["reference"][metric], ls="--", lw=1.1, color="0.25",
-                       label=f"reference embeddings ({100 * refs['reference'][metric]:.1f})")
+            ax.axhline(
+                100 * refs["reference"][metric],
+                ls="--",
+                lw=1.1,
+                color="0.25",
+                label=f"reference embeddings ({100 * refs['reference'][metric]:.1f})",
+            )
             if metric == "routing_acc":
-                ax.axhline(100 * refs["best_single_routing_acc"], ls=":", lw=1.1, color="0.45",
-                           label=f"best single model ({100 * refs['best_single_routing_acc']:.1f})")
+                ax.axhline(
+                    100 * refs["best_single_routing_acc"],
+                    ls=":",
+                    lw=1.1,
+                    color="0.45",
+                    label=f"best single model ({100 * refs['best_single_routing_acc']:.1f})",
+                )
             if row == 1:
                 ax.set_xlabel(xlabel)
             if col == 0:
@@ -175,9 +204,14 @@ def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
             ax.legend(fontsize=7, loc="lower right")
     small = summary[(summary["panel"] == "overlap") & (summary["set_size"] < refs["reference_size"])]
     if len(small):
-        axes[1][1].annotate(f"α ≤ {small['setting'].max():g}: sets of ~{int(small['set_size'].min())}–"
-                            f"{int(small['set_size'].max())} queries", xy=(0.02, 0.03), xycoords="axes fraction",
-                            fontsize=7, color="0.3")
+        axes[1][1].annotate(
+            f"α ≤ {small['setting'].max():g}: sets of ~{int(small['set_size'].min())}–"
+            f"{int(small['set_size'].max())} queries",
+            xy=(0.02, 0.03),
+            xycoords="axes fraction",
+            fontsize=7,
+            color="0.3",
+        )
     _title(fig, title, suptitle=True)
     fig.tight_layout()
     return fig

@@ -11,6 +11,7 @@ commit before, same inputs): traceback = an exception escaped; silent = exit 0 (
 ignored); poor-message = exit 2 but the line misleads or does not say what to do; late = the error came
 only after the expensive work; ok = already handled as required.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,12 +25,16 @@ from bad_inputs.harness import Case, tiny_frames
 # --------------------------------------------------------------------------------------------------
 # inputs
 # --------------------------------------------------------------------------------------------------
-def evals_csv(ws, *extra_lines: str, name: str = "evals.csv", header: str = "prompt,model,score,split",
-              n: int = 12) -> str:
+def evals_csv(
+    ws, *extra_lines: str, name: str = "evals.csv", header: str = "prompt,model,score,split", n: int = 12
+) -> str:
     """A valid evaluations CSV (n prompts x 2 models, splits given) followed by `extra_lines`."""
     splits = ["train"] * (n - 4) + ["val"] * 2 + ["test"] * 2
-    rows = [header] + [f"What is {i} plus {i + 1}?,{m},{(i + j) % 2},{splits[i]}"
-                       for i in range(n) for j, m in enumerate(("org/a", "org/b"))]
+    rows = [header] + [
+        f"What is {i} plus {i + 1}?,{m},{(i + j) % 2},{splits[i]}"
+        for i in range(n)
+        for j, m in enumerate(("org/a", "org/b"))
+    ]
     return str(ws.write(name, "\n".join(rows + list(extra_lines)) + "\n"))
 
 
@@ -102,8 +107,18 @@ def stray_truth(ws) -> str:
 
 def table_with_truth(ws, data: str, truth: str | None = None, kind: str = "routing") -> list[str]:
     run = ws.copy("locus_run")
-    return ["table", kind, "--metrics", str(run / "metrics.json"), "--data", data, "--truth",
-            truth or f"{data}/truth.parquet", "--out", "t.tex"]
+    return [
+        "table",
+        kind,
+        "--metrics",
+        str(run / "metrics.json"),
+        "--data",
+        data,
+        "--truth",
+        truth or f"{data}/truth.parquet",
+        "--out",
+        "t.tex",
+    ]
 
 
 def mixed_generation(ws) -> str:
@@ -167,142 +182,347 @@ N = len(tiny_frames()[0])  # 60 queries, 5 models, dense scores
 # --------------------------------------------------------------------------------------------------
 CASES = [
     # --- reading an evaluations CSV -----------------------------------------------------------------
-    Case("data-csv-ragged-short-row", "csv-reading", "poor-message",
-         lambda ws: data_csv(ws, evals_csv(ws, "What is 99?,org/a")),
-         r"evals\.csv: 1 ragged row\(s\) with the wrong number of fields: line 26 has 2; the header has 4"),
-    Case("data-csv-ragged-long-row", "csv-reading", "poor-message",
-         lambda ws: data_csv(ws, evals_csv(ws, "What is 1, or 2?,org/a,1,train")),
-         r"evals\.csv: 1 ragged row\(s\).*line 26 has 5.*double quotes around fields that contain ','"),
-    Case("data-csv-not-utf8", "csv-reading", "poor-message",
-         lambda ws: data_csv(ws, str(ws.write("latin1.csv", "prompt,model,score\nCaf\u00e9?,a,1\n",
-                                              encoding="latin-1"))),
-         r"latin1\.csv: is not UTF-8 text .*save it as UTF-8"),
-    Case("data-csv-repeated-column-name", "csv-reading", "silent",
-         lambda ws: data_csv(ws, evals_csv(ws, header="prompt,model,score,score")),
-         r"evals\.csv: column name\(s\) \['score'\] appear more than once in the header"),
-    Case("data-csv-empty-score-cell", "csv-reading", "ok",
-         lambda ws: data_csv(ws, evals_csv(ws, "What is 99?,org/a,,train")),
-         r"evals\.csv: column 'score' must be a number in \[0, 1\].*CSV row\(s\) 26 \(header = row 1\)"),
-    Case("data-csv-path-is-directory", "csv-reading", "poor-message",
-         lambda ws: data_csv(ws, directory_as_path(ws)),
-         r"evals\.csv: is a directory, not a file"),
-    Case("data-csv-header-capitalised", "csv-reading", "ok",
-         lambda ws: data_csv(ws, evals_csv(ws, header="Prompt,model,score,split")),
-         r"missing column\(s\) \['prompt'\].*found 'Prompt': write the names in lower case"),
-    Case("data-csv-blank-prompt", "csv-reading", "ok",
-         lambda ws: data_csv(ws, evals_csv(ws, "   ,org/a,1,train")),
-         r"evals\.csv: column 'prompt' is empty in CSV row\(s\) 26"),
+    Case(
+        "data-csv-ragged-short-row",
+        "csv-reading",
+        "poor-message",
+        lambda ws: data_csv(ws, evals_csv(ws, "What is 99?,org/a")),
+        r"evals\.csv: 1 ragged row\(s\) with the wrong number of fields: line 26 has 2; the header has 4",
+    ),
+    Case(
+        "data-csv-ragged-long-row",
+        "csv-reading",
+        "poor-message",
+        lambda ws: data_csv(ws, evals_csv(ws, "What is 1, or 2?,org/a,1,train")),
+        r"evals\.csv: 1 ragged row\(s\).*line 26 has 5.*double quotes around fields that contain ','",
+    ),
+    Case(
+        "data-csv-not-utf8",
+        "csv-reading",
+        "poor-message",
+        lambda ws: data_csv(
+            ws, str(ws.write("latin1.csv", "prompt,model,score\nCaf\u00e9?,a,1\n", encoding="latin-1"))
+        ),
+        r"latin1\.csv: is not UTF-8 text .*save it as UTF-8",
+    ),
+    Case(
+        "data-csv-repeated-column-name",
+        "csv-reading",
+        "silent",
+        lambda ws: data_csv(ws, evals_csv(ws, header="prompt,model,score,score")),
+        r"evals\.csv: column name\(s\) \['score'\] appear more than once in the header",
+    ),
+    Case(
+        "data-csv-empty-score-cell",
+        "csv-reading",
+        "ok",
+        lambda ws: data_csv(ws, evals_csv(ws, "What is 99?,org/a,,train")),
+        r"evals\.csv: column 'score' must be a number in \[0, 1\].*CSV row\(s\) 26 \(header = row 1\)",
+    ),
+    Case(
+        "data-csv-path-is-directory",
+        "csv-reading",
+        "poor-message",
+        lambda ws: data_csv(ws, directory_as_path(ws)),
+        r"evals\.csv: is a directory, not a file",
+    ),
+    Case(
+        "data-csv-header-capitalised",
+        "csv-reading",
+        "ok",
+        lambda ws: data_csv(ws, evals_csv(ws, header="Prompt,model,score,split")),
+        r"missing column\(s\) \['prompt'\].*found 'Prompt': write the names in lower case",
+    ),
+    Case(
+        "data-csv-blank-prompt",
+        "csv-reading",
+        "ok",
+        lambda ws: data_csv(ws, evals_csv(ws, "   ,org/a,1,train")),
+        r"evals\.csv: column 'prompt' is empty in CSV row\(s\) 26",
+    ),
     # --- duplicates: one policy, applied when the data set is written ---------------------------------
-    Case("data-csv-duplicates-error-flag", "duplicates", "silent",
-         lambda ws: data_csv(ws, evals_csv(ws, "What is 0 plus 1?,org/a,0,train"), "--duplicates", "error"),
-         r"evals\.csv: 1 \(prompt, model\) pair\(s\) have more than one score, e\.g\. prompt_id 0 "
-         r"\('What is 0 plus 1\?'\) x model_id 0 \('org/a'\): 2 rows \(.*evals\.csv rows 2, 26\)"),
-    Case("data-csv-duplicates-error-param", "duplicates", "ok",
-         lambda ws: data_csv(ws, evals_csv(ws, "What is 0 plus 1?,org/a,0,train"), params={"duplicates": "error"}),
-         r"evals\.csv: 1 \(prompt, model\) pair\(s\) have more than one score.*duplicates last, max or mean"),
-    Case("data-embedllm-duplicates-error-flag", "duplicates", "silent",
-         lambda ws: embedllm(ws) + ["--duplicates", "error"],
-         r"train\.csv: 3 \(prompt, model\) pair\(s\) have more than one score, e\.g\. prompt_id 3 "),
-    Case("data-embedllm-ragged-row", "csv-reading", "silent",
-         lambda ws: embedllm(ws, lambda d: _append(d, "val.csv", "16,0,org/x,1,What?,3,MMLU,surplus")),
-         r"val\.csv: ragged row \(row 14 has 8 fields, the header 7\)"),
-    Case("data-embedllm-repeated-model-name", "csv-reading", "poor-message",
-         lambda ws: embedllm(ws, lambda d: _append(d, "model_order.csv", "3,3,Qwen/Qwen1.5-7B-Chat")),
-         r"model_order\.csv: model_name not unique: \['Qwen/Qwen1\.5-7B-Chat'\] in CSV row\(s\) \[2, 5\]"),
-    Case("data-csv-duplicates-bad-policy", "duplicates", "ok",
-         lambda ws: data_csv(ws, evals_csv(ws), params={"duplicates": "first"}),
-         r"duplicates must be one of last, max, mean, error, got 'first'"),
+    Case(
+        "data-csv-duplicates-error-flag",
+        "duplicates",
+        "silent",
+        lambda ws: data_csv(ws, evals_csv(ws, "What is 0 plus 1?,org/a,0,train"), "--duplicates", "error"),
+        r"evals\.csv: 1 \(prompt, model\) pair\(s\) have more than one score, e\.g\. prompt_id 0 "
+        r"\('What is 0 plus 1\?'\) x model_id 0 \('org/a'\): 2 rows \(.*evals\.csv rows 2, 26\)",
+    ),
+    Case(
+        "data-csv-duplicates-error-param",
+        "duplicates",
+        "ok",
+        lambda ws: data_csv(ws, evals_csv(ws, "What is 0 plus 1?,org/a,0,train"), params={"duplicates": "error"}),
+        r"evals\.csv: 1 \(prompt, model\) pair\(s\) have more than one score.*duplicates last, max or mean",
+    ),
+    Case(
+        "data-embedllm-duplicates-error-flag",
+        "duplicates",
+        "silent",
+        lambda ws: embedllm(ws) + ["--duplicates", "error"],
+        r"train\.csv: 3 \(prompt, model\) pair\(s\) have more than one score, e\.g\. prompt_id 3 ",
+    ),
+    Case(
+        "data-embedllm-ragged-row",
+        "csv-reading",
+        "silent",
+        lambda ws: embedllm(ws, lambda d: _append(d, "val.csv", "16,0,org/x,1,What?,3,MMLU,surplus")),
+        r"val\.csv: ragged row \(row 14 has 8 fields, the header 7\)",
+    ),
+    Case(
+        "data-embedllm-repeated-model-name",
+        "csv-reading",
+        "poor-message",
+        lambda ws: embedllm(ws, lambda d: _append(d, "model_order.csv", "3,3,Qwen/Qwen1.5-7B-Chat")),
+        r"model_order\.csv: model_name not unique: \['Qwen/Qwen1\.5-7B-Chat'\] in CSV row\(s\) \[2, 5\]",
+    ),
+    Case(
+        "data-csv-duplicates-bad-policy",
+        "duplicates",
+        "ok",
+        lambda ws: data_csv(ws, evals_csv(ws), params={"duplicates": "first"}),
+        r"duplicates must be one of last, max, mean, error, got 'first'",
+    ),
     # --- one prompt in several splits -----------------------------------------------------------------
-    Case("data-csv-prompt-in-train-and-test", "split-overlap", "ok",
-         lambda ws: data_csv(ws, evals_csv(ws, "What is 0 plus 1?,org/a,1,test")),
-         r"evals\.csv: 1 prompt text\(s\) occur in more than one split, e\.g\. 'What is 0 plus 1\?' in train "
-         r"\(prompt_id 0, .*evals\.csv row 2\), test \(prompt_id 12, .*evals\.csv row 26\).*keep_test"),
-    Case("data-embedllm-prompt-id-in-two-files", "split-overlap", "silent",
-         lambda ws: embedllm(ws, lambda d: _move_prompt(d, "val", "test", same_id=True)),
-         r"1 prompt_id\(s\) are listed in more than one of train\.csv, val\.csv, test\.csv \(16 in val/test\)"),
-    Case("data-embedllm-prompt-text-in-two-files", "split-overlap", "silent",
-         lambda ws: embedllm(ws, lambda d: _move_prompt(d, "train", "test", same_id=False)),
-         r"test\.csv, .*train\.csv: 1 prompt text\(s\) occur in more than one split.*in train \(prompt_id 0, .*"
-         r"train\.csv row 2\), test \(prompt_id 999"),
+    Case(
+        "data-csv-prompt-in-train-and-test",
+        "split-overlap",
+        "ok",
+        lambda ws: data_csv(ws, evals_csv(ws, "What is 0 plus 1?,org/a,1,test")),
+        r"evals\.csv: 1 prompt text\(s\) occur in more than one split, e\.g\. 'What is 0 plus 1\?' in train "
+        r"\(prompt_id 0, .*evals\.csv row 2\), test \(prompt_id 12, .*evals\.csv row 26\).*keep_test",
+    ),
+    Case(
+        "data-embedllm-prompt-id-in-two-files",
+        "split-overlap",
+        "silent",
+        lambda ws: embedllm(ws, lambda d: _move_prompt(d, "val", "test", same_id=True)),
+        r"1 prompt_id\(s\) are listed in more than one of train\.csv, val\.csv, test\.csv \(16 in val/test\)",
+    ),
+    Case(
+        "data-embedllm-prompt-text-in-two-files",
+        "split-overlap",
+        "silent",
+        lambda ws: embedllm(ws, lambda d: _move_prompt(d, "train", "test", same_id=False)),
+        r"test\.csv, .*train\.csv: 1 prompt text\(s\) occur in more than one split.*in train \(prompt_id 0, .*"
+        r"train\.csv row 2\), test \(prompt_id 999",
+    ),
     # --- files of different writes (interrupted or partial updates) -----------------------------------
-    Case("data-summary-mixed-generation", "mixed-generation", "silent",
-         lambda ws: summary(mixed_generation(ws)),
-         r"data: scores\.parquet differs from the version recorded in dataset\.json.*Rebuild the data set"),
-    Case("data-summary-manifest-damaged", "mixed-generation", "silent",
-         lambda ws: summary(damaged_manifest(ws)),
-         r"dataset\.json: manifest is not readable JSON.*Rebuild the data set"),
-    Case("data-summary-file-of-set-missing", "mixed-generation", "ok",
-         lambda ws: summary(incomplete_set(ws)),
-         r"models\.parquet: file missing.*found: dataset\.json, queries\.parquet, scores\.parquet"),
-    Case("data-out-is-a-file", "mixed-generation", "traceback",
-         lambda ws: ["data", "csv", "--out", str(ws.write("out", "not a directory")), "--params",
-                     json.dumps({"path": evals_csv(ws)})],
-         r"out exists and is a file; give a directory path"),
+    Case(
+        "data-summary-mixed-generation",
+        "mixed-generation",
+        "silent",
+        lambda ws: summary(mixed_generation(ws)),
+        r"data: scores\.parquet differs from the version recorded in dataset\.json.*Rebuild the data set",
+    ),
+    Case(
+        "data-summary-manifest-damaged",
+        "mixed-generation",
+        "silent",
+        lambda ws: summary(damaged_manifest(ws)),
+        r"dataset\.json: manifest is not readable JSON.*Rebuild the data set",
+    ),
+    Case(
+        "data-summary-file-of-set-missing",
+        "mixed-generation",
+        "ok",
+        lambda ws: summary(incomplete_set(ws)),
+        r"models\.parquet: file missing.*found: dataset\.json, queries\.parquet, scores\.parquet",
+    ),
+    Case(
+        "data-out-is-a-file",
+        "mixed-generation",
+        "traceback",
+        lambda ws: [
+            "data",
+            "csv",
+            "--out",
+            str(ws.write("out", "not a directory")),
+            "--params",
+            json.dumps({"path": evals_csv(ws)}),
+        ],
+        r"out exists and is a file; give a directory path",
+    ),
     # --- the synthetic generator's truth beside a data set (new file: nothing checked it before) -------
-    Case("data-truth-tampered", "truth", "silent", lambda ws: summary(tampered_truth(ws)),
-         r"data: truth\.parquet differs from the version recorded in dataset\.json.*Rebuild the data set"),
-    Case("table-truth-stray-file", "truth", "silent", lambda ws: table_with_truth(ws, stray_truth(ws)),
-         r"truth\.parquet: not part of this data set: .*dataset\.json records no truth file.*Delete it, or rebuild"),
-    Case("table-truth-of-another-data-set", "truth", "silent",
-         lambda ws: table_with_truth(ws, str(ws.copy("data")), truth=f"{with_truth(ws, 'other')}/truth.parquet"),
-         r"--truth .*other/truth\.parquet: not the truth file of the table's data set"),
-    Case("table-truth-out-of-range", "truth", "silent",
-         lambda ws: table_with_truth(ws, hand_made_truth(ws, truth_of(tiny_frames()[2]).assign(
-             p_correct=lambda t: t["p_correct"].where(t.index != 2, 1.5)))),
-         r"truth\.parquet: column 'p_correct' must be a probability in \[0, 1\].*row 2: 1\.5"),
-    Case("table-truth-for-correctness", "truth", "silent",
-         lambda ws: table_with_truth(ws, with_truth(ws), kind="correctness-by-dataset"),
-         r"--truth gives expected routing accuracies: it applies to the routing tables"),
+    Case(
+        "data-truth-tampered",
+        "truth",
+        "silent",
+        lambda ws: summary(tampered_truth(ws)),
+        r"data: truth\.parquet differs from the version recorded in dataset\.json.*Rebuild the data set",
+    ),
+    Case(
+        "table-truth-stray-file",
+        "truth",
+        "silent",
+        lambda ws: table_with_truth(ws, stray_truth(ws)),
+        r"truth\.parquet: not part of this data set: .*dataset\.json records no truth file.*Delete it, or rebuild",
+    ),
+    Case(
+        "table-truth-of-another-data-set",
+        "truth",
+        "silent",
+        lambda ws: table_with_truth(ws, str(ws.copy("data")), truth=f"{with_truth(ws, 'other')}/truth.parquet"),
+        r"--truth .*other/truth\.parquet: not the truth file of the table's data set",
+    ),
+    Case(
+        "table-truth-out-of-range",
+        "truth",
+        "silent",
+        lambda ws: table_with_truth(
+            ws,
+            hand_made_truth(
+                ws, truth_of(tiny_frames()[2]).assign(p_correct=lambda t: t["p_correct"].where(t.index != 2, 1.5))
+            ),
+        ),
+        r"truth\.parquet: column 'p_correct' must be a probability in \[0, 1\].*row 2: 1\.5",
+    ),
+    Case(
+        "table-truth-for-correctness",
+        "truth",
+        "silent",
+        lambda ws: table_with_truth(ws, with_truth(ws), kind="correctness-by-dataset"),
+        r"--truth gives expected routing accuracies: it applies to the routing tables",
+    ),
     # --- invalid canonical files (a data set written by hand) -----------------------------------------
-    Case("data-canonical-nan-model-id", "canonical", "poor-message",
-         lambda ws: summary(hand_made(ws, lambda f: f["scores"].__setitem__(
-             "model_id", f["scores"]["model_id"].where(f["scores"].index != 7, np.nan)))),
-         r"scores\.parquet: column 'model_id' must hold whole-number ids.*row 7: nan\. Give every row an integer id"),
-    Case("data-canonical-infinite-prompt-id", "canonical", "traceback",
-         lambda ws: summary(hand_made(ws, lambda f: f["scores"].__setitem__(
-             "prompt_id", f["scores"]["prompt_id"].where(f["scores"].index != 3, np.inf)))),
-         r"scores\.parquet: column 'prompt_id' must hold whole-number ids.*row 3: inf"),
-    Case("data-canonical-fractional-prompt-id", "canonical", "poor-message",
-         lambda ws: summary(hand_made(ws, _set("queries", "prompt_id", np.arange(N) + 0.5))),
-         r"queries\.parquet: column 'prompt_id' must hold whole-number ids.*row 0: 0\.5.*integer id"),
-    Case("data-canonical-duplicate-model-names", "canonical", "poor-message",
-         lambda ws: summary(hand_made(ws, _set("models", "name", ["org/a", "org/a", "org/c", "org/d", "org/e"]))),
-         r"models\.parquet: model name\(s\) not unique: \['org/a'\] \(model_id 0, 1\); give each model one row"),
-    Case("data-canonical-missing-model-name", "canonical", "silent",
-         lambda ws: summary(hand_made(ws, _set("models", "name", ["org/a", None, "org/c", "org/d", "org/e"]))),
-         r"models\.parquet: column 'name' is empty in 1 row\(s\), model_id 1"),
-    Case("data-canonical-numeric-prompts", "canonical", "silent",
-         lambda ws: summary(hand_made(ws, _set("queries", "prompt", np.arange(N)))),
-         r"queries\.parquet: column 'prompt' must hold text, found int value\(s\) in 60 row\(s\)"),
-    Case("data-canonical-blank-prompt", "canonical", "silent",
-         lambda ws: summary(hand_made(ws, lambda f: f["queries"].__setitem__(
-             "prompt", f["queries"]["prompt"].where(f["queries"].index != 4, "  ")))),
-         r"queries\.parquet: column 'prompt' is empty in 1 row\(s\), prompt_id 4"),
-    Case("data-canonical-capitalised-split", "canonical", "poor-message",
-         lambda ws: summary(hand_made(ws, lambda f: f["queries"].__setitem__(
-             "split", f["queries"]["split"].replace({"train": "Train"})))),
-         r"column 'split' has unknown value\(s\) \['Train'\].*write split names in lower case"),
-    Case("data-canonical-split-without-scores", "canonical", "traceback",
-         lambda ws: summary(hand_made(ws, lambda f: f.__setitem__(
-             "scores", f["scores"][f["scores"]["prompt_id"] < 50]))),
-         r"queries\.parquet: split 'test' has 10 queries but none of them has a score"),
-    Case("data-canonical-text-params-b", "canonical", "traceback",
-         lambda ws: summary(hand_made(ws, _set("models", "params_b", ["7B", "13B", "70B", "8B", "2B"]))),
-         r"models\.parquet: column 'params_b' \(parameters in billions\) must be a number >= 0 or empty"),
-    Case("data-canonical-infinite-score", "canonical", "ok",
-         lambda ws: summary(hand_made(ws, lambda f: f["scores"].__setitem__(
-             "score", f["scores"]["score"].where(f["scores"].index != 2, np.inf)))),
-         r"scores\.parquet: column 'score' must be a number in \[0, 1\].*score=inf"),
-    Case("data-canonical-data-is-a-file", "canonical", "poor-message",
-         lambda ws: summary(str(ws.write("data.parquet", "x"))),
-         r"data\.parquet: is a file, not a data set directory"),
+    Case(
+        "data-canonical-nan-model-id",
+        "canonical",
+        "poor-message",
+        lambda ws: summary(
+            hand_made(
+                ws,
+                lambda f: f["scores"].__setitem__(
+                    "model_id", f["scores"]["model_id"].where(f["scores"].index != 7, np.nan)
+                ),
+            )
+        ),
+        r"scores\.parquet: column 'model_id' must hold whole-number ids.*row 7: nan\. Give every row an integer id",
+    ),
+    Case(
+        "data-canonical-infinite-prompt-id",
+        "canonical",
+        "traceback",
+        lambda ws: summary(
+            hand_made(
+                ws,
+                lambda f: f["scores"].__setitem__(
+                    "prompt_id", f["scores"]["prompt_id"].where(f["scores"].index != 3, np.inf)
+                ),
+            )
+        ),
+        r"scores\.parquet: column 'prompt_id' must hold whole-number ids.*row 3: inf",
+    ),
+    Case(
+        "data-canonical-fractional-prompt-id",
+        "canonical",
+        "poor-message",
+        lambda ws: summary(hand_made(ws, _set("queries", "prompt_id", np.arange(N) + 0.5))),
+        r"queries\.parquet: column 'prompt_id' must hold whole-number ids.*row 0: 0\.5.*integer id",
+    ),
+    Case(
+        "data-canonical-duplicate-model-names",
+        "canonical",
+        "poor-message",
+        lambda ws: summary(hand_made(ws, _set("models", "name", ["org/a", "org/a", "org/c", "org/d", "org/e"]))),
+        r"models\.parquet: model name\(s\) not unique: \['org/a'\] \(model_id 0, 1\); give each model one row",
+    ),
+    Case(
+        "data-canonical-missing-model-name",
+        "canonical",
+        "silent",
+        lambda ws: summary(hand_made(ws, _set("models", "name", ["org/a", None, "org/c", "org/d", "org/e"]))),
+        r"models\.parquet: column 'name' is empty in 1 row\(s\), model_id 1",
+    ),
+    Case(
+        "data-canonical-numeric-prompts",
+        "canonical",
+        "silent",
+        lambda ws: summary(hand_made(ws, _set("queries", "prompt", np.arange(N)))),
+        r"queries\.parquet: column 'prompt' must hold text, found int value\(s\) in 60 row\(s\)",
+    ),
+    Case(
+        "data-canonical-blank-prompt",
+        "canonical",
+        "silent",
+        lambda ws: summary(
+            hand_made(
+                ws,
+                lambda f: f["queries"].__setitem__(
+                    "prompt", f["queries"]["prompt"].where(f["queries"].index != 4, "  ")
+                ),
+            )
+        ),
+        r"queries\.parquet: column 'prompt' is empty in 1 row\(s\), prompt_id 4",
+    ),
+    Case(
+        "data-canonical-capitalised-split",
+        "canonical",
+        "poor-message",
+        lambda ws: summary(
+            hand_made(
+                ws, lambda f: f["queries"].__setitem__("split", f["queries"]["split"].replace({"train": "Train"}))
+            )
+        ),
+        r"column 'split' has unknown value\(s\) \['Train'\].*write split names in lower case",
+    ),
+    Case(
+        "data-canonical-split-without-scores",
+        "canonical",
+        "traceback",
+        lambda ws: summary(
+            hand_made(ws, lambda f: f.__setitem__("scores", f["scores"][f["scores"]["prompt_id"] < 50]))
+        ),
+        r"queries\.parquet: split 'test' has 10 queries but none of them has a score",
+    ),
+    Case(
+        "data-canonical-text-params-b",
+        "canonical",
+        "traceback",
+        lambda ws: summary(hand_made(ws, _set("models", "params_b", ["7B", "13B", "70B", "8B", "2B"]))),
+        r"models\.parquet: column 'params_b' \(parameters in billions\) must be a number >= 0 or empty",
+    ),
+    Case(
+        "data-canonical-infinite-score",
+        "canonical",
+        "ok",
+        lambda ws: summary(
+            hand_made(
+                ws,
+                lambda f: f["scores"].__setitem__("score", f["scores"]["score"].where(f["scores"].index != 2, np.inf)),
+            )
+        ),
+        r"scores\.parquet: column 'score' must be a number in \[0, 1\].*score=inf",
+    ),
+    Case(
+        "data-canonical-data-is-a-file",
+        "canonical",
+        "poor-message",
+        lambda ws: summary(str(ws.write("data.parquet", "x"))),
+        r"data\.parquet: is a file, not a data set directory",
+    ),
     # --- synthetic generator parameters ---------------------------------------------------------------
-    Case("data-synthetic-test-split-too-small", "synthetic", "silent",
-         lambda ws: ["data", "synthetic", "--out", "out", "--params", json.dumps({"n_queries": 40, "n_models": 3})],
-         r"n_queries=40 .* gives train 34, val 4, test 2 queries; every split needs at least 3 .*"
-         r"Raise n_queries to at least 43"),
-    Case("data-synthetic-val-fraction-tiny", "synthetic", "silent",
-         lambda ws: ["data", "synthetic", "--out", "out", "--params",
-                     json.dumps({"n_queries": 300, "n_models": 3, "split_fractions": [0.89, 0.01, 0.1]})],
-         r"too small: val\)"),
+    Case(
+        "data-synthetic-test-split-too-small",
+        "synthetic",
+        "silent",
+        lambda ws: ["data", "synthetic", "--out", "out", "--params", json.dumps({"n_queries": 40, "n_models": 3})],
+        r"n_queries=40 .* gives train 34, val 4, test 2 queries; every split needs at least 3 .*"
+        r"Raise n_queries to at least 43",
+    ),
+    Case(
+        "data-synthetic-val-fraction-tiny",
+        "synthetic",
+        "silent",
+        lambda ws: [
+            "data",
+            "synthetic",
+            "--out",
+            "out",
+            "--params",
+            json.dumps({"n_queries": 300, "n_models": 3, "split_fractions": [0.89, 0.01, 0.1]}),
+        ],
+        r"too small: val\)",
+    ),
 ]

@@ -10,6 +10,7 @@ Case tables live in ``cases_*.py`` beside this file (one per area: data, runs, c
 defines ``CASES``, a list of :class:`Case`. ``before`` records what the same input did before it was
 fixed, so the closing notes can count the cases by class with before/after.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,8 +29,17 @@ import pandas as pd
 BEFORE = ("traceback", "silent", "poor-message", "late", "leftover", "ok")
 
 # Tiny LOCUS: a few steps on 384-d MiniLM encodings (the shape of a real run, in a few seconds).
-TINY_LOCUS = {"dim": 8, "heads": 2, "layers": 1, "latents": 4, "decoder_hidden": 8, "max_steps": 10,
-              "eval_every": 5, "model_batch": 4, "max_tokens": 16}
+TINY_LOCUS = {
+    "dim": 8,
+    "heads": 2,
+    "layers": 1,
+    "latents": 4,
+    "decoder_hidden": 8,
+    "max_steps": 10,
+    "eval_every": 5,
+    "model_batch": 4,
+    "max_tokens": 16,
+}
 N_QUERIES, N_MODELS = 60, 5
 ENCODER = "all-MiniLM-L6-v2"
 D_PHI = 384
@@ -37,13 +47,13 @@ D_PHI = 384
 
 @dataclass(frozen=True)
 class Case:
-    id: str                                   # unique, short, used as the pytest id
-    klass: str                                # the class of problem, e.g. "csv-reading", "checkpoint", "cli"
-    before: str                               # one of BEFORE: what happened before the fix
+    id: str  # unique, short, used as the pytest id
+    klass: str  # the class of problem, e.g. "csv-reading", "checkpoint", "cli"
+    before: str  # one of BEFORE: what happened before the fix
     argv: Callable[["Workspace"], list[str]]  # builds the inputs in ws.root, returns `locus` argv
-    message: str                              # regex that must match the error line (case-insensitive)
-    fake_encoder: bool = True                 # replace the sentence encoder by a deterministic hash encoder
-    env: dict = field(default_factory=dict)   # environment variables set while the command runs
+    message: str  # regex that must match the error line (case-insensitive)
+    fake_encoder: bool = True  # replace the sentence encoder by a deterministic hash encoder
+    env: dict = field(default_factory=dict)  # environment variables set while the command runs
 
     def __post_init__(self):
         if self.before not in BEFORE:
@@ -87,8 +97,11 @@ class Workspace:
     # frames of the shared data set, for cases that build variants of it
     def frames(self) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         d = self._base / BASE_NAMES["data"]
-        return (pd.read_parquet(d / "queries.parquet"), pd.read_parquet(d / "models.parquet"),
-                pd.read_parquet(d / "scores.parquet"))
+        return (
+            pd.read_parquet(d / "queries.parquet"),
+            pd.read_parquet(d / "models.parquet"),
+            pd.read_parquet(d / "scores.parquet"),
+        )
 
 
 BASE_NAMES = {"data": "data", "encodings": "encodings.parquet", "locus_run": "run_locus", "knn_run": "run_knn"}
@@ -96,15 +109,20 @@ BASE_NAMES = {"data": "data", "encodings": "encodings.parquet", "locus_run": "ru
 
 def tiny_frames(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     rng = np.random.default_rng(seed)
-    queries = pd.DataFrame({"prompt_id": np.arange(N_QUERIES),
-                            "prompt": [f"What is {i} plus {i + 1}?" for i in range(N_QUERIES)],
-                            "benchmark": ["math" if i % 2 else "trivia" for i in range(N_QUERIES)],
-                            "category": ["math" if i % 2 else "trivia" for i in range(N_QUERIES)],
-                            "split": ["train"] * 40 + ["val"] * 10 + ["test"] * 10})
+    queries = pd.DataFrame(
+        {
+            "prompt_id": np.arange(N_QUERIES),
+            "prompt": [f"What is {i} plus {i + 1}?" for i in range(N_QUERIES)],
+            "benchmark": ["math" if i % 2 else "trivia" for i in range(N_QUERIES)],
+            "category": ["math" if i % 2 else "trivia" for i in range(N_QUERIES)],
+            "split": ["train"] * 40 + ["val"] * 10 + ["test"] * 10,
+        }
+    )
     models = pd.DataFrame({"model_id": np.arange(N_MODELS), "name": [f"org/model-{i}" for i in range(N_MODELS)]})
     pid, mid = np.meshgrid(np.arange(N_QUERIES), np.arange(N_MODELS), indexing="ij")
-    scores = pd.DataFrame({"prompt_id": pid.ravel(), "model_id": mid.ravel(),
-                           "score": (rng.random(pid.size) < 0.5).astype(float)})
+    scores = pd.DataFrame(
+        {"prompt_id": pid.ravel(), "model_id": mid.ravel(), "score": (rng.random(pid.size) < 0.5).astype(float)}
+    )
     return queries, models, scores
 
 
@@ -118,12 +136,50 @@ def build_base(base: Path) -> Path:
     rows.rename(columns={"name": "model"})[["prompt", "model", "score", "benchmark", "split"]].to_csv(csv, index=False)
     steps = [
         ["data", "csv", "--out", str(base / "data"), "--params", json.dumps({"path": str(csv)})],
-        ["encode", "--data", str(base / "data"), "--encoder", ENCODER, "--out", str(base / "encodings.parquet"),
-         "--no-progress", "--threads", "1"],
-        ["train", "--method", "locus", "--data", str(base / "data"), "--encodings", str(base / "encodings.parquet"),
-         "--train-size", "20", "--seed", "0", "--params", json.dumps(TINY_LOCUS), "--out", str(base / "run_locus")],
-        ["train", "--method", "knn_router", "--data", str(base / "data"), "--encodings",
-         str(base / "encodings.parquet"), "--train-size", "20", "--seed", "0", "--out", str(base / "run_knn")],
+        [
+            "encode",
+            "--data",
+            str(base / "data"),
+            "--encoder",
+            ENCODER,
+            "--out",
+            str(base / "encodings.parquet"),
+            "--no-progress",
+            "--threads",
+            "1",
+        ],
+        [
+            "train",
+            "--method",
+            "locus",
+            "--data",
+            str(base / "data"),
+            "--encodings",
+            str(base / "encodings.parquet"),
+            "--train-size",
+            "20",
+            "--seed",
+            "0",
+            "--params",
+            json.dumps(TINY_LOCUS),
+            "--out",
+            str(base / "run_locus"),
+        ],
+        [
+            "train",
+            "--method",
+            "knn_router",
+            "--data",
+            str(base / "data"),
+            "--encodings",
+            str(base / "encodings.parquet"),
+            "--train-size",
+            "20",
+            "--seed",
+            "0",
+            "--out",
+            str(base / "run_knn"),
+        ],
     ]
     for argv in steps:
         rc = main(argv)
@@ -155,8 +211,6 @@ def snapshot(root: Path) -> dict[str, tuple]:
     return out
 
 
-
-
 def run_case(case: Case, ws: Workspace, monkeypatch) -> tuple[int, str, str]:
     """Run one case in its workspace; return (exit code, stdout, stderr). Asserts the invariants."""
     from locus import checkpoint
@@ -182,7 +236,8 @@ def run_case(case: Case, ws: Workspace, monkeypatch) -> tuple[int, str, str]:
     error_lines = [line for line in lines if "error:" in line]
     assert len(error_lines) == 1, f"{case.id}: expected exactly one error line, got:\n{stderr}"
     assert re.search(case.message, error_lines[0], flags=re.IGNORECASE), (
-        f"{case.id}: message does not match {case.message!r}:\n{error_lines[0]}")
+        f"{case.id}: message does not match {case.message!r}:\n{error_lines[0]}"
+    )
     after = snapshot(ws.root)
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert not changed, f"{case.id}: the failed command wrote or changed {changed[:10]}"
