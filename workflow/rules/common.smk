@@ -94,7 +94,7 @@ for _m, _entry in config["methods"].items():
     try:  # names (and, for LOCUS, types and ranges) as `locus train` checks them
         _cls.validate_params({**_params, **({"dim": _entry["dim"]} if _entry["dim"] > 0 else {})})
     except LocusError as _exc:
-        _config_error(f"methods.{_m}.params: " + str(_exc).removeprefix(f"method {_m!r}: "))
+        _config_error(f"methods.{_m}.params: {str(_exc).removeprefix(f'method {_m!r}: ')}")
 if SE["reference_method"] not in SE["methods"]:
     _config_error(
         f"sample_efficiency.reference_method {SE['reference_method']!r} is not among "
