@@ -377,6 +377,17 @@ def check_train_sample_eff(results: Path, pool: Pool):
     assert len(curves) == len(se["methods"]) * len(se["train_sizes"])
     in_range(curves, ["mean"], 0, 1, "sample-efficiency curve")
     in_range(curves, ["std"], 0, 1, "sample-efficiency std")
+    single = f[f["kind"] == "best_single"]  # the runs' best single model (chosen on val): the figure's line
+    assert len(single) == 1
+    in_range(single, ["mean"], 0, 1, "sample-efficiency best single")
+    factors = f[f["kind"] == "factor"]
+    assert set(factors["status"]) <= {"significant", "not_significant", "undefined"}
+    in_range(factors, ["share_defined"], 0, 1, "sample-efficiency share_defined")
+    undefined = factors[factors["status"] == "undefined"]
+    assert (undefined["share_defined"] < 0.95).all() and undefined[["ci_low", "ci_high"]].isna().all().all()
+    assert not undefined["annotated"].astype(bool).any()
+    defined = factors[factors["status"] != "undefined"]
+    assert (defined["share_defined"] >= 0.95).all() and defined["ci_low"].notna().all()
 
 
 def check_method_tables(results: Path, pool: Pool):

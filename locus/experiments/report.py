@@ -706,7 +706,9 @@ def _factors(src: Source, rel: str) -> list[str]:
                 fmt(100 * num(f.get("target")), 2),
                 "never" if math.isnan(n_method) else fmt(n_method, 0),
                 f"{fmt(num(f.get('factor')), 1)}×" + (" (a lower bound)" if f.get("crossing") == "lower_bound" else ""),
-                f"[{fmt(num(f.get('ci_low')), 1)}, {fmt(num(f.get('ci_high')), 1)}]".replace("inf", "∞"),
+                f"undefined (exact in {fmt(100 * num(f.get('share_defined')), 0)}% of resamples)"
+                if f.get("status") == "undefined"
+                else f"[{fmt(num(f.get('ci_low')), 1)}, {fmt(num(f.get('ci_high')), 1)}]".replace("inf", "∞"),
                 str(f.get("status", "")),
             ]
         )
