@@ -174,9 +174,17 @@ def check_distance_correlation(results: Path, pool: Pool):
             "diff_to_reference",
             "diff_ci_low",
             "diff_ci_high",
+            "interval",
+            "resampling_shift",
+            "embedding_dim",
+            "effective_dim",
         ],
     )
     assert set(f["method"]) == set(GEO["methods"])
+    assert ((f["ci_low"] <= f["value"]) & (f["value"] <= f["ci_high"])).all()  # every interval holds its estimate
+    assert set(f["interval"]) <= {"percentile", "bca", "recentred"}
+    assert (f["effective_dim"] >= 1).all() and (f["effective_dim"] <= f["embedding_dim"]).all()
+    assert (f.groupby("method")["effective_dim"].nunique() == 1).all()
     assert set(f["correlation"]) == {"pearson", "spearman", "kendall"}
     assert set(f["distance"]) == {"cosine", "euclidean"}
     assert len(f) == len(GEO["methods"]) * 3 * 2 and not f.duplicated(["method", "correlation", "distance"]).any()
