@@ -81,12 +81,12 @@ def _factor_note(summary: dict) -> str:
     need = f"{100 * summary.get('min_defined', 0.95):.0f}%"
     if boot:
         head = (
-            f"Factors ({ref}'s samples saved): {conf} percentile intervals, paired bootstrap over "
+            f"Sample-efficiency factors of {ref}: {conf} percentile intervals, paired bootstrap over "
             f"{boot['n_queries']:,} test queries ({boot['n_boot']:,} resamples), conservative under censoring; "
             f"undefined where exact in < {need} of resamples. Arrows: significant factors only."
         )
     else:
-        head = f"Factors ({ref}'s samples saved): no bootstrap (no --data), so no interval and no arrow."
+        head = f"Sample-efficiency factors of {ref}: no bootstrap (no --data), so no interval and no arrow."
     lines = [head]
     point = summary.get("reference_point")
     for method, info in summary["methods"].items():
