@@ -175,6 +175,7 @@ def check_distance_correlation(results: Path, pool: Pool):
             "diff_ci_low",
             "diff_ci_high",
             "interval",
+            "diff_interval",
             "resampling_shift",
             "embedding_dim",
             "effective_dim",
@@ -182,7 +183,8 @@ def check_distance_correlation(results: Path, pool: Pool):
     )
     assert set(f["method"]) == set(GEO["methods"])
     assert ((f["ci_low"] <= f["value"]) & (f["value"] <= f["ci_high"])).all()  # every interval holds its estimate
-    assert set(f["interval"]) <= {"percentile", "bca", "recentred"}
+    assert ((f["diff_ci_low"] <= f["diff_to_reference"]) & (f["diff_to_reference"] <= f["diff_ci_high"])).all()
+    assert set(f["interval"]) | set(f["diff_interval"]) <= {"percentile", "bca", "recentred"}
     assert (f["effective_dim"] >= 1).all() and (f["effective_dim"] <= f["embedding_dim"]).all()
     assert (f.groupby("method")["effective_dim"].nunique() == 1).all()
     assert set(f["correlation"]) == {"pearson", "spearman", "kendall"}

@@ -328,7 +328,8 @@ def test_distance_correlation_table_and_figure(pool):
             assert cell["interval"] in gd.INTERVALS and 1 <= cell["effective_dim"] <= cell["embedding_dim"]
             assert cell["diff_to_reference"] == 0 and cell["diff_ci_low"] == cell["diff_ci_high"] == 0
     other = table.loc[("embedllm", "pearson", "cosine")]
-    assert other["reference"] == "locus" and other["diff_ci_low"] <= other["diff_ci_high"]
+    assert other["reference"] == "locus" and other["diff_ci_low"] <= other["diff_to_reference"] <= other["diff_ci_high"]
+    assert set(table["diff_interval"]) <= set(gd.INTERVALS)
     tex = (pool / "out" / "table.tex").read_text()
     assert "\\label{tab:performance_distance_correlation}" in tex and "over 50 resamples" in tex
     assert "percentile intervals" in tex and "Effective dimensionality" in tex

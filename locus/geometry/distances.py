@@ -383,7 +383,7 @@ def correlation_frame(
     width (``embedding_dim``) and effective dimensionality (``effective_dim``, :func:`participation_ratio`),
     and with `n_boot` resamples its interval (``interval``: which one, :func:`interval_with_estimate`; it
     always contains the estimate), ``resampling_shift`` (median resampled correlation minus the estimate)
-    and the paired difference to `reference_method` with its percentile interval."""
+    and the paired difference to `reference_method` with its interval chosen the same way (``diff_interval``)."""
     part = {r.method: pairs[pairs["method"] == r.method] for r in inputs.runs}
     point = {(m, d): correlations(p[d], p["disagreement"]) for m, p in part.items() for d in DISTANCES}
     boot = {}
@@ -430,7 +430,12 @@ def correlation_frame(
                     if ref is not None:
                         diff = values - boot[(ref, metric)][:, c_pos]
                         row["diff_to_reference"] = row["value"] - point[(ref, metric)][corr]
-                        row["diff_ci_low"], row["diff_ci_high"], _ = percentile_interval(diff, confidence)
+                        row["diff_ci_low"], row["diff_ci_high"], row["diff_interval"] = interval_with_estimate(
+                            diff,
+                            row["diff_to_reference"],
+                            confidence,
+                            lambda m=run.method, d=metric, k=c_pos: jack(m, d)[:, k] - jack(ref, d)[:, k],
+                        )
                 rows.append(row)
     return pd.DataFrame(rows)
 
