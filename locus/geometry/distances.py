@@ -179,11 +179,11 @@ def jackknife_correlations(correct, distances, max_groups: int = JACKKNIFE_GROUP
     return out
 
 
-def bca_interval(values, estimate: float, jackknife, confidence: float) -> tuple[float, float]:
-    """Bias-corrected and accelerated (BCa) interval of the bootstrap `values` around `estimate`
-    (Efron 1987; the formula of ``scipy.stats.bootstrap(method="BCa")``): bias correction ``z0`` from the
-    share of resamples below the estimate, acceleration ``a`` from the `jackknife` values. NaN where it is
-    undefined (no finite value, every resample on one side of the estimate, or a constant jackknife)."""
+def bca_levels(values, estimate: float, jackknife, confidence: float) -> tuple[float, float]:
+    """The BCa quantile levels of the bootstrap `values` around `estimate` (Efron 1987; the formula of
+    ``scipy.stats.bootstrap(method="BCa")``): bias correction ``z0`` from the share of resamples below the
+    estimate, acceleration ``a`` from the `jackknife` values. NaN where undefined (no finite value, every
+    resample on one side of the estimate, or a constant jackknife)."""
     values = np.asarray(values, dtype=np.float64)
     values = values[np.isfinite(values)]
     jack = np.asarray(jackknife, dtype=np.float64)
@@ -191,18 +191,24 @@ def bca_interval(values, estimate: float, jackknife, confidence: float) -> tuple
     if values.size == 0 or jack.size < 2 or not np.isfinite(estimate):
         return float("nan"), float("nan")
     below = (np.sum(values < estimate) + 0.5 * np.sum(values == estimate)) / values.size
-    if not 0 < below < 1:
-        return float("nan"), float("nan")
-    z0 = stats.norm.ppf(below)
     dev = jack.mean() - jack
     spread = np.sum(dev**2)
-    if spread == 0:
+    if not 0 < below < 1 or spread == 0:
         return float("nan"), float("nan")
+    z0 = stats.norm.ppf(below)
     a = np.sum(dev**3) / (6.0 * spread**1.5)
-    levels = []
-    for z in stats.norm.ppf([(1 - confidence) / 2, (1 + confidence) / 2]):
-        levels.append(stats.norm.cdf(z0 + (z0 + z) / (1 - a * (z0 + z))))
-    low, high = np.quantile(values, levels)
+    z = stats.norm.ppf([(1 - confidence) / 2, (1 + confidence) / 2])
+    low, high = stats.norm.cdf(z0 + (z0 + z) / (1 - a * (z0 + z)))
+    return float(low), float(high)
+
+
+def bca_interval(values, estimate: float, jackknife, confidence: float) -> tuple[float, float]:
+    """The BCa interval: the bootstrap `values` at :func:`bca_levels` (NaN where those are undefined)."""
+    low, high = bca_levels(values, estimate, jackknife, confidence)
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return float("nan"), float("nan")
+    values = np.asarray(values, dtype=np.float64)
+    low, high = np.quantile(values[np.isfinite(values)], [low, high])
     return float(low), float(high)
 
 
@@ -226,7 +232,8 @@ def contains(low: float, high: float, estimate: float) -> bool:
 def interval_with_estimate(values, estimate: float, confidence: float, jackknife=None) -> tuple[float, float, str]:
     """``(low, high, kind)``: the percentile interval of the bootstrap `values` where it contains
     `estimate`; else the BCa interval (:func:`bca_interval`, acceleration from `jackknife`: the values or a
-    callable giving them, evaluated only here) where that contains it; else :func:`recentred_interval`.
+    callable giving them, evaluated only here) where that contains it and its levels span at least half
+    of `confidence` (not collapsed into one tail); else :func:`recentred_interval`.
     BCa need not help: when nearly every resample lies on one side of the estimate its bias correction
     moves the interval further away (``z0`` beyond the normal quantile), so the last step is needed."""
     low, high, _ = percentile_interval(values, confidence)
@@ -234,8 +241,11 @@ def interval_with_estimate(values, estimate: float, confidence: float, jackknife
         return low, high, "percentile"
     if jackknife is not None:
         jack = jackknife() if callable(jackknife) else jackknife
+        lo_level, hi_level = bca_levels(values, estimate, jack, confidence)
         low, high = bca_interval(values, estimate, jack, confidence)
-        if contains(low, high, estimate):
+        # with a strong bias correction BCa's levels collapse into one tail (an interval a few resamples wide,
+        # far narrower than the resamples' spread): used only while it spans half the percentile interval's mass
+        if contains(low, high, estimate) and hi_level - lo_level >= confidence / 2:
             return low, high, "bca"
     low, high = recentred_interval(values, estimate, confidence)
     return low, high, "recentred"
