@@ -84,7 +84,7 @@ def _interval_note(frame: pd.DataFrame) -> str:
             "resampling duplicates queries, adds noise to every disagreement and pulls the resampled "
             "correlations towards 0, here by up to "
             f"{abs(shifted['resampling_shift']).max():.3f}), the BCa interval$^\\dagger$ where it contains the "
-            "estimate, else the percentile interval re-centred on the estimate$^\\ddagger$ (shifted by the "
+            "estimate and spans at least half the percentile interval's resample mass, else the percentile interval re-centred on the estimate$^\\ddagger$ (shifted by the "
             "resamples' median minus the estimate)"
         )
     return note + "."
