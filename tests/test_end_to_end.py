@@ -174,9 +174,19 @@ def check_distance_correlation(results: Path, pool: Pool):
             "diff_to_reference",
             "diff_ci_low",
             "diff_ci_high",
+            "interval",
+            "diff_interval",
+            "resampling_shift",
+            "embedding_dim",
+            "effective_dim",
         ],
     )
     assert set(f["method"]) == set(GEO["methods"])
+    assert ((f["ci_low"] <= f["value"]) & (f["value"] <= f["ci_high"])).all()  # every interval holds its estimate
+    assert ((f["diff_ci_low"] <= f["diff_to_reference"]) & (f["diff_to_reference"] <= f["diff_ci_high"])).all()
+    assert set(f["interval"]) | set(f["diff_interval"]) <= {"percentile", "bca", "recentred"}
+    assert (f["effective_dim"] >= 1).all() and (f["effective_dim"] <= f["embedding_dim"]).all()
+    assert (f.groupby("method")["effective_dim"].nunique() == 1).all()
     assert set(f["correlation"]) == {"pearson", "spearman", "kendall"}
     assert set(f["distance"]) == {"cosine", "euclidean"}
     assert len(f) == len(GEO["methods"]) * 3 * 2 and not f.duplicated(["method", "correlation", "distance"]).any()
@@ -377,6 +387,17 @@ def check_train_sample_eff(results: Path, pool: Pool):
     assert len(curves) == len(se["methods"]) * len(se["train_sizes"])
     in_range(curves, ["mean"], 0, 1, "sample-efficiency curve")
     in_range(curves, ["std"], 0, 1, "sample-efficiency std")
+    single = f[f["kind"] == "best_single"]  # the runs' best single model (chosen on val): the figure's line
+    assert len(single) == 1
+    in_range(single, ["mean"], 0, 1, "sample-efficiency best single")
+    factors = f[f["kind"] == "factor"]
+    assert set(factors["status"]) <= {"significant", "not_significant", "undefined"}
+    in_range(factors, ["share_defined"], 0, 1, "sample-efficiency share_defined")
+    undefined = factors[factors["status"] == "undefined"]
+    assert (undefined["share_defined"] < 0.95).all() and undefined[["ci_low", "ci_high"]].isna().all().all()
+    assert not undefined["annotated"].astype(bool).any()
+    defined = factors[factors["status"] != "undefined"]
+    assert (defined["share_defined"] >= 0.95).all() and defined["ci_low"].notna().all()
 
 
 def check_method_tables(results: Path, pool: Pool):

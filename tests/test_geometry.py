@@ -103,6 +103,61 @@ def test_bootstrap_is_seeded_and_paired():
 COLLINEAR = np.array([[0.0], [1.0], [3.0], [7.0]])
 
 
+def known_rank(n_models: int, singular_values, dim: int = 12, seed: int = 0) -> np.ndarray:
+    """[n_models x dim] embeddings whose centred matrix has exactly `singular_values`, plus one offset
+    shared by every model (centring removes it)."""
+    rng = np.random.default_rng(seed)
+    k = len(singular_values)
+    left = rng.normal(size=(n_models, k))
+    left, _ = np.linalg.qr(left - left.mean(axis=0))  # orthonormal, centred columns
+    right, _ = np.linalg.qr(rng.normal(size=(dim, k)))  # orthonormal directions in the embedding space
+    return left @ np.diag(singular_values) @ right.T + rng.normal(size=dim)
+
+
+@pytest.mark.parametrize("rank", [1, 2, 5, 12])
+def test_participation_ratio_of_equal_spectrum_is_its_rank(rank):
+    assert gd.participation_ratio(known_rank(40, [3.0] * rank)) == pytest.approx(rank)
+
+
+def test_participation_ratio_weighs_the_spectrum():
+    assert gd.participation_ratio(known_rank(30, [3.0, 1.0])) == pytest.approx(100 / 82)  # (9+1)^2 / (81+1)
+    z = known_rank(30, [5.0, 5.0, 0.01])
+    assert 2.0 < gd.participation_ratio(z) < 2.001  # a nearly flat third direction barely counts
+    assert np.isnan(gd.participation_ratio(np.tile([1.0, 2.0, 3.0], (6, 1))))  # every model equal
+    assert gd.participation_ratio(10 * z) == pytest.approx(gd.participation_ratio(z))  # scale-free
+
+
+def test_bca_interval_is_scipys():
+    x = np.random.default_rng(0).lognormal(size=60)  # skewed: BCa differs from the percentile interval
+    res = stats.bootstrap((x,), np.mean, method="BCa", n_resamples=4000, rng=np.random.default_rng(1))
+    jack = np.array([np.delete(x, i).mean() for i in range(x.size)])
+    low, high = gd.bca_interval(res.bootstrap_distribution, x.mean(), jack, 0.95)
+    assert (low, high) == pytest.approx(tuple(res.confidence_interval), rel=1e-3)
+    p_low, p_high, _ = gd.percentile_interval(res.bootstrap_distribution, 0.95)
+    assert abs(low - p_low) > 1e-3 and abs(high - p_high) > 1e-3  # the correction did something
+
+
+def test_estimate_outside_its_percentile_interval_gets_an_interval_containing_it():
+    rng = np.random.default_rng(0)
+    estimate = 0.9
+    values = estimate - 0.001 - rng.exponential(0.01, size=200)  # skewed: 99% of resamples below the estimate
+    values[:2] = estimate + 0.02  # and two far above
+    low, high, _ = gd.percentile_interval(values, 0.95)
+    assert not low <= estimate <= high  # the percentile interval excludes its own estimate
+    jack = estimate + rng.normal(0, 0.001, size=100)
+    low, high, kind = gd.interval_with_estimate(values, estimate, 0.95, jack)
+    assert low <= estimate <= high and kind in ("bca", "recentred")
+    # here BCa's bias correction pushes the interval past the estimate, so the re-centred one is used
+    b_low, b_high = gd.bca_interval(values, estimate, jack, 0.95)
+    assert not b_low <= estimate <= b_high and kind == "recentred"
+    p_low, p_high, _ = gd.percentile_interval(values, 0.95)
+    assert high - low == pytest.approx(p_high - p_low)  # the resamples' spread, moved onto the estimate
+    # an interval that already contains its estimate stays the percentile one, and no jackknife is run
+    inside = rng.normal(estimate, 0.01, size=200)
+    never = lambda: pytest.fail("jackknife computed for a percentile interval that contains the estimate")  # noqa: E731
+    assert gd.interval_with_estimate(inside, estimate, 0.95, never)[2] == "percentile"
+
+
 def test_neighbour_order_on_collinear_points():
     d = gd.embedding_distances(COLLINEAR, "euclidean")
     np.testing.assert_array_equal(gn.neighbour_order(d), [[1, 2, 3], [0, 2, 3], [1, 0, 3], [2, 1, 0]])
@@ -269,12 +324,16 @@ def test_distance_correlation_table_and_figure(pool):
         for d in ("cosine", "euclidean"):
             cell = table.loc[("locus", corr, d)]
             assert cell["value"] == pytest.approx(fn(locus[d], locus["disagreement"])[0])
-            assert cell["ci_low"] <= cell["ci_high"] and cell["n_boot"] == 50 and cell["n_pairs"] == 28
+            assert cell["ci_low"] <= cell["value"] <= cell["ci_high"] and cell["n_boot"] == 50 and cell["n_pairs"] == 28
+            assert cell["interval"] in gd.INTERVALS and 1 <= cell["effective_dim"] <= cell["embedding_dim"]
             assert cell["diff_to_reference"] == 0 and cell["diff_ci_low"] == cell["diff_ci_high"] == 0
     other = table.loc[("embedllm", "pearson", "cosine")]
-    assert other["reference"] == "locus" and other["diff_ci_low"] <= other["diff_ci_high"]
+    assert other["reference"] == "locus" and other["diff_ci_low"] <= other["diff_to_reference"] <= other["diff_ci_high"]
+    assert set(table["diff_interval"]) <= set(gd.INTERVALS)
     tex = (pool / "out" / "table.tex").read_text()
-    assert "\\label{tab:performance_distance_correlation}" in tex and "50 bootstrap resamples" in tex
+    assert "\\label{tab:performance_distance_correlation}" in tex and "over 50 resamples" in tex
+    assert "percentile intervals" in tex and "Effective dimensionality" in tex
+    assert table["effective_dim"].groupby(level="method").nunique().eq(1).all()  # one value per method
     assert f"{table.loc[('locus', 'pearson', 'cosine'), 'value']:.3f}" in tex
     # seeded: the same command gives the same intervals
     first = (pool / "out" / "table.csv").read_bytes()

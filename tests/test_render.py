@@ -549,7 +549,10 @@ def test_figure_title_data_and_summary(tmp_path):
     lines = figures.report_lines(summary)
     assert len(lines) == 1 and lines[0].startswith("locus vs embedllm: at n=128")
     frame = pd.read_csv(out.with_suffix(".csv"))
-    assert list(frame.columns) == figures.CSV_COLUMNS and set(frame.kind) == {"curve", "isotonic", "factor"}
+    assert list(frame.columns) == figures.CSV_COLUMNS
+    assert set(frame.kind) == {"curve", "isotonic", "best_single", "factor"}
+    assert frame.loc[frame.kind == "best_single", "mean"].tolist() == [0.5]  # the runs' val-chosen best single
+    assert summary["best_single"] == 0.5
     assert figures.json_safe({"a": [float("nan"), 1.0], "b": float("inf")}) == {"a": [None, 1.0], "b": None}
     with pytest.raises(Exception, match="not among --methods"):
         figures.sample_efficiency(paths, out, methods=["embedllm"])

@@ -334,3 +334,24 @@ def test_sample_efficiency_needs_its_summary(results):
     (results / "figures/train_sample_eff.json").write_text("{not json")
     with pytest.raises(DataError, match="train_sample_eff.json: not valid JSON"):
         render_block("sample-efficiency", Source(results))
+
+
+def test_undefined_factor_and_effective_dimension_in_their_blocks(results):
+    for rel, text in FIGURES.items():
+        (results / rel).write_text(text)
+    (results / "figures/train_sample_eff.json").write_text(
+        """{"reference_point": 512, "reference_method": "locus", "methods": {"embedllm":
+ {"at_reference_point": {"target": 0.7443, "n_method": null, "factor": 33.07, "ci_low": null, "ci_high": null,
+  "share_defined": 0.25, "crossing": "lower_bound", "status": "undefined"}}}}"""
+    )
+    block = render_block("sample-efficiency", Source(results))
+    assert "| undefined (exact in 25% of resamples) | undefined |" in block and "significant" not in block
+    (results / "tables/distance_correlation.csv").write_text(
+        """method,correlation,distance,value,n_pairs,train_size,ci_low,ci_high,interval,embedding_dim,effective_dim
+locus,pearson,cosine,0.908,6216,4096,0.899,0.915,recentred,128,1.54
+embedllm,pearson,cosine,0.253,6216,4096,0.246,0.254,percentile,232,73.5
+"""
+    )
+    block = render_block("distance-correlation", Source(results))
+    assert "| LOCUS | 0.908 [0.90, 0.92]‡ | 1.5 of 128 |" in block
+    assert "| EmbedLLM | 0.253 [0.25, 0.25] | 73.5 of 232 |" in block and "‡ re-centred" in block

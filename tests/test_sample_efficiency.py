@@ -297,7 +297,8 @@ def test_cli_runs_and_data_give_intervals_and_annotate_only_significant(tmp_path
     assert 4 < base["at_reference_point"]["factor"] < 16 and base["at_reference_point"]["ci_low"] > 1
     frame = pd.read_csv(out.with_suffix(".csv"))
     assert list(frame.columns) == figures.CSV_COLUMNS
-    assert set(frame.kind) == {"curve", "isotonic", "factor"}
+    assert set(frame.kind) == {"curve", "seed", "isotonic", "factor"}  # these runs record no best_single
+    assert (frame.kind == "seed").sum() == len(runs) and frame[frame.kind == "seed"].seed.notna().all()
     fit = frame[(frame.kind == "isotonic")].groupby("method")["mean"]
     assert all(np.all(np.diff(v.to_numpy()) >= 0) for _, v in fit)  # the fits are monotone
     assert frame[frame.annotated == True].method.tolist() == ["embedllm"]  # noqa: E712
@@ -361,3 +362,64 @@ def test_cli_input_errors(tmp_path, data, runs, capsys):
     )
     assert "twin at n=64" in capsys.readouterr().err
     assert not (tmp_path / "se.json").exists()
+
+
+def test_significance_needs_the_factor_defined_in_enough_resamples():
+    assert se.significance(1.3, math.inf, share_defined=0.47) == "undefined"
+    assert se.significance(1.3, math.inf, share_defined=0.95) == "significant"
+    assert se.significance(0.8, 1.2, share_defined=0.2) == "undefined"
+    assert se.significance(math.nan, math.nan, share_defined=0.0) == "no_interval"
+
+
+def censored_case(share_exact: float, n_boot: int = 200):
+    """Hand-made curves and resamples: LOCUS 4 points above a baseline that needs 4x its samples; on a
+    `share_exact` part of the resamples the curves are the measured ones (factor exactly 4), on the rest
+    the baseline never reaches LOCUS's level (a factor censored above: [8, inf])."""
+    locus = [a + 0.04 for a in STEADY]
+    curve = curve_frame({"locus": (GRID, locus), "slow": (GRID, STEADY)})
+    exact = int(round(share_exact * n_boot))
+    slow = np.array([STEADY] * exact + [[a - 0.1 for a in STEADY]] * (n_boot - exact))
+    return curve, {"locus": np.array([locus] * n_boot), "slow": slow}
+
+
+def test_factor_defined_in_too_few_resamples_is_undefined_not_significant():
+    curve, boot = censored_case(0.6)
+    table, summary = se.efficiency(curve, "locus", resampled=boot)
+    info = summary["methods"]["slow"]
+    at = info["at_reference_point"]
+    assert summary["reference_point"] == 512 and at["crossing"] == "exact" and at["factor"] == pytest.approx(4.0)
+    assert at["share_defined"] == pytest.approx(0.6)
+    assert at["status"] == "undefined" and math.isnan(at["ci_low"]) and math.isnan(at["ci_high"])
+    assert info["annotated"] is None and not table.annotated.any()
+    assert "significant" not in set(table.status)
+    line = figures.report_lines({"reference_method": "locus", **summary})[0]
+    assert "undefined: exact in only 60% of resamples" in line and "significant" not in line
+    # the very same resamples read with a lower bar: the interval [4, inf] excludes 1 (the test can fail)
+    _, lenient = se.efficiency(curve, "locus", resampled=boot, min_defined=0.5)
+    assert lenient["methods"]["slow"]["at_reference_point"]["status"] == "significant"
+    assert lenient["methods"]["slow"]["annotated"] == "at_reference_point"
+
+
+def test_factor_defined_in_every_resample_is_significant():
+    curve, boot = censored_case(1.0)
+    _, summary = se.efficiency(curve, "locus", resampled=boot)
+    at = summary["methods"]["slow"]["at_reference_point"]
+    assert at["status"] == "significant" and at["ci_low"] == pytest.approx(4.0) == at["ci_high"]
+
+
+def test_figure_draws_best_single_line_raw_points_and_says_undefined():
+    from locus.render.figures import _factor_note, sample_efficiency_figure
+
+    curve, boot = censored_case(0.6)
+    _, summary = se.efficiency(curve, "locus", resampled=boot)
+    summary.update(best_single=0.7, bootstrap={"n_boot": 200, "seed": 0, "n_queries": 500})
+    note = _factor_note(summary)
+    assert "percentile intervals" in note and "vs slow at n = 512: undefined (exact in 60% of resamples)" in note
+    fig = sample_efficiency_figure(curve, summary, fit=se.smooth(curve))
+    ax = fig.axes[0]
+    flat = [ln for ln in ax.lines if np.allclose(ln.get_ydata(), 70.0)]
+    assert len(flat) == 1  # the best single model's level, in percent
+    measured = [ln for ln in ax.lines if ln.get_marker() == "o" and len(ln.get_xdata()) == len(GRID)]
+    assert len(measured) == 2  # the raw per-n points of both methods beside their fits
+    assert any("best single model" in t.get_text() for t in ax.get_legend().get_texts())
+    assert not any("×" in t.get_text() for t in ax.texts)  # no factor arrow for an undefined factor

@@ -3,11 +3,13 @@ and the files written (plotting in :mod:`locus.render.figures`).
 
 Kinds:
 
-- ``sample-efficiency``: paper ``fig:train_sample_eff``: test routing accuracy (mean ± std over seeds)
-  vs training evaluations per model, with each curve's isotonic fit (dashed) and "k× fewer samples"
-  arrows for the reference method where the factor is exact and its bootstrap interval excludes 1
-  (:func:`sample_efficiency`). Writes ``<stem>.pdf``, ``.png``, ``.csv`` (:func:`plot_frame`) and
-  ``.json`` (the headline factors; an interval end censored above is written ``"inf"``).
+- ``sample-efficiency``: paper ``fig:train_sample_eff``: test routing accuracy (mean ± std over seeds, and
+  each seed's own point) vs training evaluations per model, with each curve's isotonic fit (dashed), the
+  best single model chosen on validation (horizontal line) and "k× fewer samples" arrows for the
+  reference method where the factor is exact, defined in >= 95% of the resamples and its bootstrap
+  interval excludes 1 (:func:`sample_efficiency`). Writes ``<stem>.pdf``, ``.png``, ``.csv``
+  (:func:`plot_frame`) and ``.json`` (the headline factors; an interval end censored above is written
+  ``"inf"``; an undefined factor's interval ``null``).
 
 Titles name the data set by the label given (the workflow passes each data set's own label), else by
 the data set's name recorded in the runs.
@@ -46,20 +48,50 @@ CSV_COLUMNS = [
     "share_defined",
     "status",
     "annotated",
+    "seed",
 ]
 
 
-def plot_frame(curve: pd.DataFrame, table: pd.DataFrame, fit: pd.DataFrame | None = None) -> pd.DataFrame:
+def plot_frame(
+    curve: pd.DataFrame,
+    table: pd.DataFrame,
+    fit: pd.DataFrame | None = None,
+    points: pd.DataFrame | None = None,
+    best_single: float | None = None,
+) -> pd.DataFrame:
     """The CSV written beside the figure: the measured curves (``kind = curve``: mean ± std over seeds),
-    their isotonic fits that the factors are read from (``kind = isotonic``: ``mean`` = fitted value)
-    and every factor (``kind = factor``; ``reference_curve_n`` = the reference curve's size of that
-    target; interval ``ci_low..ci_high``, ``status``, ``annotated`` = drawn on the figure)."""
+    each seed's point (``kind = seed``: ``mean`` = that run's value, ``seed``), their isotonic fits that
+    the factors are read from (``kind = isotonic``: ``mean`` = fitted value), the best single model chosen
+    on validation (``kind = best_single``: ``mean`` = its test value) and every factor (``kind = factor``;
+    ``reference_curve_n`` = the reference curve's size of that target; interval ``ci_low..ci_high``,
+    ``status``, ``annotated`` = drawn on the figure)."""
     parts = [curve.assign(kind="curve")]
+    if points is not None:
+        parts.append(points.rename(columns={"value": "mean"}).assign(kind="seed"))
     if fit is not None:
         parts.append(fit.assign(kind="isotonic"))
+    if best_single is not None:
+        parts.append(pd.DataFrame({"kind": ["best_single"], "method": ["best_single"], "mean": [best_single]}))
     parts.append(table.rename(columns={"n": "reference_curve_n"}).assign(kind="factor"))
     data = pd.concat(parts, ignore_index=True).reindex(columns=CSV_COLUMNS)
-    return data.astype({"train_size": "Int64", "n_seeds": "Int64"})
+    return data.astype({"train_size": "Int64", "n_seeds": "Int64", "seed": "Int64"})
+
+
+def seed_points(method_rows: pd.DataFrame, metric: str, benchmark: str = "Overall") -> pd.DataFrame:
+    """``method, train_size, seed, value``: every run's own value of `metric` (the raw points)."""
+    rows = method_rows[(method_rows["metric"] == metric) & (method_rows["benchmark"] == benchmark)]
+    return rows[["method", "train_size", "seed", "value"]].sort_values(["method", "train_size", "seed"])
+
+
+def best_single_level(ref_agg: pd.DataFrame, metric: str, benchmark: str = "Overall") -> float | None:
+    """Test routing accuracy of the best single model chosen on validation (the runs' ``best_single``
+    reference rows, one value per data set: the mean over the runs' records), or None for another
+    metric or runs without reference rows."""
+    if metric != "routing_acc" or ref_agg.empty:
+        return None
+    rows = ref_agg[(ref_agg["reference"] == "best_single") & (ref_agg["benchmark"] == benchmark)]
+    values = rows["mean"].dropna()
+    return float(values.mean()) if len(values) else None
 
 
 def json_safe(obj):
@@ -87,6 +119,8 @@ def inf_as_text(obj):
 def _interval_text(f: dict) -> str:
     if f.get("status", "no_interval") == "no_interval":
         return "no interval"
+    if f["status"] == "undefined":
+        return f"undefined: exact in only {100 * f['share_defined']:.0f}% of resamples"
     return f"95% CI {f['ci_low']:.2f}..{f['ci_high']:.2f}, {f['status']}, {100 * f['share_defined']:.0f}% defined"
 
 
@@ -171,9 +205,13 @@ def sample_efficiency(
         resampled = resampled_curves(values.cells, curve, metric, n_boot, boot_seed)
     table, summary = se.efficiency(curve, reference_method, reference_point, resampled=resampled)
     fit = se.smooth(curve)
+    points = seed_points(coll.method_rows, metric) if (curve["n_seeds"] > 1).any() else None  # else = the means
+    best_single = best_single_level(coll.ref_agg, metric)
     label = coll.data_label(data_label)
     summary.update(
         {
+            "best_single": best_single,
+            "interval": "percentile (conservative under censoring), paired bootstrap over test queries",
             "metric": metric,
             "split": split,
             "dataset": label,
@@ -184,9 +222,14 @@ def sample_efficiency(
         }
     )
     fig = sample_efficiency_figure(
-        curve, summary, metric_axis_label(metric), title=figure_title(label, coll.encoder, split), fit=fit
+        curve,
+        summary,
+        metric_axis_label(metric),
+        title=figure_title(label, coll.encoder, split),
+        fit=fit,
+        points=points,
     )
     save_figure(fig, paths["pdf"])
-    write_csv(plot_frame(curve, table, fit), paths["csv"])
+    write_csv(plot_frame(curve, table, fit, points, best_single), paths["csv"])
     write_json(paths["json"], json_safe(inf_as_text(summary)))
     return summary

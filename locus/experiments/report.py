@@ -624,6 +624,7 @@ def block_distance_correlation(src):
     path = src.path(rel)
     rows = read_rows(path, ("method", "correlation", "distance", "value", "n_pairs", "train_size"))
     has_ci = "ci_low" in rows[0] and "ci_high" in rows[0]
+    has_dim = "effective_dim" in rows[0] and "embedding_dim" in rows[0]
     columns = _unique((r["correlation"], r["distance"]) for r in rows)
     body = []
     for method in _unique(r["method"] for r in rows):
@@ -638,13 +639,25 @@ def block_distance_correlation(src):
                 text += (
                     f" [{fmt(_float(r['ci_low'], path, 'ci_low'), 2)}, {fmt(_float(r['ci_high'], path, 'ci_high'), 2)}]"
                 )
+                text += {"bca": "†", "recentred": "‡"}.get(r.get("interval") or "percentile", "")
             cells.append(text)
-        body.append([plain_label(method)] + cells)
+        dims = []
+        if has_dim:
+            r = _pick(rows, method=method)
+            dims = [f"{fmt(_float(r['effective_dim'], path, 'effective_dim'), 1)} of {r['embedding_dim']}"]
+        body.append([plain_label(method)] + cells + dims)
     first = rows[0]
     head = [f"distance vs test disagreement ({first['n_pairs']} model pairs, n = {first['train_size']})"]
     note = "In brackets: the bootstrap interval over test queries." if has_ci else ""
+    if has_ci and "interval" in first:
+        note = (
+            "In brackets: the bootstrap interval over test queries (percentile; † BCa, ‡ re-centred on the "
+            "estimate, where the percentile interval excluded it)."
+        )
+    if has_dim:
+        note += " Effective dim.: participation ratio of the centred embeddings' singular values, of the width."
     return (
-        md_table(head + [f"{c.capitalize()}, {d}" for c, d in columns], body)
+        md_table(head + [f"{c.capitalize()}, {d}" for c, d in columns] + (["effective dim."] if has_dim else []), body)
         + [""]
         + ([note, ""] if note else [])
         + [provenance(src, [rel])]
@@ -706,7 +719,9 @@ def _factors(src: Source, rel: str) -> list[str]:
                 fmt(100 * num(f.get("target")), 2),
                 "never" if math.isnan(n_method) else fmt(n_method, 0),
                 f"{fmt(num(f.get('factor')), 1)}×" + (" (a lower bound)" if f.get("crossing") == "lower_bound" else ""),
-                f"[{fmt(num(f.get('ci_low')), 1)}, {fmt(num(f.get('ci_high')), 1)}]".replace("inf", "∞"),
+                f"undefined (exact in {fmt(100 * num(f.get('share_defined')), 0)}% of resamples)"
+                if f.get("status") == "undefined"
+                else f"[{fmt(num(f.get('ci_low')), 1)}, {fmt(num(f.get('ci_high')), 1)}]".replace("inf", "∞"),
                 str(f.get("status", "")),
             ]
         )

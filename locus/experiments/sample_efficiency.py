@@ -24,8 +24,12 @@ import pandas as pd
 from locus.errors import DataError
 from locus.experiments import sample_efficiency_ci as ci
 
-STATUSES = ("significant", "not_significant", "no_interval")
+STATUSES = ("significant", "not_significant", "undefined", "no_interval")
 CONFIDENCE = 0.95
+# A factor is read off a bootstrap only where both crossings fall inside the measured sizes; where fewer
+# than this share of resamples give such an exact factor, its interval is mostly censoring and the factor
+# is reported "undefined" (never significant, no interval).
+MIN_DEFINED = 0.95
 
 
 def curves(method_rows: pd.DataFrame, metric: str = "routing_acc", benchmark: str = "Overall") -> pd.DataFrame:
@@ -156,11 +160,14 @@ def default_reference_point(ref_sizes) -> int:
     return int(sizes[np.argmin(np.abs(np.log2(sizes) - mid))])
 
 
-def significance(low: float, high: float) -> str:
-    """``significant`` when the interval [low, high] excludes 1, ``not_significant`` when it holds it,
-    ``no_interval`` when there is none (NaN)."""
+def significance(low: float, high: float, share_defined: float = 1.0, min_defined: float = MIN_DEFINED) -> str:
+    """``no_interval`` when there is no interval (NaN), ``undefined`` when the factor is exact in fewer
+    than `min_defined` of the resamples (`share_defined`), else ``significant`` when the interval
+    [low, high] excludes 1 and ``not_significant`` when it holds it."""
     if math.isnan(low) or math.isnan(high):
         return "no_interval"
+    if not share_defined >= min_defined:
+        return "undefined"
     return "significant" if low > 1 or high < 1 else "not_significant"
 
 
@@ -182,6 +189,7 @@ def efficiency(
     points: int = 65,
     resampled: dict | None = None,
     confidence: float = CONFIDENCE,
+    min_defined: float = MIN_DEFINED,
 ) -> tuple[pd.DataFrame, dict]:
     """Factors of `reference` over every other method, on the isotonic fits of the curves.
 
@@ -198,8 +206,9 @@ def efficiency(
     each resample every factor is recomputed at the *same target sizes* (the target is ``R(n)`` of the
     resampled reference curve): a fixed accuracy would not do, as the headline target often lies on the
     plateau the isotonic fit gives the top of R's curve, which many resampled curves never reach. ``status``
-    is ``significant`` when the 95% interval excludes 1, ``not_significant`` otherwise, ``no_interval``
-    without per-query values. The figure annotates the reference point's factor, or the largest exact one
+    is ``undefined`` when fewer than `min_defined` of the resamples give an exact factor (``share_defined``;
+    the interval is then blank: mostly censoring, e.g. [1.3, inf]), else ``significant`` when the 95%
+    interval excludes 1 and ``not_significant`` otherwise; ``no_interval`` without per-query values. The figure annotates the reference point's factor, or the largest exact one
     where the reference point has none; the interval of the largest factor is taken at the target chosen on
     the measured curves (it does not account for that choice)."""
     if reference not in set(curve["method"]):
@@ -238,15 +247,17 @@ def efficiency(
         part = []
         for j, (n, target) in enumerate(zip(sizes_t, targets)):
             f = factor(rs, ra, ms, ma, target)
+            status = significance(low[j], high[j], share[j], min_defined)
+            undefined = status == "undefined"
             part.append(
                 {
                     "method": method,
                     "n": float(n),
                     **f,
-                    "ci_low": float(low[j]),
-                    "ci_high": float(high[j]),
+                    "ci_low": math.nan if undefined else float(low[j]),
+                    "ci_high": math.nan if undefined else float(high[j]),
                     "share_defined": float(share[j]),
-                    "status": significance(low[j], high[j]),
+                    "status": status,
                     "annotated": False,
                 }
             )
@@ -286,5 +297,6 @@ def efficiency(
         "reference_method": reference,
         "reference_point": int(reference_point),
         "confidence": float(confidence),
+        "min_defined": float(min_defined),
         "methods": summary,
     }

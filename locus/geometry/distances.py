@@ -10,7 +10,11 @@ and ``fig:performance_distance_correlation``), and the reading of the geometry i
   embeddings, built from training evaluations only (the reader refuses a run whose training pairs touch a
   test query);
 - correlations over all model pairs: Pearson, Spearman and Kendall's tau-b (:mod:`scipy.stats`), with 95%
-  intervals from a paired bootstrap over test queries (:func:`bootstrap_correlations`).
+  intervals from a paired bootstrap over test queries (:func:`bootstrap_correlations`): percentile where it
+  contains the estimate, else BCa where that does, else the percentile interval re-centred on the estimate
+  (:func:`interval_with_estimate`);
+- the effective dimensionality of each method's model embeddings (:func:`participation_ratio`): a high
+  correlation over a nearly one-dimensional embedding says less than it seems.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from locus.errors import ConfigError, DataError
 CORRELATIONS = ("pearson", "spearman", "kendall")
 DISTANCES = ("cosine", "euclidean")
 _BATCH = 64  # bootstrap resamples whose query weights are held at once
+JACKKNIFE_GROUPS = 200  # groups of test queries left out in turn for BCa's acceleration (cost: one pass each)
+INTERVALS = ("percentile", "bca", "recentred")  # the interval types of the correlation table, in order of use
 
 
 # ----------------------------------------------------------------------------------------------
@@ -56,6 +62,19 @@ def disagreement(correct, weights=None) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(common > 0, (cross + cross.T) / np.where(common > 0, common, 1.0), np.nan)
     return rate, common
+
+
+def participation_ratio(z) -> float:
+    """Effective dimensionality of the rows of `z` [models x dim]: the participation ratio
+    ``(sum s^2)^2 / sum s^4`` of the singular values s of the column-centred matrix (1 when every model
+    lies on one line, the rank when the variance spreads evenly over the rank's directions; NaN when all
+    rows are equal)."""
+    z = np.asarray(z, dtype=np.float64)
+    power = np.linalg.svd(z - z.mean(axis=0), compute_uv=False) ** 2
+    total = power.sum()
+    if not total > 0:
+        return float("nan")
+    return float(total**2 / np.sum(power**2))
 
 
 def embedding_distances(z, metric: str) -> np.ndarray:
@@ -143,6 +162,93 @@ def percentile_interval(values, confidence: float) -> tuple[float, float, int]:
     alpha = (1 - confidence) / 2
     low, high = np.quantile(values, [alpha, 1 - alpha])
     return float(low), float(high), int(values.size)
+
+
+def jackknife_correlations(correct, distances, max_groups: int = JACKKNIFE_GROUPS) -> np.ndarray:
+    """[groups x len(CORRELATIONS)] correlations of `distances` (condensed) with the disagreements of
+    `correct` [queries x models] with one group of test queries left out each time: every query its own
+    group up to `max_groups` queries, else `max_groups` contiguous groups (a delete-group jackknife)."""
+    correct = np.asarray(correct, dtype=np.float64)
+    groups = np.array_split(np.arange(correct.shape[0]), min(int(max_groups), correct.shape[0]))
+    out = np.empty((len(groups), len(CORRELATIONS)))
+    for g, rows in enumerate(groups):
+        w = np.ones(correct.shape[0])
+        w[rows] = 0.0
+        r = correlations(distances, upper(disagreement(correct, w)[0]))
+        out[g] = [r[c] for c in CORRELATIONS]
+    return out
+
+
+def bca_levels(values, estimate: float, jackknife, confidence: float) -> tuple[float, float]:
+    """The BCa quantile levels of the bootstrap `values` around `estimate` (Efron 1987; the formula of
+    ``scipy.stats.bootstrap(method="BCa")``): bias correction ``z0`` from the share of resamples below the
+    estimate, acceleration ``a`` from the `jackknife` values. NaN where undefined (no finite value, every
+    resample on one side of the estimate, or a constant jackknife)."""
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    jack = np.asarray(jackknife, dtype=np.float64)
+    jack = jack[np.isfinite(jack)]
+    if values.size == 0 or jack.size < 2 or not np.isfinite(estimate):
+        return float("nan"), float("nan")
+    below = (np.sum(values < estimate) + 0.5 * np.sum(values == estimate)) / values.size
+    dev = jack.mean() - jack
+    spread = np.sum(dev**2)
+    if not 0 < below < 1 or spread == 0:
+        return float("nan"), float("nan")
+    z0 = stats.norm.ppf(below)
+    a = np.sum(dev**3) / (6.0 * spread**1.5)
+    z = stats.norm.ppf([(1 - confidence) / 2, (1 + confidence) / 2])
+    low, high = stats.norm.cdf(z0 + (z0 + z) / (1 - a * (z0 + z)))
+    return float(low), float(high)
+
+
+def bca_interval(values, estimate: float, jackknife, confidence: float) -> tuple[float, float]:
+    """The BCa interval: the bootstrap `values` at :func:`bca_levels` (NaN where those are undefined)."""
+    low, high = bca_levels(values, estimate, jackknife, confidence)
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return float("nan"), float("nan")
+    values = np.asarray(values, dtype=np.float64)
+    low, high = np.quantile(values[np.isfinite(values)], [low, high])
+    return float(low), float(high)
+
+
+def recentred_interval(values, estimate: float, confidence: float) -> tuple[float, float]:
+    """The percentile interval of `values` shifted by ``estimate - median(values)``: the resamples'
+    spread around the estimate, with the shift the resampling itself adds (its median bias) removed.
+    Contains `estimate` by construction."""
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if values.size == 0 or not np.isfinite(estimate):
+        return float("nan"), float("nan")
+    alpha = (1 - confidence) / 2
+    low, mid, high = np.quantile(values, [alpha, 0.5, 1 - alpha])
+    return float(low + estimate - mid), float(high + estimate - mid)
+
+
+def contains(low: float, high: float, estimate: float) -> bool:
+    return bool(np.isfinite(low) and np.isfinite(high) and low <= estimate <= high)
+
+
+def interval_with_estimate(values, estimate: float, confidence: float, jackknife=None) -> tuple[float, float, str]:
+    """``(low, high, kind)``: the percentile interval of the bootstrap `values` where it contains
+    `estimate`; else the BCa interval (:func:`bca_interval`, acceleration from `jackknife`: the values or a
+    callable giving them, evaluated only here) where that contains it and its levels span at least half
+    of `confidence` (not collapsed into one tail); else :func:`recentred_interval`.
+    BCa need not help: when nearly every resample lies on one side of the estimate its bias correction
+    moves the interval further away (``z0`` beyond the normal quantile), so the last step is needed."""
+    low, high, _ = percentile_interval(values, confidence)
+    if contains(low, high, estimate) or not np.isfinite(estimate) or not np.isfinite(low):
+        return low, high, "percentile"
+    if jackknife is not None:
+        jack = jackknife() if callable(jackknife) else jackknife
+        lo_level, hi_level = bca_levels(values, estimate, jack, confidence)
+        low, high = bca_interval(values, estimate, jack, confidence)
+        # with a strong bias correction BCa's levels collapse into one tail (an interval a few resamples wide,
+        # far narrower than the resamples' spread): used only while it spans half the percentile interval's mass
+        if contains(low, high, estimate) and hi_level - lo_level >= confidence / 2:
+            return low, high, "bca"
+    low, high = recentred_interval(values, estimate, confidence)
+    return low, high, "recentred"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -283,8 +389,11 @@ def correlation_frame(
     confidence: float = 0.95,
     reference_method: str | None = "locus",
 ) -> pd.DataFrame:
-    """One row per (method, correlation, distance): the correlation over model pairs, and with `n_boot`
-    resamples its percentile interval and the paired difference to `reference_method` with its interval."""
+    """One row per (method, correlation, distance): the correlation over model pairs, the embeddings'
+    width (``embedding_dim``) and effective dimensionality (``effective_dim``, :func:`participation_ratio`),
+    and with `n_boot` resamples its interval (``interval``: which one, :func:`interval_with_estimate`; it
+    always contains the estimate), ``resampling_shift`` (median resampled correlation minus the estimate)
+    and the paired difference to `reference_method` with its interval chosen the same way (``diff_interval``)."""
     part = {r.method: pairs[pairs["method"] == r.method] for r in inputs.runs}
     point = {(m, d): correlations(p[d], p["disagreement"]) for m, p in part.items() for d in DISTANCES}
     boot = {}
@@ -293,6 +402,14 @@ def correlation_frame(
         dists = {(m, d): part[m][d].to_numpy() for m, d in point}
         boot = bootstrap_correlations(correct, dists, n_boot, seed)
     ref = reference_method if any(r.method == reference_method for r in inputs.runs) else None
+    dims = {r.method: participation_ratio(r.embeddings) for r in inputs.runs}
+    jackknives = {}
+
+    def jack(method, metric):  # leave-group-out correlations, computed once and only where BCa is tried
+        if (method, metric) not in jackknives:
+            jackknives[(method, metric)] = jackknife_correlations(correct[method], part[method][metric].to_numpy())
+        return jackknives[(method, metric)]
+
     rows = []
     for run in inputs.runs:
         n_pairs = int(np.isfinite(part[run.method]["disagreement"]).sum())
@@ -308,15 +425,27 @@ def correlation_frame(
                     "n_queries": len(inputs.test_ids),
                     "train_size": run.metrics.get("train_size"),
                     "seed": run.metrics.get("seed"),
+                    "embedding_dim": int(run.embeddings.shape[1]),
+                    "effective_dim": dims[run.method],
                 }
                 if boot:
                     values = boot[(run.method, metric)][:, c_pos]
-                    row["ci_low"], row["ci_high"], row["n_defined"] = percentile_interval(values, confidence)
+                    low, high, kind = interval_with_estimate(
+                        values, row["value"], confidence, lambda m=run.method, d=metric, k=c_pos: jack(m, d)[:, k]
+                    )
+                    defined = int(np.isfinite(values).sum())
+                    shift = float(np.nanmedian(values) - row["value"]) if defined else np.nan
+                    row.update(ci_low=low, ci_high=high, n_defined=defined, interval=kind, resampling_shift=shift)
                     row.update(n_boot=n_boot, confidence=confidence, reference=ref)
                     if ref is not None:
                         diff = values - boot[(ref, metric)][:, c_pos]
                         row["diff_to_reference"] = row["value"] - point[(ref, metric)][corr]
-                        row["diff_ci_low"], row["diff_ci_high"], _ = percentile_interval(diff, confidence)
+                        row["diff_ci_low"], row["diff_ci_high"], row["diff_interval"] = interval_with_estimate(
+                            diff,
+                            row["diff_to_reference"],
+                            confidence,
+                            lambda m=run.method, d=metric, k=c_pos: jack(m, d)[:, k] - jack(ref, d)[:, k],
+                        )
                 rows.append(row)
     return pd.DataFrame(rows)
 

@@ -72,36 +72,79 @@ def interval_label(k: float, low: float, high: float) -> str:
     return f"{factor_label(k)} [{num(1.0 / high if high > 0 else math.inf)}, {num(1.0 / low if low > 0 else math.inf)}]"
 
 
+def _factor_note(summary: dict) -> str:
+    """The interval type and, per compared method, what its factor at the reference point is (the
+    value with its interval and status, or "undefined" with the share of resamples where it is exact)."""
+    ref = plain_label(summary["reference_method"])
+    boot = summary.get("bootstrap")
+    conf = f"{100 * summary.get('confidence', 0.95):.0f}%"
+    need = f"{100 * summary.get('min_defined', 0.95):.0f}%"
+    if boot:
+        head = (
+            f"Sample-efficiency factors of {ref}: {conf} percentile intervals, paired bootstrap over "
+            f"{boot['n_queries']:,} test queries ({boot['n_boot']:,} resamples), conservative under censoring; "
+            f"undefined where exact in < {need} of resamples. Arrows: significant factors only."
+        )
+    else:
+        head = f"Sample-efficiency factors of {ref}: no bootstrap (no --data), so no interval and no arrow."
+    lines = [head]
+    point = summary.get("reference_point")
+    for method, info in summary["methods"].items():
+        at = info["at_reference_point"]
+        if at.get("status") == "undefined":
+            text = f"undefined (exact in {100 * at['share_defined']:.0f}% of resamples)"
+        elif at.get("crossing") != "exact" or not math.isfinite(at.get("factor", math.nan)):
+            text = f"{at.get('crossing', '?').replace('_', ' ')}, {at.get('status', '').replace('_', ' ')}"
+        elif at.get("status") == "no_interval":
+            text = factor_label(at["factor"])
+        else:
+            text = f"{interval_label(at['factor'], at['ci_low'], at['ci_high'])}, {at['status'].replace('_', ' ')}"
+        lines.append(f"vs {plain_label(method)} at n = {point}: {text}")
+    return "\n".join(textwrap.fill(line, 95, break_on_hyphens=False) for line in lines)
+
+
 def sample_efficiency_figure(
     curve: pd.DataFrame,
     summary: dict,
     metric_label: str = "Routing accuracy (%)",
     title: str | None = None,
     fit: pd.DataFrame | None = None,
+    points: pd.DataFrame | None = None,
 ):
-    """Paper ``fig:train_sample_eff``: measured mean ± std bands per method vs training evaluations per
-    model (log2 axis), each method's isotonic fit (`fit`, thin dashed; the factors are read from it),
-    and a horizontal arrow per baseline whose factor the summary marks as ``annotated`` (exact, with a
-    bootstrap interval that excludes 1): at the target accuracy, from the baseline's sample count to
-    the reference method's, labelled "k× fewer" (or "1/k× more") with its 95% interval."""
+    """Paper ``fig:train_sample_eff``: measured means (markers, thin line) ± std bands per method vs
+    training evaluations per model (log2 axis), each seed's own point (`points`: ``method, train_size,
+    value``; small hollow markers, drawn when a cell has several seeds), each method's isotonic fit
+    (`fit`, dashed; the factors are read from it), the best single model chosen on validation
+    (``summary["best_single"]``, grey horizontal line), and a horizontal arrow per baseline whose factor
+    the summary marks as ``annotated`` (exact, defined in enough resamples, with a bootstrap interval that
+    excludes 1): at the target accuracy, from the baseline's sample count to the reference method's,
+    labelled "k× fewer" (or "1/k× more") with its interval. A note under the axes states the interval
+    type and each baseline's factor at the reference point (or "undefined")."""
     from matplotlib.lines import Line2D
 
     sns.set_theme(style="whitegrid", context="paper")
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    fig, ax = plt.subplots(figsize=(5.6, 4.6))
     methods = list(dict.fromkeys(curve["method"]))
     ref = summary["reference_method"]
     methods = [ref] + [m for m in methods if m != ref]
     fallback = iter(sns.color_palette("tab10", len(methods)))
+    several = bool((curve["n_seeds"] > 1).any())
     for method in methods:
         part = curve[curve["method"] == method].sort_values("train_size")
         color = method_color(method) or next(fallback)
         x, y, s = part["train_size"], 100 * part["mean"], 100 * part["std"]
-        ax.plot(x, y, marker="o", ms=4, lw=1.5, color=color, label=plain_label(method))
-        if (part["n_seeds"] > 1).any():
+        ax.plot(x, y, marker="o", ms=4, lw=0.8, color=color, label=plain_label(method))
+        if several:
             ax.fill_between(x, y - s, y + s, color=color, alpha=0.18, lw=0)
+            if points is not None:
+                p = points[points["method"] == method]
+                ax.scatter(p["train_size"], 100 * p["value"], s=9, facecolors="none", edgecolors=color, lw=0.6)
         if fit is not None:
             f = fit[fit["method"] == method].sort_values("train_size")
-            ax.plot(f["train_size"], 100 * f["mean"], ls="--", lw=0.9, color=color, alpha=0.9)
+            ax.plot(f["train_size"], 100 * f["mean"], ls="--", lw=1.6, color=color, alpha=0.9)
+    single = summary.get("best_single")
+    if single is not None:
+        ax.axhline(100 * single, color="0.35", ls="-.", lw=1.1)
     arrows = []
     for method, info in summary["methods"].items():
         which = info.get("annotated")
@@ -136,10 +179,16 @@ def sample_efficiency_figure(
     if title:
         ax.set_title(textwrap.fill(title, 70, break_on_hyphens=False), fontsize=9)
     handles, labels = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], ls="-", marker="o", ms=4, lw=0.8, color="0.3"))
+    labels.append("measured" + (" (mean; hollow: seeds)" if several and points is not None else ""))
     if fit is not None:
-        handles.append(Line2D([], [], ls="--", lw=0.9, color="0.3"))
+        handles.append(Line2D([], [], ls="--", lw=1.6, color="0.3"))
         labels.append("isotonic fit")
-    ax.legend(handles, labels, frameon=True, fontsize=8)
+    if single is not None:
+        handles.append(Line2D([], [], ls="-.", lw=1.1, color="0.35"))
+        labels.append(f"best single model, chosen on val ({100 * single:.2f})")
+    ax.legend(handles, labels, frameon=True, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
+    fig.text(0.01, 0.0, _factor_note(summary), fontsize=6.5, ha="left", va="top", wrap=False)
     fig.tight_layout()
     return fig
 

@@ -17,6 +17,7 @@ from locus.render.latex import emphasis
 CORRELATION_LABELS = {"pearson": "Pearson $\\rho$", "spearman": "Spearman $r_s$", "kendall": "Kendall $\\tau$"}
 PLAIN_CORRELATIONS = {"pearson": "Pearson", "spearman": "Spearman", "kendall": "Kendall"}
 DISTANCE_LABELS = {"cosine": "Cosine distance", "euclidean": "Euclidean distance"}
+INTERVAL_MARKS = {"bca": "$^\\dagger$", "recentred": "$^\\ddagger$"}  # percentile intervals carry no mark
 TAG_COLORS = {"math": "#ff7f0e", "code": "#2ca02c"}  # the paper's figure: math orange, code green
 
 
@@ -62,8 +63,46 @@ def _cell(row) -> str:
         text = f"\\underline{{{text}}}"
     low, high = row.get("ci_low", math.nan), row.get("ci_high", math.nan)
     if low is not None and not math.isnan(low):
-        text += f" {{\\scriptsize[{low:.3f}, {high:.3f}]}}"
+        mark = INTERVAL_MARKS.get(row.get("interval"), "")
+        text += f" {{\\scriptsize[{low:.3f}, {high:.3f}]{mark}}}"
     return text
+
+
+def _interval_note(frame: pd.DataFrame) -> str:
+    """Which interval each bracket is (percentile unless marked), for the caption."""
+    first = frame.iloc[0]
+    kinds = set(frame["interval"]) if "interval" in frame.columns else {"percentile"}
+    note = (
+        f" In brackets: {100 * first['confidence']:.0f}\\% bootstrap intervals over {int(first['n_boot'])} "
+        f"resamples of the {int(first['n_queries'])} test queries (disagreements recomputed, embeddings fixed): "
+        "percentile intervals"
+    )
+    if kinds - {"percentile"}:
+        shifted = frame[frame["interval"] != "percentile"]
+        note += (
+            f"; where the percentile interval excludes its estimate ({len(shifted)} of {len(frame)} cells: "
+            "resampling duplicates queries, adds noise to every disagreement and pulls the resampled "
+            "correlations towards 0, here by up to "
+            f"{abs(shifted['resampling_shift']).max():.3f}), the BCa interval$^\\dagger$ where it contains the "
+            "estimate and spans at least half the percentile interval's resample mass, else the percentile interval re-centred on the estimate$^\\ddagger$ (shifted by the "
+            "resamples' median minus the estimate)"
+        )
+    return note + "."
+
+
+def _dimension_note(frame: pd.DataFrame) -> str:
+    """Each method's effective dimensionality, for the caption."""
+    if "effective_dim" not in frame.columns:
+        return ""
+    dims = frame.drop_duplicates("method")
+    cells = ", ".join(
+        f"{labels.escape(labels.plain_label(r['method']))} {r['effective_dim']:.1f} of {int(r['embedding_dim'])}"
+        for r in dims.to_dict("records")
+    )
+    return (
+        " Effective dimensionality of the model embeddings (participation ratio $(\\sum\\sigma^2)^2/\\sum\\sigma^4$ "
+        f"of the singular values of the centred embedding matrix; 1 = all models on one line): {cells}."
+    )
 
 
 def correlation_table(frame: pd.DataFrame, title: str) -> str:
@@ -71,14 +110,7 @@ def correlation_table(frame: pd.DataFrame, title: str) -> str:
     frame = with_emphasis(frame)
     distances = list(dict.fromkeys(frame["distance"]))
     cells = {(r["method"], r["correlation"], r["distance"]): r for r in frame.to_dict("records")}
-    boot = "ci_low" in frame.columns
-    note = ""
-    if boot:
-        first = frame.iloc[0]
-        note = (
-            f" In brackets: {100 * first['confidence']:.0f}\\% percentile intervals over "
-            f"{int(first['n_boot'])} bootstrap resamples of the {int(first['n_queries'])} test queries."
-        )
+    note = (_interval_note(frame) if "ci_low" in frame.columns else "") + _dimension_note(frame)
     lines = [
         "\\begin{table}[t]",
         "\\centering",
