@@ -20,10 +20,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from locus.constants import TABLE_KINDS
 from locus.errors import DataError
+from locus.evaluation import NEAR_CONSTANT_SHARE
 from locus.experiments import bootstrap, expected
 from locus.experiments.bootstrap import EXPECTED
 from locus.experiments.comparison import OVERALL, Collection, QueryValues, collect, query_values
@@ -33,6 +35,7 @@ from locus.render.labels import escape
 from locus.render.latex import MARK
 
 KINDS = TABLE_KINDS
+ROUTED = ("routing_acc", EXPECTED)  # metrics of the routed model: a router's diversity applies to them
 LABELS = {
     "routing": "tab:concise_routing_correctness",
     "routing-by-dataset": "tab:routing_acc_by_dataset_full",
@@ -78,6 +81,28 @@ def bootstrap_sentence(
     )
 
 
+def routing_sentences(sig: pd.DataFrame | None, settings: bootstrap.Settings, label_of) -> str:
+    """The caption's rule for bold routing cells and the near-constant mark (LaTeX), naming the marked
+    cells (`label_of`: row key -> LaTeX label); empty without bootstrap comparisons."""
+    if sig is None or sig.empty:
+        return ""
+    level = f"{100 * settings.confidence:g}\\%"
+    share = f"{100 * NEAR_CONSTANT_SHARE:g}\\%"
+    flagged = sig[(sig["metric"] == "routing_acc") & (sig["benchmark"] == OVERALL) & sig["near_constant"].eq(True)]
+    where = "; ".join(
+        f"{label_of(m)} at {', '.join(str(int(n)) for n in g['train_size'])}"
+        for m, g in flagged.groupby("method", sort=False)
+    )
+    return (
+        f"Routing cells are \\textbf{{bold}} only when best in their column \\emph{{and}} significantly above "
+        f"the best single model chosen on validation (a router like any other: the paired bootstrap {level} "
+        f"interval of (cell $-$ best single) lies above 0; CSV \\texttt{{diff\\_to\\_best\\_single\\_pct}}). "
+        f"{latex.NEAR_CONSTANT_MARK}: near-constant router, sending at least {share} of the test queries to one "
+        f"model ({where or 'none here'}); the CSV gives each cell's share of its most-chosen model, the number "
+        f"of models it uses and the normalised entropy of its choices."
+    )
+
+
 def caption(
     kind: str,
     data_label: str,
@@ -88,10 +113,13 @@ def caption(
     reference: str | None = None,
     n_queries: int = 0,
     truth_refs: pd.DataFrame | None = None,
+    sig: pd.DataFrame | None = None,
 ) -> str:
     """The table caption (LaTeX); `data_label` and `encoder` are plain text (escaped here). With the
     bootstrap `settings` (and the `reference` method) it explains the dagger and the intervals; with the
-    truth references (:func:`locus.experiments.expected.references`) the expected rows."""
+    truth references (:func:`locus.experiments.expected.references`) the expected rows; with the
+    comparisons `sig` of a routing kind the bold rule and the near-constant routers
+    (:func:`routing_sentences`)."""
     emph = (
         "\\textbf{Best} and \\underline{second best} approach in each column"
         if kind == "routing"
@@ -105,6 +133,8 @@ def caption(
     )
     if settings is not None:
         text += " " + bootstrap_sentence(kind, settings, reference or "locus", n_queries, split)
+        if METRIC[kind] == "routing_acc":
+            text += " " + routing_sentences(sig, settings, latex.method_label)
     if truth_refs is not None:
         text += " " + expected.caption_sentence(truth_refs, split)
     return text
@@ -158,15 +188,24 @@ def significance(
         best = next((m for m in coll.methods if emph[m] == "best"), None)
         present, num, den = values.column(coll.methods, size, metric, bench)
         index = {m: i for i, m in enumerate(present)}
+        single = values.best_single_column(size, metric, bench)
+        if single is not None:  # the best single model on validation: one more router in the resample
+            num, den = np.vstack([num, single[0]]), np.vstack([den, single[1]])
         pairs = [(index[m], index[reference]) for m in present if reference in index]
         pairs += [(index[best], index[m]) for m in present if best in index]
+        pairs += [(index[m], len(present)) for m in present if single is not None]
         res = bootstrap.paired_differences(num, den, pairs, settings)
         n_ref = len(present) if reference in index else 0
+        n_best = len(present) if best in index else 0
         vs_best = res.includes_zero()
+        div = values.diversity
         for i, m in enumerate(present):
             to_ref = (res.diff[i], res.low[i], res.high[i]) if n_ref else (math.nan,) * 3
             j = n_ref + i
             to_best = (res.diff[j], res.low[j], res.high[j]) if best in index else (math.nan,) * 3
+            k = n_ref + n_best + i
+            to_single = (res.diff[k], res.low[k], res.high[k]) if single is not None else (math.nan,) * 3
+            d = div.get((m, size), {}) if metric in ROUTED else {}
             rows.append(
                 {
                     "method": m,
@@ -182,6 +221,11 @@ def significance(
                     "best_ci_low": to_best[1],
                     "best_ci_high": to_best[2],
                     "not_significant_vs_best": bool(best in index and emph[m] != "best" and vs_best[j]),
+                    "diff_to_best_single": to_single[0],
+                    "best_single_ci_low": to_single[1],
+                    "best_single_ci_high": to_single[2],
+                    "beats_best_single": bool(single is not None and to_single[1] > 0),
+                    **{c: d.get(c) for c in latex.DIVERSITY_COLUMNS},
                     "n_queries": res.n_queries,
                     "n_boot": res.n_resamples,
                     "confidence": res.confidence,
@@ -217,6 +261,7 @@ def render(
         reference,
         n_queries,
         truth_refs,
+        sig,
     )
     label = label or LABELS[kind]
     if kind == "routing":

@@ -42,6 +42,9 @@ TRUTH_REFERENCE_PLAIN = {
     "best_single_train": "Best single model (chosen on train, true p)",
 }
 MARK = "$^{\\dagger}$"  # not significantly different from the best of its column
+NEAR_CONSTANT_MARK = "$^{\\S}$"  # a near-constant router (evaluation.NEAR_CONSTANT_SHARE of queries to one model)
+ROUTED = ("routing_acc", EXPECTED)  # metrics of the routed model: diversity and the best-single rule apply
+DIVERSITY_COLUMNS = ["top_model", "top_model_share", "n_models_used", "choice_entropy", "near_constant"]
 SIGNIFICANCE_COLUMNS = [
     "method",
     "metric",
@@ -56,10 +59,14 @@ SIGNIFICANCE_COLUMNS = [
     "best_ci_low",
     "best_ci_high",
     "not_significant_vs_best",
+    "diff_to_best_single",
+    "best_single_ci_low",
+    "best_single_ci_high",
+    "beats_best_single",
     "n_queries",
     "n_boot",
     "confidence",
-]
+] + DIVERSITY_COLUMNS
 _BOOT_PCT = {
     "diff_to_reference": "diff_to_reference_pct",
     "ci_low": "ci_low_pct",
@@ -67,6 +74,9 @@ _BOOT_PCT = {
     "diff_to_best": "diff_to_best_pct",
     "best_ci_low": "best_ci_low_pct",
     "best_ci_high": "best_ci_high_pct",
+    "diff_to_best_single": "diff_to_best_single_pct",
+    "best_single_ci_low": "best_single_ci_low_pct",
+    "best_single_ci_high": "best_single_ci_high_pct",
 }
 BOOT_COLUMNS = [
     "reference",
@@ -78,10 +88,14 @@ BOOT_COLUMNS = [
     "best_ci_low_pct",
     "best_ci_high_pct",
     "not_significant_vs_best",
+    "diff_to_best_single_pct",
+    "best_single_ci_low_pct",
+    "best_single_ci_high_pct",
+    "beats_best_single",
     "n_queries",
     "n_boot",
     "confidence",
-]
+] + DIVERSITY_COLUMNS
 CSV_COLUMNS = [
     "approach",
     "label",
@@ -109,10 +123,12 @@ def fmt(
     decimals: int = 2,
     show_std: bool | None = None,
     mark: bool = False,
+    near_constant: bool = False,
 ) -> str:
     """One cell: ``mean`` (a fraction) as a percentage, ``± std`` when there are several seeds
     (or when `show_std` says so), bold for "best", underlined for "second", :data:`MARK` after the number
-    when `mark` (not significantly different from the best), ``--`` when missing."""
+    when `mark` (not significantly different from the best), :data:`NEAR_CONSTANT_MARK` when `near_constant`,
+    ``--`` when missing."""
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "--"
     text = f"{100 * mean:.{decimals}f}"
@@ -122,6 +138,8 @@ def fmt(
         text = f"\\underline{{{text}}}"
     if mark:
         text += MARK
+    if near_constant:
+        text += NEAR_CONSTANT_MARK
     if (n > 1 if show_std is None else show_std) and std is not None and not math.isnan(std):
         text += f"{{\\scriptsize$\\pm${100 * std:.{decimals}f}}}"
     return text
@@ -167,6 +185,19 @@ def _pct(x) -> float:
     return round(100 * float(x), 6) if x is not None and not math.isnan(float(x)) else math.nan
 
 
+def cell_emphasis(emph: str, metric: str, cell: dict | None) -> str:
+    """The emphasis a cell is printed with: "best" only where, for the routing metrics, the cell also beats
+    the best single model significantly (``beats_best_single`` of its bootstrap row); otherwise as ranked."""
+    if emph == "best" and metric in ROUTED and cell is not None and not bool(cell.get("beats_best_single")):
+        return ""
+    return emph
+
+
+def is_near_constant(metric: str, bench: str, cell: dict | None) -> bool:
+    """Mark a routing cell (the Overall column) whose router sends most queries to one model."""
+    return metric in ROUTED and bench == OVERALL and cell is not None and bool(cell.get("near_constant"))
+
+
 def _record(approach, label, kind, metric, size, bench, stats, emph, sig: dict | None = None) -> dict:
     mean, std, n = stats
     row = {
@@ -183,9 +214,16 @@ def _record(approach, label, kind, metric, size, bench, stats, emph, sig: dict |
     }
     row.update({c: None for c in BOOT_COLUMNS})
     if sig is not None:
-        row.update(
-            {c: sig[c] for c in ("reference", "best", "not_significant_vs_best", "n_queries", "n_boot", "confidence")}
+        kept = (
+            "reference",
+            "best",
+            "not_significant_vs_best",
+            "beats_best_single",
+            "n_queries",
+            "n_boot",
+            "confidence",
         )
+        row.update({c: sig[c] for c in kept + tuple(DIVERSITY_COLUMNS)})
         row.update({pct: _pct(sig[c]) for c, pct in _BOOT_PCT.items()})
     return row
 
@@ -273,18 +311,18 @@ def routing_table(
         for m, s in columns:
             st = stats[(meth, m, s)]
             cell = sig.get((meth, m, s, OVERALL))
+            e = cell_emphasis(emph[(meth, m, s)], m, cell)
             cells.append(
                 fmt(
                     st[0],
                     st[1],
                     st[2],
-                    emph[(meth, m, s)],
+                    e,
                     mark=cell is not None and bool(cell["not_significant_vs_best"]),
+                    near_constant=is_near_constant(m, OVERALL, cell),
                 )
             )
-            records.append(
-                _record(meth, labels.plain_label(meth), "method", m, s, OVERALL, st, emph[(meth, m, s)], cell)
-            )
+            records.append(_record(meth, labels.plain_label(meth), "method", m, s, OVERALL, st, e, cell))
         out.append(f"{method_label(meth)} & " + " & ".join(cells) + " \\\\")
     if not ref_agg.empty:
         out.append("\\midrule")
@@ -330,10 +368,18 @@ def _cells(method_agg: pd.DataFrame, metric: str, methods, columns) -> tuple[dic
 def _method_cell(meth, metric, size, bench, stats, emph, sig: dict, records: list, plain: str | None = None) -> str:
     """One method cell (with its dagger); its CSV record (label `plain`, default the method's) is appended
     to `records`."""
-    st, e = stats[(meth, size, bench)], emph[(meth, size, bench)]
+    st = stats[(meth, size, bench)]
     cell = sig.get((meth, metric, size, bench))
+    e = cell_emphasis(emph[(meth, size, bench)], metric, cell)
     records.append(_record(meth, plain or labels.plain_label(meth), "method", metric, size, bench, st, e, cell))
-    return fmt(st[0], st[1], st[2], e, mark=cell is not None and bool(cell["not_significant_vs_best"]))
+    return fmt(
+        st[0],
+        st[1],
+        st[2],
+        e,
+        mark=cell is not None and bool(cell["not_significant_vs_best"]),
+        near_constant=is_near_constant(metric, bench, cell),
+    )
 
 
 def _truth_references(truth_refs: pd.DataFrame | None, benchmarks, records: list):
