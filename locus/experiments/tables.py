@@ -88,18 +88,28 @@ def routing_sentences(sig: pd.DataFrame | None, settings: bootstrap.Settings, la
         return ""
     level = f"{100 * settings.confidence:g}\\%"
     share = f"{100 * NEAR_CONSTANT_SHARE:g}\\%"
-    flagged = sig[(sig["metric"] == "routing_acc") & (sig["benchmark"] == OVERALL) & sig["near_constant"].eq(True)]
+    routed = sig[(sig["metric"] == "routing_acc") & (sig["benchmark"] == OVERALL)]
+    flagged = routed[routed["near_constant"].eq(True)]
     where = "; ".join(
-        f"{label_of(m)} at {', '.join(str(int(n)) for n in g['train_size'])}"
+        f"{label_of(m)} at $n$ = {', '.join(str(int(n)) for n in g['train_size'])}"
         for m, g in flagged.groupby("method", sort=False)
     )
+    if not where:  # say how close the most concentrated router comes
+        top = routed.dropna(subset=["top_model_share"])
+        top = top.loc[top["top_model_share"].idxmax()] if len(top) else None
+        where = "none here" + (
+            f"; highest share: {100 * top['top_model_share']:.1f}\\%, {label_of(top['method'])} at "
+            f"$n$ = {int(top['train_size'])}"
+            if top is not None
+            else ""
+        )
     return (
-        f"Routing cells are \\textbf{{bold}} only when best in their column \\emph{{and}} significantly above "
-        f"the best single model chosen on validation (a router like any other: the paired bootstrap {level} "
-        f"interval of (cell $-$ best single) lies above 0; CSV \\texttt{{diff\\_to\\_best\\_single\\_pct}}). "
-        f"{latex.NEAR_CONSTANT_MARK}: near-constant router, sending at least {share} of the test queries to one "
-        f"model ({where or 'none here'}); the CSV gives each cell's share of its most-chosen model, the number "
-        f"of models it uses and the normalised entropy of its choices."
+        f"Routing cells are \\textbf{{bold}} (best) or \\underline{{underlined}} (second) only when also "
+        f"significantly above the best single model chosen on validation (a router like any other: the paired "
+        f"bootstrap {level} interval of (cell $-$ best single) lies above 0; CSV "
+        f"\\texttt{{diff\\_to\\_best\\_single\\_pct}}). {latex.NEAR_CONSTANT_MARK}: near-constant router, "
+        f"sending at least {share} of the test queries to one model ({where}); the CSV gives each cell's share "
+        f"of its most-chosen model, the number of models it uses and the normalised entropy of its choices."
     )
 
 

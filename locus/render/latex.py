@@ -6,6 +6,9 @@ Conventions shared by every table (paper style):
   ``{\scriptsize$\pm$0.12}``), with one seed just the mean; a missing cell prints ``--``;
 - within each compared column the best method value is **bold** and the second best underlined, ranked
   on the *printed* (rounded) means; reference rows (oracle, best single model, random) are never emphasised;
+  a routing cell keeps its emphasis only when it is significantly above the best single model chosen on
+  validation (paired bootstrap, :func:`cell_emphasis`), and a near-constant router carries
+  :data:`NEAR_CONSTANT_MARK` (:func:`locus.evaluation.routing_diversity`);
 - with the paired bootstrap of :func:`locus.experiments.tables.significance`, a method cell whose
   difference to the best of its column is not significant carries :data:`MARK` (a dagger);
 - the output is a complete ``table``/``table*`` environment needing ``\usepackage{booktabs,multirow}``.
@@ -186,9 +189,11 @@ def _pct(x) -> float:
 
 
 def cell_emphasis(emph: str, metric: str, cell: dict | None) -> str:
-    """The emphasis a cell is printed with: "best" only where, for the routing metrics, the cell also beats
-    the best single model significantly (``beats_best_single`` of its bootstrap row); otherwise as ranked."""
-    if emph == "best" and metric in ROUTED and cell is not None and not bool(cell.get("beats_best_single")):
+    """The emphasis a cell is printed with: for the routing metrics "best" (bold) and "second" (underline)
+    only where the cell also beats the best single model significantly (``beats_best_single`` of its
+    bootstrap row), so that no emphasis goes to a router that always picking one model would match;
+    otherwise (correctness, or no bootstrap) as ranked."""
+    if emph and metric in ROUTED and cell is not None and not bool(cell.get("beats_best_single")):
         return ""
     return emph
 
@@ -237,7 +242,13 @@ def _frame(records: list[dict]) -> pd.DataFrame:
     rows (empty for reference rows): ``reference, diff_to_reference_pct, ci_low_pct, ci_high_pct`` (this
     approach minus the reference method and its interval), ``best, diff_to_best_pct, best_ci_low_pct,
     best_ci_high_pct`` (the column's best approach minus this one), ``not_significant_vs_best`` (the dagger),
-    ``n_queries`` (test queries resampled), ``n_boot`` (resamples) and ``confidence`` (interval level).
+    ``diff_to_best_single_pct, best_single_ci_low_pct, best_single_ci_high_pct`` (this approach minus the
+    best single model chosen on validation, routed to as a router, and its interval; routing metrics only),
+    ``beats_best_single`` (that interval lies above 0: the condition for bold / underline of a routing cell),
+    ``n_queries`` (test queries resampled), ``n_boot`` (resamples), ``confidence`` (interval level), and the
+    routing diversity of the cell's router over the test queries (routing metrics only; means over seeds):
+    ``top_model`` (its most-chosen model), ``top_model_share``, ``n_models_used``, ``choice_entropy``
+    (normalised to [0, 1]) and ``near_constant`` (share >= :data:`locus.evaluation.NEAR_CONSTANT_SHARE`).
 
     Routing tables of a data set with the generator's truth add rows of metric ``expected_routing`` (the mean
     true P(correct) of the routed model, with the same bootstrap columns), and the reference rows
