@@ -395,6 +395,12 @@ def check_method_tables(results: Path, pool: Pool):
         in_range(f, ["mean_pct"], 0, 100, name)
         if name != "correctness_by_dataset":
             check_routing_diversity(f, pool, name)
+        if name == "routing":  # cell - (cell - best single) = the best single model's own reference row
+            single = f[(f["approach"] == "best_single") & (f["metric"] == "routing_acc")]
+            single = dict(zip(single["train_size"], single["mean_pct"]))
+            routed = f[(f["kind"] == "method") & (f["metric"] == "routing_acc")]
+            implied = routed["mean_pct"] - routed["diff_to_best_single_pct"]
+            assert np.allclose(implied, routed["train_size"].map(single), atol=1e-4), name
     for kind in ("dim", "encoder"):
         for metric in ("routing", "correctness"):
             f = read_csv(results / f"tables/{kind}_ablation_{metric}.csv", ["approach", "mean_pct", "benchmark"])

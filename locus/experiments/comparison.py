@@ -354,15 +354,16 @@ def query_values(
         chosen = np.zeros(len(data.model_ids), dtype=np.int64)
         chosen[cols] = evaluation.choice_counts(logits, labels[:, cols])
         choices.setdefault((r.method, r.train_size), []).append(chosen)
-        onehot = np.full(logits.shape, -1.0)  # the best single model on validation, as reference_rows routes
-        onehot[:, evaluation.best_single_model(val_labels[:, cols])] = 1.0
-        single = per_query(onehot, labels[:, cols], run_truth)
-        acc = single_sums.setdefault(r.train_size, {m: (np.zeros(len(ids)), np.zeros(len(ids))) for m in single})
-        for m, (num, den) in single.items():
-            if m != "correctness_acc":  # a one-hot "prediction" is no correctness predictor
-                acc[m][0][:] += num
-                acc[m][1][:] += den
-        single_counts[r.train_size] = single_counts.get(r.train_size, 0) + 1
+        if len(val_ids):  # the best single model on validation, routed to as reference_rows does
+            onehot = np.full(logits.shape, -1.0)
+            onehot[:, evaluation.best_single_model(val_labels[:, cols])] = 1.0
+            single = per_query(onehot, labels[:, cols], run_truth)
+            acc = single_sums.setdefault(r.train_size, {m: (np.zeros(len(ids)), np.zeros(len(ids))) for m in single})
+            for m, (num, den) in single.items():
+                if m != "correctness_acc":  # a one-hot "prediction" is no correctness predictor
+                    acc[m][0][:] += num
+                    acc[m][1][:] += den
+            single_counts[r.train_size] = single_counts.get(r.train_size, 0) + 1
         if EXPECTED in values:
             expected_rows += _run_rows(r, EXPECTED, *values[EXPECTED], benchmarks)
         key = (r.method, r.train_size)
