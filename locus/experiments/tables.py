@@ -35,7 +35,6 @@ from locus.render.labels import escape
 from locus.render.latex import MARK
 
 KINDS = TABLE_KINDS
-ROUTED = ("routing_acc", EXPECTED)  # metrics of the routed model: a router's diversity applies to them
 LABELS = {
     "routing": "tab:concise_routing_correctness",
     "routing-by-dataset": "tab:routing_acc_by_dataset_full",
@@ -187,7 +186,13 @@ def significance(
     test queries (:mod:`locus.experiments.bootstrap`) of each approach's difference to the reference method
     (LOCUS by default; CSV ``diff_to_reference_pct``, ``ci_low_pct``, ``ci_high_pct``) and of the difference
     between the best approach of each compared column and every other approach: a cell whose interval of
-    (best - cell) includes 0 is marked with a dagger (:data:`locus.render.latex.MARK`)."""
+    (best - cell) includes 0 is marked with a dagger (:data:`locus.render.latex.MARK`).
+
+    For the routing metrics the best single model chosen on validation is resampled too, as one more router
+    (:attr:`QueryValues.best_single`): every cell's difference to it with its interval
+    (``diff_to_best_single``, ``best_single_ci_low``, ``best_single_ci_high``) and ``beats_best_single``
+    (the interval lies above 0; the condition for bold / underline, :func:`locus.render.latex.cell_emphasis`),
+    and the cell's routing diversity (:data:`locus.render.latex.DIVERSITY_COLUMNS`)."""
     check_reference(coll, reference)
     agg = coll.method_agg
     rows = []
@@ -215,7 +220,7 @@ def significance(
             to_best = (res.diff[j], res.low[j], res.high[j]) if best in index else (math.nan,) * 3
             k = n_ref + n_best + i
             to_single = (res.diff[k], res.low[k], res.high[k]) if single is not None else (math.nan,) * 3
-            d = div.get((m, size), {}) if metric in ROUTED else {}
+            d = div.get((m, size), {}) if metric in latex.ROUTED else {}
             rows.append(
                 {
                     "method": m,
