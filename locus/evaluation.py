@@ -154,3 +154,46 @@ def reference_rows(val_labels: np.ndarray, test_labels: np.ndarray, benchmarks=N
         "best_single": pick(single, "routing_acc"),
         "best_single_position": best,
     }
+
+
+NEAR_CONSTANT_SHARE = 0.90  # a router sending >= 90% of queries to one model is ~ "always pick that model"
+
+
+def routed_models(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per query, the position of the routed (top-ranked) model, -1 for a query without any label; the
+    rules of :func:`ranking` (only labelled models, ties to the lower position)."""
+    labels = np.asarray(labels, dtype=np.float64)
+    if labels.ndim != 2 or np.shape(logits) != labels.shape:
+        raise ValueError(f"logits {np.shape(logits)} and labels {labels.shape} must be matrices of one shape")
+    has_label = (~np.isnan(labels)).any(axis=1)
+    if labels.shape[1] == 0:
+        return np.full(labels.shape[0], -1, dtype=np.int64)
+    top = ranking(logits, labels)[:, 0]
+    return np.where(has_label, top, -1).astype(np.int64)
+
+
+def choice_counts(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """How many queries are routed to each model position ([models]; queries without labels left out)."""
+    top = routed_models(logits, labels)
+    return np.bincount(top[top >= 0], minlength=np.shape(labels)[1]).astype(np.int64)
+
+
+def routing_diversity(counts) -> dict:
+    """Routing diversity of a router from its choice counts per model (:func:`choice_counts`; counts of
+    several seeds may be summed): ``top_model`` (position of the most-chosen model, ties to the lower
+    position; -1 without queries), ``top_share`` (its share of the routed queries), ``n_models_used``
+    (models chosen at least once) and ``entropy`` (Shannon entropy of the choice distribution divided by
+    log(number of models): 0 for a constant router, 1 for a uniform one; 0 with a single model).
+    RouterEval calls a concentrated choice distribution "classification bias"."""
+    counts = np.asarray(counts, dtype=np.float64).reshape(-1)
+    total = counts.sum()
+    if total <= 0:
+        return {"top_model": -1, "top_share": float("nan"), "n_models_used": 0, "entropy": float("nan")}
+    p = counts[counts > 0] / total
+    h = float(-(p * np.log(p)).sum()) + 0.0  # + 0.0: no -0.0 for a constant router
+    return {
+        "top_model": int(np.argmax(counts)),
+        "top_share": float(counts.max() / total),
+        "n_models_used": int((counts > 0).sum()),
+        "entropy": h / float(np.log(len(counts))) if len(counts) > 1 else 0.0,
+    }

@@ -28,7 +28,8 @@ PARAMS = {"heads": 4, "layers": 2, "recipe": "fast"}
 @pytest.fixture
 def data(tmp_path):
     """Two models: model 0 right on every query, model 1 wrong on every one (a run's hit@1 on a query is 1
-    exactly where it routes to model 0)."""
+    exactly where it routes to model 0). On validation it is the other way round, so the best single model
+    chosen there (model 1) is wrong on every test query and any router beats it (bold stays with the best)."""
     from locus.data.canonical import write_dataset
 
     split_ids = {"train": np.arange(0, 40), "val": np.arange(40, 80), "test": TEST_IDS}
@@ -46,8 +47,10 @@ def data(tmp_path):
         ]
     )
     models = pd.DataFrame({"model_id": [0, 1], "name": ["always/right", "always/wrong"]})
+    val = set(split_ids["val"].tolist())
     scores = pd.DataFrame(
-        [(int(i), m, 1.0 - m) for i in queries["prompt_id"] for m in (0, 1)], columns=["prompt_id", "model_id", "score"]
+        [(int(i), m, float(m) if i in val else 1.0 - m) for i in queries["prompt_id"] for m in (0, 1)],
+        columns=["prompt_id", "model_id", "score"],
     )
     write_dataset(tmp_path / "data", queries, models, scores)
     return str(tmp_path / "data")

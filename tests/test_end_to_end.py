@@ -414,12 +414,50 @@ def check_method_tables(results: Path, pool: Pool):
         assert set(f.loc[f["kind"] == "method", "approach"]) == set(approaches), name
         assert set(f.loc[f["kind"] == "method", "train_size"]) == set(CFG["train_sizes"]), name
         in_range(f, ["mean_pct"], 0, 100, name)
+        if name != "correctness_by_dataset":
+            check_routing_diversity(f, pool, name)
+        if name == "routing":  # cell - (cell - best single) = the best single model's own reference row
+            single = f[(f["approach"] == "best_single") & (f["metric"] == "routing_acc")]
+            single = dict(zip(single["train_size"], single["mean_pct"]))
+            routed = f[(f["kind"] == "method") & (f["metric"] == "routing_acc")]
+            implied = routed["mean_pct"] - routed["diff_to_best_single_pct"]
+            assert np.allclose(implied, routed["train_size"].map(single), atol=1e-4), name
     for kind in ("dim", "encoder"):
         for metric in ("routing", "correctness"):
             f = read_csv(results / f"tables/{kind}_ablation_{metric}.csv", ["approach", "mean_pct", "benchmark"])
             in_range(f, ["mean_pct"], 0, 100, f"{kind}_ablation_{metric}")
+            if metric == "routing":
+                check_routing_diversity(f, pool, f"{kind}_ablation_{metric}")
     f = read_csv(results / "tables/precision_effect.csv", ["run", "method", "train_size", "n_models"])
     assert len(f) and set(f["train_size"]) >= set(CFG["precision_effect"]["train_sizes"])
+
+
+DIVERSITY = ["top_model", "top_model_share", "n_models_used", "choice_entropy", "near_constant"]
+BEST_SINGLE = ["diff_to_best_single_pct", "best_single_ci_low_pct", "best_single_ci_high_pct", "beats_best_single"]
+
+
+def check_routing_diversity(f, pool: Pool, name: str):
+    """Routing cells carry the router's diversity and its paired difference to the best single model; bold
+    only where that difference is significantly above 0; the near-constant flag follows the share."""
+    missing = [c for c in DIVERSITY + BEST_SINGLE if c not in f.columns]
+    assert not missing, f"{name}: columns {missing} missing"
+    routed = f[(f["kind"] == "method") & (f["metric"] == "routing_acc")]
+    assert len(routed), name
+    assert set(routed["top_model"]) <= pool.names, name
+    in_range(routed, ["top_model_share"], 1 / pool.n_models, 1, f"{name} top_model_share")
+    in_range(routed, ["n_models_used"], 1, pool.n_models, f"{name} n_models_used")
+    in_range(routed, ["choice_entropy"], 0, 1, f"{name} choice_entropy")
+    in_range(routed, BEST_SINGLE[:1], -100, 100, f"{name} difference to the best single model")
+    undefined = routed["best_single_ci_low_pct"].isna()  # a benchmark column of one query: no interval
+    assert (routed.loc[undefined, "n_queries"] < 2).all(), f"{name}: interval missing with >= 2 queries"
+    defined = routed[~undefined]
+    in_range(defined, BEST_SINGLE[1:3], -100, 100, f"{name} interval of the difference to the best single model")
+    assert (routed["near_constant"].astype(bool) == (routed["top_model_share"] >= 0.9)).all(), name
+    assert (routed["beats_best_single"].astype(bool) == (routed["best_single_ci_low_pct"] > 0)).all(), name
+    assert routed.loc[routed["emphasis"] == "best", "beats_best_single"].astype(bool).all(), name
+    assert defined["best_single_ci_low_pct"].le(defined["best_single_ci_high_pct"]).all(), name
+    other = f[(f["kind"] == "method") & (f["metric"] == "correctness_acc")]
+    assert other["top_model_share"].isna().all(), f"{name}: diversity on correctness rows"
 
 
 def check_tsne_views(results: Path, pool: Pool):

@@ -117,3 +117,39 @@ def test_validation_metrics_equal_the_full_metrics(seed):
     if seed != 5:  # NaN logits make correctness NaN-ish in both; routing above is what selection reads
         assert v["val_acc"] == c["correctness_acc"]
         assert v["val_bce"] == c["bce"]
+
+
+def test_routing_diversity_of_a_constant_router():
+    labels = np.ones((6, 4))
+    logits = np.tile([0.0, 3.0, 1.0, 2.0], (6, 1))  # always model 1
+    counts = evaluation.choice_counts(logits, labels)
+    assert counts.tolist() == [0, 6, 0, 0]
+    d = evaluation.routing_diversity(counts)
+    assert d == {"top_model": 1, "top_share": 1.0, "n_models_used": 1, "entropy": 0.0}
+
+
+def test_routing_diversity_of_a_uniform_router():
+    labels = np.ones((8, 4))
+    logits = np.tile(np.eye(4), (2, 1))  # query i -> model i % 4
+    d = evaluation.routing_diversity(evaluation.choice_counts(logits, labels))
+    assert d["top_share"] == pytest.approx(0.25) and d["n_models_used"] == 4
+    assert d["entropy"] == pytest.approx(1.0)
+    assert d["top_model"] == 0  # four models tie: the lower position
+    # two of four models, half each: entropy log 2 / log 4
+    half = evaluation.routing_diversity([3, 0, 3, 0])
+    assert half["entropy"] == pytest.approx(0.5) and half["n_models_used"] == 2 and half["top_model"] == 0
+
+
+def test_routing_diversity_ties_and_missing_pairs():
+    # q0: logits tie between models 0 and 2 -> model 0; q1: model 1 has the top logit but is not
+    # evaluated -> never routed there, goes to model 2; q2: no label at all -> left out
+    labels = np.array([[1, 0, 1], [0, NAN, 1], [NAN, NAN, NAN]], dtype=float)
+    logits = np.array([[5, 1, 5], [0, 9, 1], [9, 0, 0]], dtype=float)
+    assert evaluation.routed_models(logits, labels).tolist() == [0, 2, -1]
+    counts = evaluation.choice_counts(logits, labels)
+    assert counts.tolist() == [1, 0, 1]
+    d = evaluation.routing_diversity(counts)
+    assert d["top_share"] == 0.5 and d["n_models_used"] == 2 and d["top_model"] == 0
+    assert d["entropy"] == pytest.approx(np.log(2) / np.log(3))
+    empty = evaluation.routing_diversity([0, 0, 0])
+    assert empty["n_models_used"] == 0 and np.isnan(empty["top_share"])

@@ -22,8 +22,16 @@ TEST_IDS = np.arange(1000, 1000 + N_TEST)
 
 @pytest.fixture
 def data(tmp_path):
-    """A canonical data set with two models: model 0 is right on every query, model 1 wrong on every one
-    (so a run's hit@1 on a query is 1 exactly where it routes to model 0)."""
+    """A canonical data set with two models: model 0 is right on every test query, model 1 wrong on every
+    one (so a run's hit@1 on a query is 1 exactly where it routes to model 0). On validation it is the
+    other way round, so the best single model chosen there (model 1) is wrong on every test query and any
+    router beats it (bold stays with the best)."""
+    return make_data(tmp_path / "data", val_flipped=True)
+
+
+def make_data(directory, val_flipped: bool) -> str:
+    """The data set of :func:`data`; with `val_flipped` False model 0 is also right on validation, so the
+    best single model is model 0, right on every test query: no router can beat it."""
     from locus.data.canonical import write_dataset
 
     split_ids = {"train": np.arange(0, 40), "val": np.arange(40, 80), "test": TEST_IDS}
@@ -41,11 +49,13 @@ def data(tmp_path):
         ]
     )
     models = pd.DataFrame({"model_id": [0, 1], "name": ["always/right", "always/wrong"]})
+    flipped = set(split_ids["val"].tolist()) if val_flipped else set()
     scores = pd.DataFrame(
-        [(int(i), m, 1.0 - m) for i in queries["prompt_id"] for m in (0, 1)], columns=["prompt_id", "model_id", "score"]
+        [(int(i), m, float(m) if i in flipped else 1.0 - m) for i in queries["prompt_id"] for m in (0, 1)],
+        columns=["prompt_id", "model_id", "score"],
     )
-    write_dataset(tmp_path / "data", queries, models, scores)
-    return str(tmp_path / "data")
+    write_dataset(directory, queries, models, scores)
+    return str(directory)
 
 
 def write_scores(run_dir, correct) -> None:
@@ -270,6 +280,8 @@ def test_dagger_marks_cells_not_significantly_worse_than_the_best(tmp_path, data
         "percentile) includes 0"
     ) in tex
     assert "Mean{\\scriptsize$\\pm$}std" not in tex and "One seed per cell." in tex
+    # no router sends 90% of the queries to one model; the caption names the most concentrated one
+    assert f"(none here; highest share: 70.0\\%, {method_label('locus')} at $n$ = 256)" in tex
     csv = pd.read_csv(out.with_suffix(".csv")).set_index(["approach", "metric"])
     irt, emb, loc = (csv.loc[(m, "routing_acc")] for m in ("irt_net", "embedllm", "locus"))
     assert irt.diff_to_reference_pct == pytest.approx(-0.5) and irt.ci_low_pct < 0 < irt.ci_high_pct
@@ -327,6 +339,47 @@ def test_by_dataset_marks_follow_the_intervals(runs, data, tmp_path):
     tex = out.read_text()
     assert tex.count(MARK) == int(methods.not_significant_vs_best.sum()) + 1  # + the caption's
     assert "over the test queries (all 1000 for Overall, the benchmark's own in its column; 2000 resamples" in tex
+
+
+def test_near_constant_router_is_flagged_and_bold_needs_beating_the_best_single(tmp_path):
+    """LOCUS routes 96% of the test queries to model 0 (near-constant), IRT-Net 70%. Where model 0 (right
+    on every test query) is also best on validation, neither beats the best single model and the column's
+    best (LOCUS) is not bold; where validation picks model 1 (always wrong on test), the same runs beat it
+    and LOCUS is bold again."""
+    from locus.render.latex import NEAR_CONSTANT_MARK
+
+    order = np.random.default_rng(5).permutation(N_TEST)
+    runs = [
+        write(tmp_path, metrics_dict(m, 256, 0, k / N_TEST, k / N_TEST), correct=np.isin(np.arange(N_TEST), order[:k]))
+        for m, k in (("locus", 960), ("irt_net", 700))
+    ]
+    tables = {}
+    for name, flipped in (("strong", False), ("weak", True)):
+        data = make_data(tmp_path / f"data-{name}", val_flipped=flipped)
+        out = tmp_path / f"{name}.tex"
+        args = ["table", "routing", "--metrics", *runs, "--data", data, "--bootstrap-resamples", "500"]
+        assert main([*args, "--out", str(out)]) == 0
+        tables[name] = (out.read_text(), pd.read_csv(out.with_suffix(".csv")).set_index(["approach", "metric"]))
+    tex, csv = tables["strong"]
+    loc, irt = csv.loc[("locus", "routing_acc")], csv.loc[("irt_net", "routing_acc")]
+    # diversity: LOCUS sends 960 of 1000 queries to model 0 -> near-constant; IRT-Net 70% -> not
+    assert loc.top_model == "always/right" and loc.top_model_share == pytest.approx(0.96)
+    assert loc.n_models_used == 2 and 0 < loc.choice_entropy < 0.3 and loc.near_constant
+    assert irt.top_model_share == pytest.approx(0.70) and not irt.near_constant
+    # best single = 100% on test: LOCUS is 4 points below it, significantly; not bold though best of the column
+    assert loc.diff_to_best_single_pct == pytest.approx(-4.0) and loc.best_single_ci_high_pct < 0
+    assert not loc.beats_best_single and pd.isna(loc.emphasis)
+    assert row(tex, method_label("locus")).split(" & ")[1] == "96.00" + NEAR_CONSTANT_MARK
+    assert row(tex, "IRT-Net").split(" & ")[1] == "70.00"  # second, but below the best single model
+    # correctness columns keep the plain ranking (the best single model predicts no correctness)
+    assert csv.loc[("locus", "correctness_acc")].emphasis == "best"
+    assert pd.isna(csv.loc[("locus", "correctness_acc")].top_model_share)
+    assert "significantly above the best single model" in tex and f"{method_label('locus')} at $n$ = 256)" in tex
+    # the same runs against a best single model that is always wrong: both beat it, LOCUS bold again
+    tex, csv = tables["weak"]
+    loc = csv.loc[("locus", "routing_acc")]
+    assert loc.beats_best_single and loc.diff_to_best_single_pct == pytest.approx(96.0) and loc.emphasis == "best"
+    assert row(tex, method_label("locus")).split(" & ")[1] == "\\textbf{96.00}" + NEAR_CONSTANT_MARK
 
 
 def test_bootstrap_refuses_mismatched_inputs(runs, data, tmp_path, capsys):

@@ -117,6 +117,27 @@ def test_routing_block_renders_the_csv_values(results):
         assert title in text
 
 
+def test_routing_block_shows_diversity_and_near_constant_routers(results):
+    import pandas as pd
+
+    path = results / "tables/routing.csv"
+    f = pd.read_csv(path)
+    routed = (f["kind"] == "method") & (f["metric"] == "routing_acc")
+    locus256 = routed & (f["approach"] == "locus") & (f["train_size"] == 256)
+    f["beats_best_single"] = f["emphasis"].eq("best").where(routed)
+    f["top_model"] = f["approach"].map({"locus": "org/big", "knn": "org/small"}).where(routed)
+    f["top_model_share"] = (locus256 * 0.95 + (routed & ~locus256) * 0.4).where(routed)
+    f["n_models_used"] = (locus256 * 2 + (routed & ~locus256) * 3).where(routed)
+    f["near_constant"] = locus256.where(routed)
+    f.astype({c: "Int64" for c in ("train_size", "n_seeds", "n_queries", "n_boot")}).to_csv(path, index=False)
+    text = render_block("routing", Source(results))
+    assert "| LOCUS | **74.59** § | 71.10 † |" in text  # 95% of the queries to one model: §
+    assert "| kNN router | 73.72 † [−2.9, +1.0] | **72.08** [−0.4, +2.3] |" in text  # 40%: no mark
+    assert "Routing diversity (share of the test queries sent to the most-chosen model; models used):" in text
+    assert "| LOCUS | 95% org/big (2 models) | 40% org/big (3 models) |" in text
+    assert "§ = near-constant router (≥ 90% of the test queries to one model)" in text
+
+
 def test_other_blocks(results):
     data = render_block("data", Source(results))
     assert data.startswith("**a hand-made pool**") and "- models: 3" in data

@@ -200,8 +200,10 @@ def caption(
     split: str = "test",
     settings: bootstrap.Settings | None = None,
     n_queries: int = 0,
+    sig: pd.DataFrame | None = None,
 ) -> str:
-    """The caption (LaTeX): what is compared, on which data, the emphasis, seeds and the bootstrap."""
+    """The caption (LaTeX): what is compared, on which data, the emphasis, seeds and the bootstrap (with the
+    comparisons `sig` of the routing kinds: the bold rule and the near-constant settings)."""
     by = BY[kind]
     name = escape(labels.plain_label(method))
     if by == "dim":
@@ -219,6 +221,9 @@ def caption(
         text += " " + tables.bootstrap_sentence(
             LAYOUT[kind], settings, reference_key, n_queries, split, reference_label=f"{HEADINGS[by].lower()} {ref}"
         )
+        if METRIC[kind] == "routing_acc":
+            named = (lambda key: f"$d$ = {row_labels[key][0]}") if by == "dim" else (lambda key: row_labels[key][0])
+            text += " " + tables.routing_sentences(sig, settings, named)
     return text
 
 
@@ -248,6 +253,7 @@ def render(
         split,
         settings if sig is not None else None,
         n_queries,
+        sig,
     )
     tex, numbers = latex.by_dataset_table(
         coll.method_agg,

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from locus import evaluation
 from locus.errors import DataError
 from locus.render.labels import OVERALL, dataset_name, order_benchmarks
 
@@ -272,6 +273,20 @@ class QueryValues:
     # with the data set's truth: per run, the expected routing accuracy overall and per benchmark, as
     # long rows like method_frame's (metric "expected_routing"); None without truth
     expected_rows: pd.DataFrame | None = None
+    # train_size -> {metric: (num, den)} of the best single model chosen on validation, routed to as a
+    # router of its own (averaged over the runs of that size): what the bold cells must beat
+    best_single: dict = field(default_factory=dict)
+    # (method, train_size) -> routing diversity of the cell (:func:`diversity_of`)
+    diversity: dict = field(default_factory=dict)
+
+    def best_single_column(self, train_size: int, metric: str, benchmark: str = OVERALL):
+        """(num, den) [queries] of the best single model in one table column, or None (no runs of that
+        size, or a metric the best single model has no value of)."""
+        cell = self.best_single.get(int(train_size), {})
+        if metric not in cell:
+            return None
+        rows = np.ones(len(self.prompt_ids), dtype=bool) if benchmark == OVERALL else self.benchmarks == benchmark
+        return cell[metric][0][rows], cell[metric][1][rows]
 
     def column(self, methods, train_size: int, metric: str, benchmark: str = OVERALL):
         """(methods that have runs, num [methods x queries], den [methods x queries]) of one table column:
@@ -305,7 +320,11 @@ def query_values(
     benchmarks = queries["benchmark"].astype(str).to_numpy()
     labels = data.label_matrix(ids)  # [split queries x all models of the data set], NaN = not evaluated
     true_p = truth_matrix(truth, ids, data.model_ids) if truth is not None else None
+    val_ids = data.split_queries("val")["prompt_id"].to_numpy(np.int64)
+    val_labels = data.label_matrix(val_ids)
+    names = data.models["name"].astype(str).to_numpy()
     sums, counts, expected_rows = {}, {}, []
+    single_sums, single_counts, choices = {}, {}, {}
     for r in runs:
         run_artifacts.check_same_data(
             r.path,
@@ -330,7 +349,21 @@ def query_values(
                 f"the runs' own data set with --data"
             )
         cols = np.searchsorted(data.model_ids, model_ids)
-        values = per_query(logits, labels[:, cols], None if true_p is None else true_p[:, cols])
+        run_truth = None if true_p is None else true_p[:, cols]
+        values = per_query(logits, labels[:, cols], run_truth)
+        chosen = np.zeros(len(data.model_ids), dtype=np.int64)
+        chosen[cols] = evaluation.choice_counts(logits, labels[:, cols])
+        choices.setdefault((r.method, r.train_size), []).append(chosen)
+        if len(val_ids):  # the best single model on validation, routed to as reference_rows does
+            onehot = np.full(logits.shape, -1.0)
+            onehot[:, evaluation.best_single_model(val_labels[:, cols])] = 1.0
+            single = per_query(onehot, labels[:, cols], run_truth)
+            acc = single_sums.setdefault(r.train_size, {m: (np.zeros(len(ids)), np.zeros(len(ids))) for m in single})
+            for m, (num, den) in single.items():
+                if m != "correctness_acc":  # a one-hot "prediction" is no correctness predictor
+                    acc[m][0][:] += num
+                    acc[m][1][:] += den
+            single_counts[r.train_size] = single_counts.get(r.train_size, 0) + 1
         if EXPECTED in values:
             expected_rows += _run_rows(r, EXPECTED, *values[EXPECTED], benchmarks)
         key = (r.method, r.train_size)
@@ -343,7 +376,33 @@ def query_values(
         counts[key] += 1
     cells = {key: {m: (num / counts[key], den / counts[key]) for m, (num, den) in v.items()} for key, v in sums.items()}
     frame = pd.DataFrame(expected_rows, columns=METHOD_COLUMNS) if true_p is not None else None
-    return QueryValues(ids, benchmarks, cells, frame)
+    best_single = {
+        size: {
+            m: (num / single_counts[size], den / single_counts[size])
+            for m, (num, den) in v.items()
+            if m != "correctness_acc"
+        }
+        for size, v in single_sums.items()
+    }
+    diversity = {key: diversity_of(per_seed, names) for key, per_seed in choices.items()}
+    return QueryValues(ids, benchmarks, cells, frame, best_single, diversity)
+
+
+def diversity_of(per_seed_counts, names) -> dict:
+    """Routing diversity of one (method, train_size) cell from each seed's choice counts over the data set's
+    models (:func:`locus.evaluation.choice_counts`): ``top_model_share``, ``n_models_used`` and
+    ``choice_entropy`` (:func:`locus.evaluation.routing_diversity`) are means over seeds; ``top_model`` names the most-chosen model over all seeds together; ``near_constant``:
+    the mean share reaches :data:`locus.evaluation.NEAR_CONSTANT_SHARE`."""
+    per_seed = [evaluation.routing_diversity(c) for c in per_seed_counts]
+    pooled = evaluation.routing_diversity(np.sum(per_seed_counts, axis=0))
+    share = float(np.mean([d["top_share"] for d in per_seed]))
+    return {
+        "top_model": str(names[pooled["top_model"]]) if pooled["top_model"] >= 0 else "",
+        "top_model_share": share,
+        "n_models_used": float(np.mean([d["n_models_used"] for d in per_seed])),
+        "choice_entropy": float(np.mean([d["entropy"] for d in per_seed])),
+        "near_constant": bool(share >= evaluation.NEAR_CONSTANT_SHARE),
+    }
 
 
 def _run_rows(run: Run, metric: str, num: np.ndarray, den: np.ndarray, benchmarks: np.ndarray) -> list[tuple]:

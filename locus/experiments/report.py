@@ -228,6 +228,8 @@ def _cell(row: dict, path: Path) -> str:
         text = f"**{text}**"
     if row["not_significant_vs_best"] in ("True", "true", "1"):
         text += " †"
+    if row.get("near_constant") in ("True", "true", "1") and row["benchmark"] == OVERALL:
+        text += " §"
     lo, hi = (
         _float(row["ci_low_pct"], path, "ci_low_pct"),
         _float(row["ci_high_pct"], path, "ci_high_pct"),
@@ -263,6 +265,8 @@ def comparison(src: Source, rel: str, benchmark: str = OVERALL, note: bool = Tru
         out += [f"{METRIC_TITLES.get(metric, metric)}:", ""]
         heading = ABLATION_HEADINGS.get(rows[0].get("ablation"), "training queries per model")
         out += md_table([heading] + [f"{int(s):,}" for s in sizes], table) + [""]
+        if metric == "routing_acc":
+            out += diversity_table(mrows, sizes, heading, path)
     sig = [r for r in rows if r["n_boot"] not in ("", None) and r["kind"] == "method"]
     if sig and note:
         r = sig[0]
@@ -271,10 +275,43 @@ def comparison(src: Source, rel: str, benchmark: str = OVERALL, note: bool = Tru
             f"In brackets: the paired-bootstrap {conf:.0%} interval of the difference to "
             f"{_label_of(rows, r['reference'])} ({int(float(r['n_boot'])):,} resamples of the "
             f"{int(float(r['n_queries'])):,} test queries); † = not significantly different from the "
-            "column's best (bold)."
+            "column's best."
+            + (
+                " Routing cells are bold only when also significantly above the best single model (paired "
+                "bootstrap against it); § = near-constant router (≥ 90% of the test queries to one model)."
+                if any("beats_best_single" in row for row in sig)
+                else ""
+            )
         )
         out.append("")
     return out + [provenance(src, [rel])]
+
+
+def diversity_table(rows: list[dict], sizes: list[str], heading: str, path: Path) -> list[str]:
+    """Routing diversity of each approach (CSV ``top_model_share``, ``n_models_used``, ``top_model``): the
+    share of test queries sent to its most-chosen model and how many models it uses; nothing for CSVs
+    written before the columns existed."""
+    method_rows = [r for r in rows if r["kind"] == "method" and r.get("top_model_share") not in (None, "")]
+    if not method_rows:
+        return []
+    table = []
+    for approach in _unique(r["approach"] for r in method_rows):
+        by_size = {r["train_size"]: r for r in method_rows if r["approach"] == approach}
+        cells = []
+        for s in sizes:
+            r = by_size.get(s)
+            if r is None:
+                cells.append("–")
+                continue
+            share = _float(r["top_model_share"], path, "top_model_share")
+            used = _float(r["n_models_used"], path, "n_models_used")
+            cells.append(f"{fmt(100 * share, 0)}% {r['top_model']} ({fmt(used, 0)} models)")
+        table.append([by_size[next(iter(by_size))]["label"]] + cells)
+    return (
+        ["Routing diversity (share of the test queries sent to the most-chosen model; models used):", ""]
+        + md_table([heading] + [f"{int(s):,}" for s in sizes], table)
+        + [""]
+    )
 
 
 def _label_of(rows: list[dict], approach: str) -> str:

@@ -20,10 +20,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from locus.constants import TABLE_KINDS
 from locus.errors import DataError
+from locus.evaluation import NEAR_CONSTANT_SHARE
 from locus.experiments import bootstrap, expected
 from locus.experiments.bootstrap import EXPECTED
 from locus.experiments.comparison import OVERALL, Collection, QueryValues, collect, query_values
@@ -78,6 +80,38 @@ def bootstrap_sentence(
     )
 
 
+def routing_sentences(sig: pd.DataFrame | None, settings: bootstrap.Settings, label_of) -> str:
+    """The caption's rule for bold routing cells and the near-constant mark (LaTeX), naming the marked
+    cells (`label_of`: row key -> LaTeX label); empty without bootstrap comparisons."""
+    if sig is None or sig.empty:
+        return ""
+    level = f"{100 * settings.confidence:g}\\%"
+    share = f"{100 * NEAR_CONSTANT_SHARE:g}\\%"
+    routed = sig[(sig["metric"] == "routing_acc") & (sig["benchmark"] == OVERALL)]
+    flagged = routed[routed["near_constant"].eq(True)]
+    where = "; ".join(
+        f"{label_of(m)} at $n$ = {', '.join(str(int(n)) for n in g['train_size'])}"
+        for m, g in flagged.groupby("method", sort=False)
+    )
+    if not where:  # say how close the most concentrated router comes
+        top = routed.dropna(subset=["top_model_share"])
+        top = top.loc[top["top_model_share"].idxmax()] if len(top) else None
+        where = "none here" + (
+            f"; highest share: {100 * top['top_model_share']:.1f}\\%, {label_of(top['method'])} at "
+            f"$n$ = {int(top['train_size'])}"
+            if top is not None
+            else ""
+        )
+    return (
+        f"Routing cells are \\textbf{{bold}} (best) or \\underline{{underlined}} (second) only when also "
+        f"significantly above the best single model chosen on validation (a router like any other: the paired "
+        f"bootstrap {level} interval of (cell $-$ best single) lies above 0; CSV "
+        f"\\texttt{{diff\\_to\\_best\\_single\\_pct}}). {latex.NEAR_CONSTANT_MARK}: near-constant router, "
+        f"sending at least {share} of the test queries to one model ({where}); the CSV gives each cell's share "
+        f"of its most-chosen model, the number of models it uses and the normalised entropy of its choices."
+    )
+
+
 def caption(
     kind: str,
     data_label: str,
@@ -88,10 +122,13 @@ def caption(
     reference: str | None = None,
     n_queries: int = 0,
     truth_refs: pd.DataFrame | None = None,
+    sig: pd.DataFrame | None = None,
 ) -> str:
     """The table caption (LaTeX); `data_label` and `encoder` are plain text (escaped here). With the
     bootstrap `settings` (and the `reference` method) it explains the dagger and the intervals; with the
-    truth references (:func:`locus.experiments.expected.references`) the expected rows."""
+    truth references (:func:`locus.experiments.expected.references`) the expected rows; with the
+    comparisons `sig` of a routing kind the bold rule and the near-constant routers
+    (:func:`routing_sentences`)."""
     emph = (
         "\\textbf{Best} and \\underline{second best} approach in each column"
         if kind == "routing"
@@ -105,6 +142,8 @@ def caption(
     )
     if settings is not None:
         text += " " + bootstrap_sentence(kind, settings, reference or "locus", n_queries, split)
+        if METRIC[kind] == "routing_acc":
+            text += " " + routing_sentences(sig, settings, latex.method_label)
     if truth_refs is not None:
         text += " " + expected.caption_sentence(truth_refs, split)
     return text
@@ -147,7 +186,13 @@ def significance(
     test queries (:mod:`locus.experiments.bootstrap`) of each approach's difference to the reference method
     (LOCUS by default; CSV ``diff_to_reference_pct``, ``ci_low_pct``, ``ci_high_pct``) and of the difference
     between the best approach of each compared column and every other approach: a cell whose interval of
-    (best - cell) includes 0 is marked with a dagger (:data:`locus.render.latex.MARK`)."""
+    (best - cell) includes 0 is marked with a dagger (:data:`locus.render.latex.MARK`).
+
+    For the routing metrics the best single model chosen on validation is resampled too, as one more router
+    (:attr:`QueryValues.best_single`): every cell's difference to it with its interval
+    (``diff_to_best_single``, ``best_single_ci_low``, ``best_single_ci_high``) and ``beats_best_single``
+    (the interval lies above 0; the condition for bold / underline, :func:`locus.render.latex.cell_emphasis`),
+    and the cell's routing diversity (:data:`locus.render.latex.DIVERSITY_COLUMNS`)."""
     check_reference(coll, reference)
     agg = coll.method_agg
     rows = []
@@ -158,15 +203,24 @@ def significance(
         best = next((m for m in coll.methods if emph[m] == "best"), None)
         present, num, den = values.column(coll.methods, size, metric, bench)
         index = {m: i for i, m in enumerate(present)}
+        single = values.best_single_column(size, metric, bench)
+        if single is not None:  # the best single model on validation: one more router in the resample
+            num, den = np.vstack([num, single[0]]), np.vstack([den, single[1]])
         pairs = [(index[m], index[reference]) for m in present if reference in index]
         pairs += [(index[best], index[m]) for m in present if best in index]
+        pairs += [(index[m], len(present)) for m in present if single is not None]
         res = bootstrap.paired_differences(num, den, pairs, settings)
         n_ref = len(present) if reference in index else 0
+        n_best = len(present) if best in index else 0
         vs_best = res.includes_zero()
+        div = values.diversity
         for i, m in enumerate(present):
             to_ref = (res.diff[i], res.low[i], res.high[i]) if n_ref else (math.nan,) * 3
             j = n_ref + i
             to_best = (res.diff[j], res.low[j], res.high[j]) if best in index else (math.nan,) * 3
+            k = n_ref + n_best + i
+            to_single = (res.diff[k], res.low[k], res.high[k]) if single is not None else (math.nan,) * 3
+            d = div.get((m, size), {}) if metric in latex.ROUTED else {}
             rows.append(
                 {
                     "method": m,
@@ -182,6 +236,11 @@ def significance(
                     "best_ci_low": to_best[1],
                     "best_ci_high": to_best[2],
                     "not_significant_vs_best": bool(best in index and emph[m] != "best" and vs_best[j]),
+                    "diff_to_best_single": to_single[0],
+                    "best_single_ci_low": to_single[1],
+                    "best_single_ci_high": to_single[2],
+                    "beats_best_single": bool(single is not None and to_single[1] > 0),
+                    **{c: d.get(c) for c in latex.DIVERSITY_COLUMNS},
                     "n_queries": res.n_queries,
                     "n_boot": res.n_resamples,
                     "confidence": res.confidence,
@@ -217,6 +276,7 @@ def render(
         reference,
         n_queries,
         truth_refs,
+        sig,
     )
     label = label or LABELS[kind]
     if kind == "routing":

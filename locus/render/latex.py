@@ -6,6 +6,9 @@ Conventions shared by every table (paper style):
   ``{\scriptsize$\pm$0.12}``), with one seed just the mean; a missing cell prints ``--``;
 - within each compared column the best method value is **bold** and the second best underlined, ranked
   on the *printed* (rounded) means; reference rows (oracle, best single model, random) are never emphasised;
+  a routing cell keeps its emphasis only when it is significantly above the best single model chosen on
+  validation (paired bootstrap, :func:`cell_emphasis`), and a near-constant router carries
+  :data:`NEAR_CONSTANT_MARK` (:func:`locus.evaluation.routing_diversity`);
 - with the paired bootstrap of :func:`locus.experiments.tables.significance`, a method cell whose
   difference to the best of its column is not significant carries :data:`MARK` (a dagger);
 - the output is a complete ``table``/``table*`` environment needing ``\usepackage{booktabs,multirow}``.
@@ -42,6 +45,9 @@ TRUTH_REFERENCE_PLAIN = {
     "best_single_train": "Best single model (chosen on train, true p)",
 }
 MARK = "$^{\\dagger}$"  # not significantly different from the best of its column
+NEAR_CONSTANT_MARK = "$^{\\S}$"  # a near-constant router (evaluation.NEAR_CONSTANT_SHARE of queries to one model)
+ROUTED = ("routing_acc", EXPECTED)  # metrics of the routed model: diversity and the best-single rule apply
+DIVERSITY_COLUMNS = ["top_model", "top_model_share", "n_models_used", "choice_entropy", "near_constant"]
 SIGNIFICANCE_COLUMNS = [
     "method",
     "metric",
@@ -56,10 +62,14 @@ SIGNIFICANCE_COLUMNS = [
     "best_ci_low",
     "best_ci_high",
     "not_significant_vs_best",
+    "diff_to_best_single",
+    "best_single_ci_low",
+    "best_single_ci_high",
+    "beats_best_single",
     "n_queries",
     "n_boot",
     "confidence",
-]
+] + DIVERSITY_COLUMNS
 _BOOT_PCT = {
     "diff_to_reference": "diff_to_reference_pct",
     "ci_low": "ci_low_pct",
@@ -67,6 +77,9 @@ _BOOT_PCT = {
     "diff_to_best": "diff_to_best_pct",
     "best_ci_low": "best_ci_low_pct",
     "best_ci_high": "best_ci_high_pct",
+    "diff_to_best_single": "diff_to_best_single_pct",
+    "best_single_ci_low": "best_single_ci_low_pct",
+    "best_single_ci_high": "best_single_ci_high_pct",
 }
 BOOT_COLUMNS = [
     "reference",
@@ -78,10 +91,14 @@ BOOT_COLUMNS = [
     "best_ci_low_pct",
     "best_ci_high_pct",
     "not_significant_vs_best",
+    "diff_to_best_single_pct",
+    "best_single_ci_low_pct",
+    "best_single_ci_high_pct",
+    "beats_best_single",
     "n_queries",
     "n_boot",
     "confidence",
-]
+] + DIVERSITY_COLUMNS
 CSV_COLUMNS = [
     "approach",
     "label",
@@ -109,10 +126,12 @@ def fmt(
     decimals: int = 2,
     show_std: bool | None = None,
     mark: bool = False,
+    near_constant: bool = False,
 ) -> str:
     """One cell: ``mean`` (a fraction) as a percentage, ``± std`` when there are several seeds
     (or when `show_std` says so), bold for "best", underlined for "second", :data:`MARK` after the number
-    when `mark` (not significantly different from the best), ``--`` when missing."""
+    when `mark` (not significantly different from the best), :data:`NEAR_CONSTANT_MARK` when `near_constant`,
+    ``--`` when missing."""
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "--"
     text = f"{100 * mean:.{decimals}f}"
@@ -122,6 +141,8 @@ def fmt(
         text = f"\\underline{{{text}}}"
     if mark:
         text += MARK
+    if near_constant:
+        text += NEAR_CONSTANT_MARK
     if (n > 1 if show_std is None else show_std) and std is not None and not math.isnan(std):
         text += f"{{\\scriptsize$\\pm${100 * std:.{decimals}f}}}"
     return text
@@ -167,6 +188,21 @@ def _pct(x) -> float:
     return round(100 * float(x), 6) if x is not None and not math.isnan(float(x)) else math.nan
 
 
+def cell_emphasis(emph: str, metric: str, cell: dict | None) -> str:
+    """The emphasis a cell is printed with: for the routing metrics "best" (bold) and "second" (underline)
+    only where the cell also beats the best single model significantly (``beats_best_single`` of its
+    bootstrap row), so that no emphasis goes to a router that always picking one model would match;
+    otherwise (correctness, or no bootstrap) as ranked."""
+    if emph and metric in ROUTED and cell is not None and not bool(cell.get("beats_best_single")):
+        return ""
+    return emph
+
+
+def is_near_constant(metric: str, bench: str, cell: dict | None) -> bool:
+    """Mark a routing cell (the Overall column) whose router sends most queries to one model."""
+    return metric in ROUTED and bench == OVERALL and cell is not None and bool(cell.get("near_constant"))
+
+
 def _record(approach, label, kind, metric, size, bench, stats, emph, sig: dict | None = None) -> dict:
     mean, std, n = stats
     row = {
@@ -183,9 +219,16 @@ def _record(approach, label, kind, metric, size, bench, stats, emph, sig: dict |
     }
     row.update({c: None for c in BOOT_COLUMNS})
     if sig is not None:
-        row.update(
-            {c: sig[c] for c in ("reference", "best", "not_significant_vs_best", "n_queries", "n_boot", "confidence")}
+        kept = (
+            "reference",
+            "best",
+            "not_significant_vs_best",
+            "beats_best_single",
+            "n_queries",
+            "n_boot",
+            "confidence",
         )
+        row.update({c: sig[c] for c in kept + tuple(DIVERSITY_COLUMNS)})
         row.update({pct: _pct(sig[c]) for c, pct in _BOOT_PCT.items()})
     return row
 
@@ -199,7 +242,13 @@ def _frame(records: list[dict]) -> pd.DataFrame:
     rows (empty for reference rows): ``reference, diff_to_reference_pct, ci_low_pct, ci_high_pct`` (this
     approach minus the reference method and its interval), ``best, diff_to_best_pct, best_ci_low_pct,
     best_ci_high_pct`` (the column's best approach minus this one), ``not_significant_vs_best`` (the dagger),
-    ``n_queries`` (test queries resampled), ``n_boot`` (resamples) and ``confidence`` (interval level).
+    ``diff_to_best_single_pct, best_single_ci_low_pct, best_single_ci_high_pct`` (this approach minus the
+    best single model chosen on validation, routed to as a router, and its interval; routing metrics only),
+    ``beats_best_single`` (that interval lies above 0: the condition for bold / underline of a routing cell),
+    ``n_queries`` (test queries resampled), ``n_boot`` (resamples), ``confidence`` (interval level), and the
+    routing diversity of the cell's router over the test queries (routing metrics only; means over seeds):
+    ``top_model`` (its most-chosen model), ``top_model_share``, ``n_models_used``, ``choice_entropy``
+    (normalised to [0, 1]) and ``near_constant`` (share >= :data:`locus.evaluation.NEAR_CONSTANT_SHARE`).
 
     Routing tables of a data set with the generator's truth add rows of metric ``expected_routing`` (the mean
     true P(correct) of the routed model, with the same bootstrap columns), and the reference rows
@@ -273,18 +322,18 @@ def routing_table(
         for m, s in columns:
             st = stats[(meth, m, s)]
             cell = sig.get((meth, m, s, OVERALL))
+            e = cell_emphasis(emph[(meth, m, s)], m, cell)
             cells.append(
                 fmt(
                     st[0],
                     st[1],
                     st[2],
-                    emph[(meth, m, s)],
+                    e,
                     mark=cell is not None and bool(cell["not_significant_vs_best"]),
+                    near_constant=is_near_constant(m, OVERALL, cell),
                 )
             )
-            records.append(
-                _record(meth, labels.plain_label(meth), "method", m, s, OVERALL, st, emph[(meth, m, s)], cell)
-            )
+            records.append(_record(meth, labels.plain_label(meth), "method", m, s, OVERALL, st, e, cell))
         out.append(f"{method_label(meth)} & " + " & ".join(cells) + " \\\\")
     if not ref_agg.empty:
         out.append("\\midrule")
@@ -330,10 +379,18 @@ def _cells(method_agg: pd.DataFrame, metric: str, methods, columns) -> tuple[dic
 def _method_cell(meth, metric, size, bench, stats, emph, sig: dict, records: list, plain: str | None = None) -> str:
     """One method cell (with its dagger); its CSV record (label `plain`, default the method's) is appended
     to `records`."""
-    st, e = stats[(meth, size, bench)], emph[(meth, size, bench)]
+    st = stats[(meth, size, bench)]
     cell = sig.get((meth, metric, size, bench))
+    e = cell_emphasis(emph[(meth, size, bench)], metric, cell)
     records.append(_record(meth, plain or labels.plain_label(meth), "method", metric, size, bench, st, e, cell))
-    return fmt(st[0], st[1], st[2], e, mark=cell is not None and bool(cell["not_significant_vs_best"]))
+    return fmt(
+        st[0],
+        st[1],
+        st[2],
+        e,
+        mark=cell is not None and bool(cell["not_significant_vs_best"]),
+        near_constant=is_near_constant(metric, bench, cell),
+    )
 
 
 def _truth_references(truth_refs: pd.DataFrame | None, benchmarks, records: list):
