@@ -134,7 +134,7 @@ def test_routing_block_shows_diversity_and_near_constant_routers(results):
     assert "| LOCUS | **74.59** § | 71.10 † |" in text  # 95% of the queries to one model: §
     assert "| kNN router | 73.72 † [−2.9, +1.0] | **72.08** [−0.4, +2.3] |" in text  # 40%: no mark
     assert "Routing diversity (share of the test queries sent to the most-chosen model; models used):" in text
-    assert "| LOCUS | 95% org/big (2 models) | 40% org/big (3 models) |" in text
+    assert "| LOCUS | 95.0% org/big (2 models) | 40.0% org/big (3 models) |" in text
     assert "§ = near-constant router (≥ 90% of the test queries to one model)" in text
 
 

@@ -305,7 +305,7 @@ def diversity_table(rows: list[dict], sizes: list[str], heading: str, path: Path
                 continue
             share = _float(r["top_model_share"], path, "top_model_share")
             used = _float(r["n_models_used"], path, "n_models_used")
-            cells.append(f"{fmt(100 * share, 0)}% {r['top_model']} ({fmt(used, 0)} models)")
+            cells.append(f"{fmt(100 * share, 1)}% {r['top_model']} ({fmt(used, 0)} models)")
         table.append([by_size[next(iter(by_size))]["label"]] + cells)
     return (
         ["Routing diversity (share of the test queries sent to the most-chosen model; models used):", ""]
