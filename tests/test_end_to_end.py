@@ -179,9 +179,15 @@ def check_distance_correlation(results: Path, pool: Pool):
             "resampling_shift",
             "embedding_dim",
             "effective_dim",
+            "n_influential",
+            "value_without_influential",
+            "influential_models",
         ],
     )
     assert set(f["method"]) == set(GEO["methods"])
+    assert (f["n_influential"] == np.ceil(0.1 * f["n_models"])).all()
+    assert (f["influential_models"].str.count(";") + 1 == f["n_influential"]).all()
+    in_range(f, ["value_without_influential"], -1, 1, "distance_correlation")
     assert ((f["ci_low"] <= f["value"]) & (f["value"] <= f["ci_high"])).all()  # every interval holds its estimate
     assert ((f["diff_ci_low"] <= f["diff_to_reference"]) & (f["diff_to_reference"] <= f["diff_ci_high"])).all()
     assert set(f["interval"]) | set(f["diff_interval"]) <= {"percentile", "bca", "recentred"}

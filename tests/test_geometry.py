@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from scipy.spatial.distance import pdist, squareform
 
 from locus import evaluation
 from locus.cli import main
@@ -125,6 +126,33 @@ def test_participation_ratio_weighs_the_spectrum():
     assert 2.0 < gd.participation_ratio(z) < 2.001  # a nearly flat third direction barely counts
     assert np.isnan(gd.participation_ratio(np.tile([1.0, 2.0, 3.0], (6, 1))))  # every model equal
     assert gd.participation_ratio(10 * z) == pytest.approx(gd.participation_ratio(z))  # scale-free
+
+
+def test_without_influential_finds_the_outlying_models():
+    # 20 models with unrelated distance and disagreement, plus 2 far-out models that are far in both:
+    # they alone make the correlation look strong, and the check leaves exactly them out
+    rng = np.random.default_rng(0)
+    points = np.vstack([rng.normal(size=(20, 2)), [[40.0, 40.0], [-40.0, 40.0]]])
+    x = squareform(pdist(points))
+    noise = squareform(rng.uniform(0.3, 0.5, size=22 * 21 // 2))
+    y = noise + (x > 20) * 0.5
+    np.fill_diagonal(y, 0)
+    full = gd.correlations(gd.upper(x), gd.upper(y))["pearson"]
+    result = gd.without_influential(x, y, share=2 / 22)
+    value, left_out = result["pearson"]
+    assert full > 0.8
+    assert sorted(left_out) == [20, 21]
+    sub = np.ix_(range(20), range(20))
+    assert value == pytest.approx(gd.correlations(gd.upper(x[sub]), gd.upper(y[sub]))["pearson"])
+    assert abs(value) < 0.3
+    assert set(result) == set(gd.CORRELATIONS)
+
+
+def test_without_influential_needs_three_models_left():
+    x = squareform(pdist(np.arange(3.0)[:, None]))
+    assert gd.without_influential(x, x, share=0.5) == {
+        c: (pytest.approx(np.nan, nan_ok=True), []) for c in gd.CORRELATIONS
+    }
 
 
 def test_bca_interval_is_scipys():

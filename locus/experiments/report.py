@@ -693,6 +693,18 @@ def block_distance_correlation(src):
         )
     if has_dim:
         note += " Effective dim.: participation ratio of the centred embeddings' singular values, of the width."
+    if "value_without_influential" in first and first.get("n_influential") not in ("", None, "0"):
+        dist = columns[0][1]
+        cells = ", ".join(
+            f"{plain_label(r['method'])} {fmt(_float(r['value'], path, 'value'), 3)} → "
+            f"{fmt(_float(r['value_without_influential'], path, 'value_without_influential'), 3)}"
+            for r in rows
+            if r["correlation"] == "pearson" and r["distance"] == dist
+        )
+        note += (
+            f" Without the {first['n_influential']} models whose single removal lowers it most (lower by "
+            f"construction; a check of how much a few models carry), Pearson ({dist}) reads: {cells}."
+        )
     return (
         md_table(head + [f"{c.capitalize()}, {d}" for c, d in columns] + (["effective dim."] if has_dim else []), body)
         + [""]

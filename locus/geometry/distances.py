@@ -14,7 +14,9 @@ and ``fig:performance_distance_correlation``), and the reading of the geometry i
   contains the estimate, else BCa where that does, else the percentile interval re-centred on the estimate
   (:func:`interval_with_estimate`);
 - the effective dimensionality of each method's model embeddings (:func:`participation_ratio`): a high
-  correlation over a nearly one-dimensional embedding says less than it seems.
+  correlation over a nearly one-dimensional embedding says less than it seems;
+- the correlation without its most influential models (:func:`without_influential`): a correlation over
+  all pairs can rest on a few outlying models, each of which enters M - 1 pairs.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ DISTANCES = ("cosine", "euclidean")
 _BATCH = 64  # bootstrap resamples whose query weights are held at once
 JACKKNIFE_GROUPS = 200  # groups of test queries left out in turn for BCa's acceleration (cost: one pass each)
 INTERVALS = ("percentile", "bca", "recentred")  # the interval types of the correlation table, in order of use
+INFLUENTIAL_SHARE = 0.10  # share of models left out by the influence check of the correlation table
 
 
 # ----------------------------------------------------------------------------------------------
@@ -113,6 +116,31 @@ def correlations(x, y) -> dict[str, float]:
             "spearman": float(stats.spearmanr(x, y)[0]),
             "kendall": float(stats.kendalltau(x, y)[0]),
         }
+
+
+def without_influential(x_square, y_square, share: float = INFLUENTIAL_SHARE) -> dict[str, tuple[float, list[int]]]:
+    """Per correlation of :data:`CORRELATIONS`: its value over the pairs i < j of two square
+    [models x models] matrices after leaving out the ``ceil(share * M)`` models whose single removal lowers
+    it most (a model's influence: the full correlation minus the correlation over the pairs without it),
+    and the left-out rows' positions, most influential first. NaN and no rows when fewer than 3 would stay."""
+    x_square, y_square = np.asarray(x_square, dtype=np.float64), np.asarray(y_square, dtype=np.float64)
+    m = x_square.shape[0]
+    k = int(np.ceil(share * m))
+    if m - k < 3:
+        return {c: (float("nan"), []) for c in CORRELATIONS}
+
+    def over(rows):
+        sub = np.ix_(rows, rows)
+        return correlations(upper(x_square[sub]), upper(y_square[sub]))
+
+    full = over(np.arange(m))
+    loo = [over(np.delete(np.arange(m), i)) for i in range(m)]
+    result = {}
+    for c in CORRELATIONS:
+        drop = np.nan_to_num(np.array([full[c] - r[c] for r in loo]), nan=-np.inf)
+        left_out = np.argsort(-drop, kind="stable")[:k]
+        result[c] = (over(np.setdiff1d(np.arange(m), left_out))[c], [int(i) for i in left_out])
+    return result
 
 
 def bootstrap_weights(n_queries: int, n_resamples: int, seed: int):
@@ -403,6 +431,11 @@ def correlation_frame(
         boot = bootstrap_correlations(correct, dists, n_boot, seed)
     ref = reference_method if any(r.method == reference_method for r in inputs.runs) else None
     dims = {r.method: participation_ratio(r.embeddings) for r in inputs.runs}
+    influence = {}
+    for run in inputs.runs:
+        rate, _ = disagreement(inputs.correctness(run.model_ids))
+        for metric in DISTANCES:
+            influence[(run.method, metric)] = without_influential(embedding_distances(run.embeddings, metric), rate)
     jackknives = {}
 
     def jack(method, metric):  # leave-group-out correlations, computed once and only where BCa is tried
@@ -428,6 +461,10 @@ def correlation_frame(
                     "embedding_dim": int(run.embeddings.shape[1]),
                     "effective_dim": dims[run.method],
                 }
+                value, left_out = influence[(run.method, metric)][corr]
+                row["n_influential"] = len(left_out)
+                row["value_without_influential"] = value
+                row["influential_models"] = ";".join(inputs.names(run.model_ids[left_out]))
                 if boot:
                     values = boot[(run.method, metric)][:, c_pos]
                     low, high, kind = interval_with_estimate(

@@ -105,12 +105,32 @@ def _dimension_note(frame: pd.DataFrame) -> str:
     )
 
 
+def _influence_note(frame: pd.DataFrame) -> str:
+    """Pearson (first distance) per method without its most influential models, for the caption."""
+    if "value_without_influential" not in frame.columns:
+        return ""
+    first = frame[(frame["correlation"] == "pearson") & (frame["distance"] == frame["distance"].iloc[0])]
+    if first.empty or not (first["n_influential"] > 0).any():
+        return ""
+    cells = ", ".join(
+        f"{labels.escape(labels.plain_label(r['method']))} {r['value']:.3f} $\\to$ {r['value_without_influential']:.3f}"
+        for r in first.to_dict("records")
+    )
+    k, m = int(first["n_influential"].max()), int(first["n_models"].max())
+    return (
+        f" Without the {k} of {m} models whose single removal lowers it most, Pearson $\\rho$ "
+        f"({DISTANCE_LABELS.get(first['distance'].iloc[0], first['distance'].iloc[0]).lower()}) reads: {cells} "
+        "(lower by construction: it shows how much a few models carry; every cell and the left-out models in the CSV)."
+    )
+
+
 def correlation_table(frame: pd.DataFrame, title: str) -> str:
     """Paper ``tab:performance_distance_correlation``, one block of rows per embedding method."""
     frame = with_emphasis(frame)
     distances = list(dict.fromkeys(frame["distance"]))
     cells = {(r["method"], r["correlation"], r["distance"]): r for r in frame.to_dict("records")}
     note = (_interval_note(frame) if "ci_low" in frame.columns else "") + _dimension_note(frame)
+    note += _influence_note(frame)
     lines = [
         "\\begin{table}[t]",
         "\\centering",
