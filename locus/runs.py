@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from locus import evaluation, methods
+from locus import evaluation, methods, provenance
 from locus import run_artifacts as ra
 from locus.atomic import atomic_dir, write_json
 from locus.constants import SAMPLING
@@ -211,6 +211,7 @@ def execute(
             "n_models": int(len(model_ids)),
             "fit_seconds": round(fit_seconds, 3),
             "model_selection": selection,
+            "provenance": provenance.record(getattr(model, "device", "cpu")),
         },
     )
     for split in ("val", "test"):

@@ -376,3 +376,23 @@ embedllm,pearson,cosine,0.253,6216,4096,0.246,0.254,percentile,232,73.5
     block = render_block("distance-correlation", Source(results))
     assert "| LOCUS | 0.908 [0.90, 0.92]‡ | 1.5 of 128 |" in block
     assert "| EmbedLLM | 0.253 [0.25, 0.25] | 73.5 of 232 |" in block and "‡ re-centred" in block
+
+
+def test_provenance_names_the_machine_and_code_of_the_runs(results):
+    import json
+
+    def run(name, record):
+        path = results / "runs" / name / "metrics.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"method": "locus", **({"provenance": record} if record else {})}))
+
+    xeon = {"code": "0.1+gabc", "cpu": "Intel Xeon", "device": "cpu", "torch": "2.13.0"}
+    run("a", xeon)
+    run("b", xeon)
+    assert "Runs made on Intel Xeon, locus 0.1+gabc.*" in render_block("data", Source(results))
+    run("c", {**xeon, "device": "NVIDIA H100"})
+    run("d", None)
+    line = render_block("data", Source(results)).splitlines()[-1]
+    assert "Intel Xeon, locus 0.1+gabc (2 runs)" in line
+    assert "NVIDIA H100, locus 0.1+gabc (1 run)" in line
+    assert "an unrecorded machine" in line

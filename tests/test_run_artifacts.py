@@ -102,6 +102,13 @@ def test_readers_on_a_real_run(runs):
 def test_metrics_record_what_was_trained_on(runs):
     metrics = ra.read_metrics(runs / "knn_router")
     assert metrics["n_train_queries"] == 12
+    record = metrics["provenance"]  # the machine and code that made the run, for the documented numbers
+    assert (
+        record["device"] == "cpu"
+        and record["cpu"]
+        and record["torch"]
+        and record["code"].startswith(("0.", "1.", "unknown"))
+    )
     assert metrics["train_queries_per_model"] == {"min": 12, "median": 12.0, "max": 12}
     assert metrics["data_fingerprint"] == read_vectors(runs / "enc.parquet", "prompt_id")[2]["data_fingerprint"]
 

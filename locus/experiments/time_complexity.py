@@ -23,6 +23,7 @@ import pandas as pd
 
 from locus.errors import ConfigError, DataError
 from locus.methods.locus_method import PRECISIONS  # the method's `precision` values
+from locus.provenance import cpu_model
 
 DEFAULT_POOL_SIZES = (16, 56, 112)
 DEFAULT_EVAL_SIZES = (64, 256, 1024, 4096)
@@ -233,20 +234,6 @@ def report_lines(frame: pd.DataFrame) -> list[str]:
 # --------------------------------------------------------------------------------------------------
 # measuring
 # --------------------------------------------------------------------------------------------------
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`)."""
-    import platform
-
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def measure_points(
     pool_sizes,
     eval_sizes,
