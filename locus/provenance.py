@@ -22,6 +22,29 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (``flags`` on x86, ``Features`` on ARM, from ``/proc/cpuinfo``); empty elsewhere."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key = line.split(":", 1)[0].strip().lower()
+                if key in ("flags", "features"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+# bfloat16 arithmetic in hardware: AVX-512 BF16 or AMX on x86, the BF16 extension on ARM; without it torch
+# converts in software and a bfloat16 embedding is several times slower than float32
+NATIVE_BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def native_bfloat16() -> bool:
+    """Whether this CPU computes bfloat16 in hardware (:data:`NATIVE_BFLOAT16_FLAGS`)."""
+    return bool(cpu_flags() & NATIVE_BFLOAT16_FLAGS)
+
+
 @functools.cache
 def code_version() -> str:
     """The package version, and ``+g<commit>`` (``.dirty`` with uncommitted changes) when the package

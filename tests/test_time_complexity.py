@@ -5,13 +5,14 @@ bad arguments."""
 from __future__ import annotations
 
 import csv
+import json
 import math
 
 import pytest
 
 from locus import benchmark as bench
 from locus.cli import main
-from locus.errors import DataError
+from locus.errors import ConfigError, DataError
 from locus.experiments import time_complexity as tc
 from locus.methods.locus_method import LocusMethod
 
@@ -151,6 +152,8 @@ def test_bench_time_complexity_tiny_run(tmp_path, capsys):
                 TINY,
                 "--precision",
                 "float32,bfloat16",
+                "--bfloat16-on-cpu",
+                "always",
             ]
         )
         == 0
@@ -235,6 +238,40 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, message):
     assert len(errors) == 1 and "Traceback" not in err
     assert errors[0].startswith("locus bench: error: ") and message.replace("{tmp}", str(tmp_path)) in errors[0]
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@pytest.mark.parametrize(
+    "native, policy, timed, note",
+    [
+        (False, "native", ["float32"], "not timed: no bfloat16 in this CPU's hardware"),
+        (False, "always", ["float32", "bfloat16"], "emulated"),
+        (True, "native", ["float32", "bfloat16"], "native"),
+    ],
+)
+def test_bfloat16_is_timed_on_a_cpu_only_where_it_is_native(monkeypatch, native, policy, timed, note):
+    pytest.importorskip("torch")
+    monkeypatch.setattr(tc, "native_bfloat16", lambda: native)  # the CPU's flags, as /proc/cpuinfo would say
+    rows, params, meta = tc.measure_points(
+        [2],
+        [8],
+        [8],
+        repeat=1,
+        device="cpu",
+        params=json.loads(TINY),
+        precisions=("float32", "bfloat16"),
+        bfloat16_on_cpu=policy,
+    )
+    assert sorted({r["precision"] for r in rows}, key=timed.index) == timed
+    assert meta["bfloat16"].startswith(note)
+    frame = tc.build_frame(rows, params, meta)
+    assert set(frame.loc[frame["source"] == "measured", "bfloat16"]) == {meta["bfloat16"]}
+
+
+def test_only_bfloat16_on_a_cpu_without_it_is_refused(monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.setattr(tc, "native_bfloat16", lambda: False)
+    with pytest.raises(ConfigError, match="nothing to time; add float32 or pass --bfloat16-on-cpu always"):
+        tc.measure_points([2], [8], [8], repeat=1, device="cpu", params=json.loads(TINY), precisions=("bfloat16",))
 
 
 def test_size_list_sorts_and_drops_duplicates():

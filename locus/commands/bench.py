@@ -112,6 +112,13 @@ def add_arguments(parser) -> None:
         help="the figure's PDF; the PNG and the CSV of the plotted numbers are written beside it",
     )
     tc.add_argument(
+        "--bfloat16-on-cpu",
+        choices=("native", "always"),
+        default="native",
+        help="on a CPU, time bfloat16 only where the CPU has it in hardware (native, default; elsewhere it is "
+        "emulated and several times slower than float32) or always",
+    )
+    tc.add_argument(
         "--pool-sizes",
         type=size_list,
         default=None,
@@ -187,6 +194,7 @@ def run(args) -> int:
             params_json=args.params,
             progress=print,
             precisions=precisions,
+            bfloat16_on_cpu=args.bfloat16_on_cpu,
         )
         print(f"wrote {args.time_complexity} (.png, .csv)")
         return 0

@@ -23,7 +23,7 @@ import pandas as pd
 
 from locus.errors import ConfigError, DataError
 from locus.methods.locus_method import PRECISIONS  # the method's `precision` values
-from locus.provenance import cpu_model
+from locus.provenance import cpu_model, native_bfloat16
 
 DEFAULT_POOL_SIZES = (16, 56, 112)
 DEFAULT_EVAL_SIZES = (64, 256, 1024, 4096)
@@ -33,6 +33,9 @@ REFERENCE_MODELS, REFERENCE_N = 112, 4096
 # this implementation's goals on 2 CPU cores (2 torch threads), seconds, at the reference shape
 TARGETS = {"embed": 2.5, "predict": 0.05}
 WHAT = ("embed", "predict")
+# when to time bfloat16 on a CPU: only where the CPU has it in hardware (else it is emulated, several times
+# slower than float32, and says nothing about the option's use), or always
+BFLOAT16_ON_CPU = ("native", "always")
 
 CSV_COLUMNS = [
     "source",
@@ -52,6 +55,7 @@ CSV_COLUMNS = [
     "cpu_model",
     "threads",
     "torch",
+    "bfloat16",
     "label",
 ]
 
@@ -153,6 +157,7 @@ def build_frame(measurements: list[dict], params: dict, meta: dict) -> pd.DataFr
                 "cpu_model": meta.get("cpu_model", ""),
                 "threads": int(meta["threads"]),
                 "torch": meta["torch"],
+                "bfloat16": meta.get("bfloat16", ""),
                 "label": (f"{n_models} models" if what == "embed" else f"{n_models} models (whole pool)") + suffix,
             }
         )
@@ -243,9 +248,11 @@ def measure_points(
     params: dict | None = None,
     progress=None,
     precisions=("float32",),
+    bfloat16_on_cpu: str = "native",
 ) -> tuple[list[dict], dict, dict]:
-    """Time every point in every precision (see the module docstring). Returns (measurements, LOCUS's
-    parameters, meta)."""
+    """Time every point in every precision (see the module docstring); on a CPU without bfloat16 in hardware,
+    bfloat16 only with `bfloat16_on_cpu` = ``always``. Returns (measurements, LOCUS's parameters, meta;
+    ``meta["bfloat16"]``: native, emulated, or skipped with the reason)."""
     from functools import partial
 
     import numpy as np
@@ -272,6 +279,20 @@ def measure_points(
     bad = [p for p in precisions if p not in PRECISIONS]
     if bad or not precisions:
         raise ConfigError(f"precisions {list(precisions)}: expected one or more of {list(PRECISIONS)}")
+    if bfloat16_on_cpu not in BFLOAT16_ON_CPU:
+        raise ConfigError(f"bfloat16_on_cpu {bfloat16_on_cpu!r}: expected one of {list(BFLOAT16_ON_CPU)}")
+    meta["bfloat16"] = "native"
+    if str(device).startswith("cpu") and not native_bfloat16():
+        meta["bfloat16"] = "emulated"
+        if "bfloat16" in precisions and bfloat16_on_cpu == "native":
+            precisions = [p for p in precisions if p != "bfloat16"]
+            meta["bfloat16"] = "not timed: no bfloat16 in this CPU's hardware (emulated, it says nothing of the option)"
+            say(f"  bfloat16 {meta['bfloat16']}; --bfloat16-on-cpu always times it anyway")
+        if not precisions:
+            raise ConfigError(
+                "precisions [bfloat16] on a CPU without bfloat16 in hardware: nothing to time; add float32 or "
+                "pass --bfloat16-on-cpu always"
+            )
 
     def add(what, n_models, n, timing, precision):
         out.append({"what": what, "precision": precision, "n_models": n_models, "n": n, **timing})
@@ -308,6 +329,7 @@ def run(
     params_json: str = "{}",
     progress=print,
     precisions=("float32",),
+    bfloat16_on_cpu: str = "native",
 ) -> pd.DataFrame:
     """Measure, then write ``<stem>.pdf/.png/.csv`` of `out` (the CSV = the plotted frame). Output paths and
     parameters are checked before anything is timed."""
@@ -322,7 +344,7 @@ def run(
     params = method_params("locus", params_json)
     set_threads(threads)
     measurements, p, meta = measure_points(
-        pool_sizes, eval_sizes, query_sizes, repeat, device, params, progress, precisions
+        pool_sizes, eval_sizes, query_sizes, repeat, device, params, progress, precisions, bfloat16_on_cpu
     )
     frame = build_frame(measurements, p, meta)
     save_figure(time_complexity_figure(frame), paths["pdf"])

@@ -91,6 +91,11 @@ def time_complexity_figure(frame: pd.DataFrame, title: str | None = None):
             f"thread(s), torch {first['torch']}); median of {int(measured['repeats'].max())} warm call(s) "
             "after a warm-up, random inputs (d_phi = 768)"
         )
+        bf16 = str(first.get("bfloat16") or "")
+        if bf16.startswith("not timed"):
+            title += f"; bfloat16 {bf16}"
+        elif bf16 and (measured["precision"] == "bfloat16").any():
+            title += f"; bfloat16 {bf16} on this device"
     if title:
         fig.suptitle(textwrap.fill(title, 110, break_on_hyphens=False), fontsize=9)
     fig.tight_layout()

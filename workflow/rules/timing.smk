@@ -40,11 +40,12 @@ rule time_complexity_figure:
         repeat=int(TC["repeat"]),
         device="" if TC["device"] == "auto" else f"--device {TC['device']}",
         precisions=",".join(TC["precisions"]),
+        bf16=TC["bfloat16_on_cpu"],
         json=as_json({**(config["methods"]["locus"]["params"] or {}), "dim": config["methods"]["locus"]["dim"]}),
     shell:
         "{LOCUS} bench --time-complexity {output.pdf} --pool-sizes {params.pools} --eval-sizes {params.evals} "
         "--query-sizes {params.queries} --repeat {params.repeat} {params.device} --threads {threads} "
-        "--precision {params.precisions} --params {params.json:q} > {log} 2>&1"
+        "--precision {params.precisions} --bfloat16-on-cpu {params.bf16} --params {params.json:q} > {log} 2>&1"
 
 
 def _precision_effect_runs(name):
