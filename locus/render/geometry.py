@@ -236,7 +236,7 @@ def proxies_figure(frame: pd.DataFrame, title: str):
     sns.set_theme(style="whitegrid", context="paper")
     methods = _methods(frame)
     colors = _palette(methods)
-    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    fig, ax = plt.subplots(figsize=(8.4, 3.8))
     for method in methods:
         part = frame[frame["method"] == method]
         curve = part[part["curve"] == "embedding_neighbour"]
