@@ -78,9 +78,7 @@ def test_perf_vs_evalset_axes_are_not_zoomed_onto_a_flat_result_and_name_the_dra
 def test_convergence_figure_uses_a_log_axis_when_the_distances_dwarf_the_reference_lines():
     from locus.render.views import convergence_figure
 
-    summary = pd.DataFrame(
-        {"n": [16, 256, 4096], "mean": [2.7, 0.5, 0.0], "std": [2.5, 0.3, 0.0], "draws": [5, 5, 1]}
-    )
+    summary = pd.DataFrame({"n": [16, 256, 4096], "mean": [2.7, 0.5, 0.0], "std": [2.5, 0.3, 0.0], "draws": [5, 5, 1]})
     near = pd.DataFrame({"neighbour": ["a", "b"], "distance": [0.04, 0.2]})
     fig = convergence_figure(summary, near, "n", "title", 4096)
     ax = fig.axes[0]

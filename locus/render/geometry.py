@@ -332,7 +332,7 @@ def fallback_figure(frame: pd.DataFrame, title: str):
         Line2D([], [], ls="--", lw=0.8, color="0.4"),
     ]
     names += ["router (no fallback)", "router's own (k+1)-th choice", "random other model"]
-    for name, (style, width, text) in SHARED_LINES.items():
+    for name, (style, width, _text) in SHARED_LINES.items():
         if name in level:
             handles.append(Line2D([], [], ls=style, lw=width, color="black"))
             names.append(f"{SHARED_LEGEND[name]} ({level[name]:.1f})")

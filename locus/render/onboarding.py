@@ -11,7 +11,6 @@ import pandas as pd
 
 from locus.render.figures import plt, sns
 
-
 MIN_COLOUR_SPAN = 10.0  # points: the colour scale is never zoomed in further than this
 
 
