@@ -151,6 +151,9 @@ def test_dim_ablation_rows_labels_and_reference(dim_runs, data, tmp_path):
     assert lines[lines.index(d16) + 1].split(" & ")[1:3] == ["512", "--"]
     assert "difference to model embedding dimension 128 (default) with its" in tex
     assert "query encoder: enc-a" in tex
+    # the grid read from the runs, against the paper's
+    assert "Grid run: $d$ $\\in$ \\{16, 32, 128\\} $\\times$ $n$ $\\in$ \\{256, 512\\}" in tex
+    assert "3 of the paper's 6 embedding dimensions" in tex
 
     csv = pd.read_csv(out.with_suffix(".csv"))
     assert set(csv.kind) == {"method"} and set(csv.ablation) == {"dim"} and set(csv.method) == {"locus"}

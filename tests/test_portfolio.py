@@ -274,6 +274,7 @@ def test_cli_figure_writes_pdf_png_csv_json_with_the_full_pool_accuracy(tiny, ca
         "coverage-greedy",
         "random-feasible",
         "full-pool",
+        "best-single",
     }
     assert sorted(frame.loc[frame["method"] == "k-center", "k"]) == list(range(1, 8))
     assert (frame.loc[frame["method"] == "random", "trials"] == 5).all()
@@ -281,6 +282,11 @@ def test_cli_figure_writes_pdf_png_csv_json_with_the_full_pool_accuracy(tiny, ca
     assert summary["full_pool_routing_acc"] == pytest.approx(100 * metrics["test"]["overall"]["routing_acc"])
     full_k = frame[(frame["method"] == "k-medoids") & (frame["k"] == 7)]["routing_acc"].iloc[0]
     assert full_k == pytest.approx(summary["full_pool_routing_acc"])
+    # the best single model is the run's own reference: chosen on validation, scored on test
+    single = frame[frame["method"] == "best-single"].iloc[0]
+    assert single["routing_acc"] == pytest.approx(100 * metrics["reference"]["best_single"]["overall"])
+    assert summary["best_single_routing_acc"] == pytest.approx(single["routing_acc"])
+    assert summary["random_routing_acc"] == pytest.approx(100 * metrics["reference"]["random"]["overall"])
     greedy = frame[frame["method"] == "coverage-greedy"]
     assert (greedy["params_b"] <= greedy["budget_b"] + 1e-9).all() and summary["total_params_b"] == sum(PARAMS_B)
 

@@ -46,6 +46,45 @@ WHAT = {
     "correctness_acc": "Overall and per-benchmark correctness prediction accuracy (\\%)",
 }
 DEFAULT = " (default)"
+# the paper's ablation grids (appendices C and D; config/paper.yaml runs them): the grid sentence of each
+# caption states how much of it a run covered
+PAPER_GRID = {
+    "dim": {"settings": [16, 32, 64, 128, 256, 512], "sizes": [256, 512, 1024]},
+    "encoder": {
+        "settings": ["all-mpnet-base-v2", "paraphrase-albert-small-v2", "all-MiniLM-L6-v2", "all-distilroberta-v1"],
+        "sizes": [256, 512, 1024],
+    },
+}
+GRID_NOUNS = {"dim": ("embedding dimension", "embedding dimensions"), "encoder": ("encoder", "encoders")}
+
+
+def _values(by: str, values) -> str:
+    shown = [f"\\texttt{{{escape(str(v))}}}" if by == "encoder" else str(v) for v in values]
+    return "\\{" + ", ".join(shown) + "\\}"
+
+
+def grid_sentence(by: str, settings, sizes) -> str:
+    """The caption's statement of the grid that ran (the `settings` and training `sizes` of the runs read)
+    against the paper's (:data:`PAPER_GRID`): "Grid run: $d$ in {32, 128} x n in {256}: 2 of the paper's 6
+    embedding dimensions {16, ..., 512} and 1 of its 3 training sizes {256, 512, 1024}."."""
+    paper = PAPER_GRID[by]
+    settings = sorted(settings) if by == "dim" else list(settings)
+    sizes = sorted(int(n) for n in sizes)
+    one, many = GRID_NOUNS[by]
+    symbol = "$d$" if by == "dim" else "encoder"
+    in_paper = [v for v in settings if v in paper["settings"]]
+    sizes_in_paper = [n for n in sizes if n in paper["sizes"]]
+    extra = len(settings) - len(in_paper)
+    text = (
+        f"Grid run: {symbol} $\\in$ {_values(by, settings)} $\\times$ $n$ $\\in$ {_values('dim', sizes)} "
+        f"training evaluations per model: {len(in_paper)} of the paper's {len(paper['settings'])} {many} "
+        f"{_values(by, paper['settings'])}"
+        + (f" (and {extra} {one if extra == 1 else many} outside it)" if extra else "")
+        + f" and {len(sizes_in_paper)} of its {len(paper['sizes'])} training sizes {_values('dim', paper['sizes'])}"
+    )
+    if len(in_paper) < len(paper["settings"]) or len(sizes_in_paper) < len(paper["sizes"]):
+        text += "; the paper's whole grid: \\texttt{--configfile config/paper.yaml}"
+    return text + "."
 
 
 def parse_setting(by: str, text) -> int | str:
@@ -214,7 +253,8 @@ def caption(
     text = (
         f"{WHAT[METRIC[kind]]} on the {split} split of the data set {escape(coll.data_label(data_label))}, "
         f"{what}, and number of training evaluations per model. \\textbf{{Best}} and \\underline{{second best}} "
-        f"setting per training size. {tables.seeds_sentence(coll.seeds)}"
+        f"setting per training size. {grid_sentence(by, _setting_column(coll, by).values(), coll.sizes)} "
+        f"{tables.seeds_sentence(coll.seeds)}"
     )
     if settings is not None:
         ref = row_labels[reference_key][0]

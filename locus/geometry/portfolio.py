@@ -259,6 +259,7 @@ class PortfolioInputs:
     logits: np.ndarray | None = None  # [test queries x models] (with data)
     labels: np.ndarray | None = None  # same shape, NaN = not evaluated (with data)
     params_b: np.ndarray | None = None  # [models], NaN = missing (with data and a params_b column)
+    val_labels: np.ndarray | None = None  # [validation queries x models] (with data): picks the best single
     _ranked: Ranked | None = None
 
     def ranked(self) -> Ranked:
@@ -333,6 +334,7 @@ def load_inputs(run_dir, data_dir=None, split: str = "test") -> PortfolioInputs:
         )
     models = data.models.set_index("model_id").loc[ids]
     out.logits, out.labels = logits, data.label_matrix(prompt_ids, ids)
+    out.val_labels = data.label_matrix(data.split_queries("val")["prompt_id"].to_numpy(np.int64), ids)
     out.params_b = models["params_b"].to_numpy(np.float64) if "params_b" in models.columns else None
     out.names = [names.get(int(i), str(name)) for i, name in zip(ids, models["name"])]  # the run's names first
     return out
@@ -424,6 +426,13 @@ def curves(
         "n_test_queries": full["n_queries"],
         "budget_panel": "ok",
     }
+    if inp.val_labels is not None and inp.val_labels.shape[0]:
+        from locus import evaluation
+
+        refs = evaluation.reference_rows(inp.val_labels, inp.labels)
+        summary["best_single_routing_acc"] = refs["best_single"]["overall"] * 100  # chosen on val, scored on test
+        summary["best_single_model"] = inp.names[int(refs["best_single_position"])]
+        summary["random_routing_acc"] = refs["random"]["overall"] * 100
     try:
         costs = inp.costs()
     except DataError as exc:
@@ -458,7 +467,20 @@ def curves(
         "coverage": float(n),
         "trials": 1,
     }
-    frame = pd.concat([frame, pd.DataFrame([full_row])], ignore_index=True)
+    extra = [full_row]
+    if "best_single_routing_acc" in summary:
+        extra.append(
+            {
+                **{c: None for c in CURVE_COLUMNS},
+                "panel": "both",
+                "method": "best-single",
+                "n_models": 1,
+                "routing_acc": summary["best_single_routing_acc"],
+                "trials": 1,
+                "models": summary["best_single_model"],
+            }
+        )
+    frame = pd.concat([frame, pd.DataFrame(extra)], ignore_index=True)
     summary.update(_reach(frame, summary["full_pool_routing_acc"]))
     return frame, summary
 

@@ -55,6 +55,47 @@ def save_figure(fig, out: str | Path, dpi: int = 200) -> dict[str, Path]:
     return paths
 
 
+def spread_label(n_draws: int, what: str = "draws") -> str:
+    """How a plotted point summarises its draws: "one draw" (no band or error bar: there is no spread) or
+    "mean ± std over k draws" (`what` names the draws: "draws", "seeds", "trials")."""
+    n = int(n_draws)
+    if n <= 1:
+        return f"one {what[:-1] if what.endswith('s') else what}"
+    return f"mean ± std over {n} {what}"
+
+
+def reference_limits(values, references=(), min_span: float = 0.0, pad: float = 0.06) -> tuple[float, float]:
+    """Axis limits covering every finite value of `values` and `references` (the reference lines the
+    reader compares against: best single model, chance, oracle), padded by `pad` of the span and widened
+    symmetrically to at least `min_span`, so that a flat result is not stretched into a trend."""
+    import numpy as np
+
+    finite = np.asarray([*np.ravel(np.asarray(values, float)), *map(float, references)], float)
+    finite = finite[np.isfinite(finite)]
+    if finite.size == 0:
+        return (0.0, 1.0)
+    low, high = float(finite.min()), float(finite.max())
+    span = high - low
+    low, high = low - pad * span, high + pad * span
+    if high - low < min_span:
+        mid = (low + high) / 2
+        low, high = mid - min_span / 2, mid + min_span / 2
+    if high == low:
+        low, high = low - 0.5, high + 0.5
+    return low, high
+
+
+def span_note(values, unit: str = "points") -> str:
+    """ "plotted values 67.79–68.20 (span 0.41 points)": the range a reader should compare the axis to."""
+    import numpy as np
+
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return "no values"
+    return f"plotted values {v.min():.2f}–{v.max():.2f} (span {v.max() - v.min():.2f} {unit})"
+
+
 def factor_label(k: float) -> str:
     """ "2.7× fewer" for k >= 1 (the reference needs k times fewer samples), "2.5× more" for k < 1."""
     return f"{k:.1f}× fewer" if k >= 1 else f"{1.0 / k:.1f}× more"

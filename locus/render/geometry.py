@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from locus.render import labels
-from locus.render.figures import plt, sns
+from locus.render.figures import plt, reference_limits, sns
 from locus.render.latex import emphasis
 
 CORRELATION_LABELS = {"pearson": "Pearson $\\rho$", "spearman": "Spearman $r_s$", "kendall": "Kendall $\\tau$"}
@@ -256,7 +256,7 @@ def proxies_figure(frame: pd.DataFrame, title: str):
     sns.set_theme(style="whitegrid", context="paper")
     methods = _methods(frame)
     colors = _palette(methods)
-    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    fig, ax = plt.subplots(figsize=(8.4, 3.8))
     for method in methods:
         part = frame[frame["method"] == method]
         curve = part[part["curve"] == "embedding_neighbour"]
@@ -280,10 +280,23 @@ def proxies_figure(frame: pd.DataFrame, title: str):
     handles, names = ax.get_legend_handles_labels()
     handles += [Line2D([], [], ls=":", color="0.3"), Line2D([], [], ls="--", color="0.3")]
     names += ["best possible proxy (k-th most agreeing)", "random other model"]
-    ax.legend(handles, names, fontsize=7)
+    ax.legend(handles, names, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     _title(ax, title)
     fig.tight_layout()
     return fig
+
+
+# the pool-wide reference lines of the fallback figure: line style, width, in-plot label
+SHARED_LINES = {
+    "oracle": ((0, (4, 1, 1, 1, 1, 1)), 1.0, "oracle"),
+    "best_single": ("-.", 1.8, "best single model (val)"),
+    "random": ((0, (1, 3)), 1.0, "random model"),
+}
+SHARED_LEGEND = {
+    "oracle": "oracle (a correct model whenever one exists)",
+    "best_single": "best single model, chosen on val, on test",
+    "random": "random model",
+}
 
 
 def fallback_figure(frame: pd.DataFrame, title: str):
@@ -310,9 +323,22 @@ def fallback_figure(frame: pd.DataFrame, title: str):
         if "random_other" in refs.index:
             ret_ax.axhline(100 * refs.loc["random_other", "retention"], ls="--", lw=0.8, color=color, alpha=0.6)
     shared = frame[frame["k"].isna()].drop_duplicates("curve").set_index("curve")
-    for name, style in (("best_single", "-."), ("random", (0, (1, 3)))):
-        if name in shared.index:
-            acc_ax.axhline(100 * shared.loc[name, "accuracy"], ls=style, lw=1, color="0.2")
+    level = {name: 100 * float(shared.loc[name, "accuracy"]) for name in SHARED_LINES if name in shared.index}
+    for name, (style, width, text) in SHARED_LINES.items():
+        if name in level:
+            acc_ax.axhline(level[name], ls=style, lw=width, color="black", zorder=4)
+            acc_ax.annotate(
+                f"{text} {level[name]:.1f}",
+                (1.0, level[name]),
+                xycoords=("axes fraction", "data"),
+                xytext=(-2, -2 if name == "random" else 2),
+                textcoords="offset points",
+                ha="right",
+                va="top" if name == "random" else "bottom",
+                fontsize=7,
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "alpha": 0.85, "lw": 0},
+                zorder=5,
+            )
     ks = sorted(frame["k"].dropna().astype(int).unique())
     for ax in (acc_ax, ret_ax):
         ax.set_xticks(ks)
@@ -324,16 +350,13 @@ def fallback_figure(frame: pd.DataFrame, title: str):
         Line2D([], [], ls="-", lw=0.8, color="0.4"),
         Line2D([], [], ls=":", lw=1, color="0.4"),
         Line2D([], [], ls="--", lw=0.8, color="0.4"),
-        Line2D([], [], ls="-.", color="0.2"),
-        Line2D([], [], ls=(0, (1, 3)), color="0.2"),
     ]
-    names += [
-        "router (no fallback)",
-        "router's own (k+1)-th choice",
-        "random other model",
-        "best single model (val)",
-        "random model",
-    ]
+    names += ["router (no fallback)", "router's own (k+1)-th choice", "random other model"]
+    for name, (style, width, _text) in SHARED_LINES.items():
+        if name in level:
+            handles.append(Line2D([], [], ls=style, lw=width, color="black"))
+            names.append(f"{SHARED_LEGEND[name]} ({level[name]:.1f})")
+    acc_ax.set_ylim(*reference_limits(100 * frame["accuracy"].to_numpy(float), level.values()))
     _title(fig, title)
     fig.tight_layout()
     fig.legend(handles, names, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, frameon=False)

@@ -11,17 +11,27 @@ import pandas as pd
 
 from locus.render.figures import plt, sns
 
+MIN_COLOUR_SPAN = 10.0  # points: the colour scale is never zoomed in further than this
+
 
 def onboarding_figure(grid: pd.DataFrame, rows: list[str], sizes: list[int], title: str):
-    """Heat map of ``grid`` (row, k, accuracy in [0, 1]) in the given row order; cells annotated in %."""
+    """Heat map of ``grid`` (row, k, accuracy in [0, 1]) in the given row order; cells annotated in %.
+    The colour scale spans at least :data:`MIN_COLOUR_SPAN` points (a 1-point spread is not painted as
+    the full colour range); a note under the map gives the scale, the cells' own span and the draws."""
+    from locus.render.figures import reference_limits, span_note, spread_label
+
     sns.set_theme(style="white", context="paper")
     table = grid.pivot(index="row", columns="k", values="accuracy").reindex(index=rows, columns=sizes)
+    values = 100 * table.to_numpy(float)
+    vmin, vmax = reference_limits(values, (), MIN_COLOUR_SPAN, pad=0.0)
     fig, ax = plt.subplots(figsize=(1.1 + 0.75 * len(sizes), 1.2 + 0.45 * len(rows)))
     sns.heatmap(
         100 * table,
         annot=True,
         fmt=".1f",
         cmap="viridis",
+        vmin=vmin,
+        vmax=vmax,
         cbar_kws={"label": "correctness accuracy (%)"},
         ax=ax,
         annot_kws={"fontsize": 7},
@@ -33,7 +43,13 @@ def onboarding_figure(grid: pd.DataFrame, rows: list[str], sizes: list[int], tit
         rotation=0,
     )
     ax.set_title(textwrap.fill(title, 70, break_on_hyphens=False), fontsize=9)
+    draws = int(grid["draws"].max()) if "draws" in grid.columns and grid["draws"].notna().any() else 1
+    note = (
+        f"Colour scale {vmin:.1f}–{vmax:.1f}% (at least {MIN_COLOUR_SPAN:g} points wide); cells: "
+        f"{span_note(values)}; each cell: {spread_label(draws)}."
+    )
     if not np.isfinite(table.to_numpy(float)).all():
-        ax.text(0.0, -0.25, "blank: no value", transform=ax.transAxes, fontsize=7)
+        note += " Blank: no value."
     fig.tight_layout()
+    fig.text(0.01, 0.0, textwrap.fill(note, 110), fontsize=7, ha="left", va="top")
     return fig

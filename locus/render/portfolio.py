@@ -4,7 +4,8 @@
 Left: test routing accuracy restricted to the portfolio vs portfolio size k for k-center, k-medoids and
 random subsets (mean ± sd band over the trials). Right: the same vs the total-parameter budget
 (billions, log axis) for coverage-greedy and random feasible subsets. The full pool's accuracy is a
-dashed line in both panels.
+dashed line in both panels, the best single model (chosen on validation, scored on test) a dash-dotted
+one and the full pool's oracle a dotted one.
 """
 
 from __future__ import annotations
@@ -68,8 +69,20 @@ def portfolio_figure(frame: pd.DataFrame, summary: dict, title: str | None = Non
         right.set_xscale("log")
         right.set_title(f"parameter budget (pool total {summary['total_params_b']:,.0f}B)", fontsize=9)
     right.set_xlabel("total-parameter budget (billions)")
+    single = summary.get("best_single_routing_acc")
+    oracle = summary.get("full_pool_oracle")
     for ax in (left, right):
-        ax.axhline(full, color="black", ls="--", lw=1, label=f"full pool ({full:.1f}%)")
+        ax.axhline(full, color="black", ls="--", lw=1, label=f"full pool, routed ({full:.1f}%)")
+        if single is not None:
+            ax.axhline(
+                single,
+                color="#9467bd",
+                ls="-.",
+                lw=1.4,
+                label=f"best single model, chosen on val ({single:.1f}%)",
+            )
+        if oracle is not None:
+            ax.axhline(oracle, color="0.3", ls=":", lw=1.1, label=f"full-pool oracle ({oracle:.1f}%)")
         ax.legend(fontsize=7, loc="lower right")
     if title:
         fig.suptitle(textwrap.fill(title, 110, break_on_hyphens=False), fontsize=10)

@@ -12,6 +12,8 @@ LABELS = {
     "cosine_distance": "mean cosine distance original ↔ re-learned",
     "test_disagreement": "test correctness disagreement (%)",
 }
+# the colour bar's label: short enough to stay within the bar's height
+BAR_LABELS = {"cosine_distance": "mean cosine distance", "test_disagreement": "test disagreement (%)"}
 
 
 def heatmap_figure(grid: pd.DataFrame, metric: str, locus_value: float | None, data_label: str | None = None):
@@ -20,14 +22,14 @@ def heatmap_figure(grid: pd.DataFrame, metric: str, locus_value: float | None, d
     sns.set_theme(style="white", context="paper")
     scale = 100.0 if metric == "test_disagreement" else 1.0
     values = grid.astype(float) * scale
-    fig, ax = plt.subplots(figsize=(1.1 * values.shape[1] + 2.6, 0.7 * values.shape[0] + 1.8))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * values.shape[1] + 2.6), 0.7 * values.shape[0] + 1.8))
     sns.heatmap(
         values,
         annot=True,
         fmt=".1f" if scale == 100 else ".3f",
         cmap="rocket_r",
         ax=ax,
-        cbar_kws={"label": LABELS[metric]},
+        cbar_kws={"label": BAR_LABELS[metric]},
         vmin=0.0,
     )
     ax.set_xlabel("embedding dimension d")
@@ -39,7 +41,7 @@ def heatmap_figure(grid: pd.DataFrame, metric: str, locus_value: float | None, d
     if locus_value is not None:
         shown = f"{scale * locus_value:.2f}%" if scale == 100 else f"{locus_value:.2e}"
         title += f" (LOCUS on the same evaluations: {shown})"
-    _title(ax, title)
+    _title(fig, title, suptitle=True, width=int(11 * fig.get_size_inches()[0]))
     fig.tight_layout()
     return fig
 

@@ -20,8 +20,8 @@ def write_figure(fig, frame: pd.DataFrame, out) -> dict:
     return paths
 
 
-def _title(ax_or_fig, text: str, suptitle: bool = False):
-    text = textwrap.fill(text, 80, break_on_hyphens=False)
+def _title(ax_or_fig, text: str, suptitle: bool = False, width: int = 80):
+    text = textwrap.fill(text, width, break_on_hyphens=False)
     if suptitle:
         ax_or_fig.suptitle(text, fontsize=9)
     else:
@@ -48,8 +48,8 @@ def hypothetical_figure(recall: pd.DataFrame, title: str):
     ax.set_ylim(-2, 102)
     ax.set_xlabel("# queries in the hypothetical evaluation set")
     ax.set_ylabel("models retrieved (%)")
-    ax.legend(fontsize=8, loc="lower right")
-    _title(ax, title)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    _title(ax, title, width=60)
     fig.tight_layout()
     return fig
 
@@ -119,22 +119,32 @@ def convergence_figure(
     reference_size: int,
     set_sizes: pd.Series | None = None,
 ):
-    """Mean ± std of ‖z − z_ref‖ over draws vs overlap α (`by` = alpha) or set size n (`by` = n), with
-    dashed lines at the reference embedding's distances to its nearest other models; `set_sizes` (α ->
-    size of the overlap sets) notes where the sets had to be smaller than the reference set."""
+    """Mean ± std of ‖z − z_ref‖ over draws (one draw: the value, no error bar) vs overlap α (`by` =
+    alpha) or set size n (`by` = n), with dashed lines at the reference embedding's distances to its
+    nearest other models; `set_sizes` (α -> size of the overlap sets) notes where the sets had to be
+    smaller than the reference set. When the distances reach far above the reference lines the y-axis is
+    symmetric-log (linear below the nearest neighbour's distance), so the lines stay readable."""
+    from locus.render.figures import spread_label
+
     sns.set_theme(style="whitegrid", context="paper")
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
     x = summary[by].to_numpy(float)
+    draws = int(summary["draws"].max()) if "draws" in summary.columns and len(summary) else 1
+    std = summary["std"].to_numpy(float) if draws > 1 else None
+    single = ""
+    if draws > 1 and "draws" in summary.columns and (summary["draws"] <= 1).any():
+        fixed = summary.loc[summary["draws"] <= 1, by].to_numpy(float)
+        single = f"; one draw at {'α' if by == 'alpha' else by} = {', '.join(f'{v:g}' for v in fixed)}"
     ax.errorbar(
         x,
         summary["mean"],
-        yerr=summary["std"],
+        yerr=std,
         marker="o",
         ms=4,
         lw=1.5,
         capsize=3,
         color="#d62728",
-        label=r"$\|z - z^{\mathrm{ref}}\|$ (mean ± std over draws)",
+        label=r"$\|z - z^{\mathrm{ref}}\|$ (" + spread_label(draws) + single + ")",
     )
     greys = sns.color_palette("Greys_r", len(neighbours) + 2)
     for i, row in enumerate(neighbours.itertuples()):
@@ -151,25 +161,52 @@ def convergence_figure(
                 f"(too few training queries outside the reference set)"
             )
         ax.set_xlabel(label)
-    ax.set_ylabel("Euclidean distance to reference embedding")
+    top = float(np.nanmax(summary["mean"].to_numpy(float) + (std if std is not None else 0.0)))
+    lines = neighbours["distance"].to_numpy(float)
+    lines = lines[np.isfinite(lines) & (lines > 0)]
+    ylabel = "‖z − z_ref‖ (Euclidean)"
+    if len(lines) and top > 5 * lines.max():
+        threshold = float(lines.min())
+        ax.set_yscale("symlog", linthresh=threshold, linscale=0.6)
+        ylabel += f"\nsymlog axis: linear below {threshold:.2f}"
+    ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=7, loc="upper right")
-    _title(ax, title)
+    _title(ax, title, width=70)
     fig.tight_layout()
+    handles, names = ax.get_legend_handles_labels()
+    fig.legend(handles, names, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), frameon=False)
     return fig
+
+
+MIN_ACCURACY_SPAN = 5.0  # points: an accuracy axis is never zoomed in further than this
 
 
 def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
     """Test correctness (top) and routing (bottom) accuracy of LOCUS with every model re-embedded from n
     evaluations subsampled from its reference set (left) or from sets with overlap α with it (right):
-    mean ± std over draws; dashed: the run's own embeddings; dotted (routing): the best single model."""
+    mean ± std over draws (one draw: the value, no band); dashed: the run's own embeddings; dotted
+    (routing): the best single model chosen on validation. Each row's y-range covers its references and is
+    at least :data:`MIN_ACCURACY_SPAN` points wide; a note under the panels gives the span of the plotted
+    values."""
+    from locus.render.figures import reference_limits, span_note, spread_label
+
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(2, 2, figsize=(8.4, 6.0), sharey="row", squeeze=False)
     rows = (("correctness_acc", "correctness accuracy (%)"), ("routing_acc", "routing accuracy (%)"))
+    draws = int(summary["draws"].max()) if "draws" in summary.columns and len(summary) else 1
+    spread = spread_label(draws)
+    overlap_label = "overlap fraction α with the reference set"
+    small = summary[(summary["panel"] == "overlap") & (summary["set_size"] < refs["reference_size"])]
+    if len(small):
+        overlap_label += (
+            f"\nα ≤ {small['setting'].max():g}: sets of ~{int(small['set_size'].min())}–"
+            f"{int(small['set_size'].max())} queries"
+        )
+    plotted = {metric: [] for metric, _ in rows}
     for col, (panel, xlabel) in enumerate(
         (
             ("size", f"# evaluations subsampled from the reference set (n_ref = {refs['reference_size']})"),
-            ("overlap", "overlap fraction α with the reference set"),
+            ("overlap", overlap_label),
         )
     ):
         part = summary[summary["panel"] == panel].sort_values("setting")
@@ -178,8 +215,11 @@ def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
             if len(part):
                 x = part["setting"].to_numpy(float)
                 y, sd = 100 * part[metric].to_numpy(float), 100 * part[f"{metric}_std"].to_numpy(float)
-                ax.plot(x, y, marker="o", ms=4, lw=1.5, color="#d62728", label="re-embedded (mean ± std)")
-                ax.fill_between(x, y - sd, y + sd, color="#d62728", alpha=0.18, lw=0)
+                plotted[metric].extend(y)
+                ax.plot(x, y, marker="o", ms=4, lw=1.5, color="#d62728", label=f"re-embedded ({spread})")
+                if draws > 1:
+                    ax.fill_between(x, y - sd, y + sd, color="#d62728", alpha=0.18, lw=0)
+                    plotted[metric].extend([*(y - sd), *(y + sd)])
                 if panel == "size":
                     _log2_axis(ax, x)
             ax.axhline(
@@ -193,25 +233,32 @@ def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
                 ax.axhline(
                     100 * refs["best_single_routing_acc"],
                     ls=":",
-                    lw=1.1,
+                    lw=1.3,
                     color="0.45",
-                    label=f"best single model ({100 * refs['best_single_routing_acc']:.1f})",
+                    label=f"best single model, chosen on val ({100 * refs['best_single_routing_acc']:.1f})",
                 )
             if row == 1:
                 ax.set_xlabel(xlabel)
             if col == 0:
                 ax.set_ylabel(ylabel)
             ax.legend(fontsize=7, loc="lower right")
-    small = summary[(summary["panel"] == "overlap") & (summary["set_size"] < refs["reference_size"])]
-    if len(small):
-        axes[1][1].annotate(
-            f"α ≤ {small['setting'].max():g}: sets of ~{int(small['set_size'].min())}–"
-            f"{int(small['set_size'].max())} queries",
-            xy=(0.02, 0.03),
-            xycoords="axes fraction",
-            fontsize=7,
-            color="0.3",
-        )
+    notes = []
+    for row, (metric, ylabel) in enumerate(rows):
+        references = [100 * refs["reference"][metric]]
+        if metric == "routing_acc":
+            references.append(100 * refs["best_single_routing_acc"])
+        axes[row][0].set_ylim(*reference_limits(plotted[metric], references, MIN_ACCURACY_SPAN))
+        means = summary[metric].to_numpy(float) * 100
+        notes.append(f"{ylabel.split(' (')[0]}: {span_note(means)}")
+    fig.text(
+        0.01,
+        0.0,
+        f"y-axes cover the reference lines and span at least {MIN_ACCURACY_SPAN:g} points. " + "; ".join(notes) + ".",
+        fontsize=7,
+        ha="left",
+        va="top",
+        wrap=True,
+    )
     _title(fig, title, suptitle=True)
     fig.tight_layout()
     return fig
