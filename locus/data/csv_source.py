@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from locus.data.canonical import ORIGIN, ORIGIN_ROW, SPLITS
+from locus.data.validation import Param, check_params, defaults_of
 from locus.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -30,12 +31,23 @@ NAME = "csv"
 REQUIRED = ("prompt", "model", "score")
 OPTIONAL = ("benchmark", "category", "split")
 DEFAULT_BENCHMARK = "all"
-DEFAULTS = {
-    "path": None,  # the CSV (.csv, .csv.gz, .tsv, .tsv.gz, .txt) or Parquet (.parquet, .pq) file; required
-    "seed": 0,  # seed of the split draw (used only when there is no `split` column)
-    "split_fractions": [0.8, 0.1, 0.1],  # train, val, test shares of the queries for the draw
-    "model_order": "sorted",  # model_id by sorted name ("sorted") or by first appearance ("appearance")
+PARAMS = {
+    "path": Param(
+        None, "the CSV (.csv, .csv.gz, .tsv, .tsv.gz, .txt) or Parquet (.parquet, .pq) file; required", "path"
+    ),
+    "seed": Param(0, "seed of the split draw, used only when there is no `split` column", "int", at_least=0),
+    "split_fractions": Param(
+        [0.8, 0.1, 0.1],
+        "train, val, test shares of the queries for the draw, summing to 1",
+        "float_list",
+        at_least=0,
+        length=3,
+    ),
+    "model_order": Param(
+        "sorted", "model_id by sorted name or by first appearance", "str", choices=("sorted", "appearance")
+    ),
 }
+DEFAULTS = defaults_of(PARAMS)
 BOOLEAN_SCORES = {"true": 1.0, "false": 0.0}
 _SHOW = 5
 
@@ -70,7 +82,7 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 
     Error messages name the file and the rows: CSV rows are numbered as in a spreadsheet (the header is
     row 1), Parquet rows from 0; ragged rows are reported by line."""
-    p = _params(params)
+    p = validate_params(params)
     path = Path(p["path"]).expanduser()
     df, rows, first_row = read_table(path)
     _check_columns(df, path)
@@ -225,7 +237,8 @@ class _Where:
         return f"CSV row(s) {shown}{more} (header = row 1)" if self.csv else f"row(s) {shown}{more} (0-based)"
 
 
-def _params(params: dict | None) -> dict:
+def validate_params(params: dict | None) -> dict:
+    """The defaults with `params` over them, every name and value checked (one-line ConfigError)."""
     params = dict(params or {})
     unknown = sorted(set(params) - set(DEFAULTS))
     if unknown:
@@ -234,20 +247,14 @@ def _params(params: dict | None) -> dict:
             f"split_overlap are data-set options: give them to `locus data`)."
         )
     p = {**DEFAULTS, **params}
-    if not p["path"]:
+    if p["path"] is None or p["path"] == "":
         raise ConfigError("csv: parameter `path` (the CSV or Parquet file with prompt, model, score) is required.")
-    fr = p["split_fractions"]
-    if (
-        not isinstance(fr, (list, tuple))
-        or len(fr) != 3
-        or any(not isinstance(f, (int, float)) or f < 0 for f in fr)
-        or abs(sum(fr) - 1) > 1e-6
-    ):
+    check_params("csv", PARAMS, p)
+    if abs(sum(p["split_fractions"]) - 1) > 1e-6:
         raise ConfigError(
-            f"csv: split_fractions must be three non-negative numbers (train, val, test) summing to 1, got {fr!r}."
+            f"csv: split_fractions must be three non-negative numbers (train, val, test) summing to 1, "
+            f"got {p['split_fractions']!r}."
         )
-    if p["model_order"] not in ("sorted", "appearance"):
-        raise ConfigError(f"csv: model_order must be 'sorted' or 'appearance', got {p['model_order']!r}.")
     return p
 
 
