@@ -136,9 +136,10 @@ def embed_new_model(
     """Embed the model scored in `scores` with the LOCUS run `checkpoint` (one forward pass, the run is
     not changed; in `precision` when given); optionally write the embedding to `out` (Parquet)."""
     from locus import checkpoint as ckpt
+    from locus import run_artifacts as ra
     from locus.data.encodings import write_vectors
 
-    run_dir = ckpt.load_checkpoint(checkpoint)
+    run_dir = ra.load_checkpoint(checkpoint)  # checks that its files belong to one run
     set_precision(run_dir, precision, checkpoint)
     if not hasattr(run_dir.method, "embed"):
         raise DataError(f"{checkpoint}: method {run_dir.method.name!r} cannot embed new models; give a LOCUS run.")
@@ -212,8 +213,9 @@ def route(
     """The `top_k` most likely correct models (of `models`, default all) of the run for each query (LOCUS
     runs: predicted in `precision` when given)."""
     from locus import checkpoint as ckpt
+    from locus import run_artifacts as ra
 
-    run_dir = ckpt.load_checkpoint(checkpoint)
+    run_dir = ra.load_checkpoint(checkpoint)  # checks that its files belong to one run
     set_precision(run_dir, precision, checkpoint)
     texts = gather_queries(queries, file)
     candidates = run_dir.resolve_models(",".join(models) if models else None)
