@@ -21,10 +21,14 @@ SCORE_COLUMNS = ("prompt", "score")
 # --------------------------------------------------------------------------------------------------
 # locus embed
 # --------------------------------------------------------------------------------------------------
-def read_score_file(path: Path, model: str | None = None) -> tuple[list[str], np.ndarray, str | None]:
+def read_score_file(
+    path: Path, model: str | None = None, duplicates: str = "error"
+) -> tuple[list[str], np.ndarray, str | None]:
     """(prompts, scores float32, model name or None) from a CSV/Parquet file with columns prompt, score
     and optionally model. A file with the scores of several models needs `model` to pick one (one
-    embedding is one model); :class:`DataError` names the file and rows otherwise."""
+    embedding is one model); :class:`DataError` names the file and rows otherwise. A prompt given more
+    than once is resolved by the data sets' duplicate policy `duplicates` (last / max / mean; ``error``,
+    the default, refuses it)."""
     import pandas as pd
 
     path = Path(path)
@@ -60,7 +64,25 @@ def read_score_file(path: Path, model: str | None = None) -> tuple[list[str], np
             f"{path}: score must be a number in [0, 1] (1 = correct); row(s) {rows[bad][:5].tolist()} "
             f"(1 = header) have {df['score'].to_numpy()[bad][:5].tolist()}."
         )
-    return df["prompt"].astype(str).tolist(), score.astype(np.float32), model
+    prompts = df["prompt"].astype(str)
+    dup = prompts.duplicated(keep=False).to_numpy()
+    if dup.any():
+        from locus.data.canonical import check_option, resolve_duplicates
+
+        check_option("duplicates", duplicates, "--duplicates")
+        if duplicates == "error":
+            first = prompts[dup].iloc[0]
+            same = (prompts == first).to_numpy()
+            raise DataError(
+                f"{path}: {int(prompts[dup].nunique())} prompt(s) are given more than once, e.g. "
+                f"{first[:60]!r} in rows {rows[same][:5].tolist()} (1 = header) with scores "
+                f"{score[same][:5].tolist()}; keep one row per prompt or choose --duplicates last, max or mean."
+            )
+        codes, uniques = pd.factorize(prompts)
+        frame = pd.DataFrame({"prompt_id": codes, "model_id": 0, "score": score})
+        frame = resolve_duplicates(frame, duplicates, str(path)).sort_values("prompt_id")
+        return [uniques[i] for i in frame["prompt_id"]], frame["score"].to_numpy(np.float32), model
+    return prompts.tolist(), score.astype(np.float32), model
 
 
 def _select_model(df, path: Path, model: str | None):
@@ -132,6 +154,7 @@ def embed_new_model(
     out: Path | None = None,
     name: str | None = None,
     precision: str | None = None,
+    duplicates: str = "error",
 ) -> Embedded:
     """Embed the model scored in `scores` with the LOCUS run `checkpoint` (one forward pass, the run is
     not changed; in `precision` when given); optionally write the embedding to `out` (Parquet)."""
@@ -143,7 +166,7 @@ def embed_new_model(
     set_precision(run_dir, precision, checkpoint)
     if not hasattr(run_dir.method, "embed"):
         raise DataError(f"{checkpoint}: method {run_dir.method.name!r} cannot embed new models; give a LOCUS run.")
-    prompts, values, found = read_score_file(scores, model)
+    prompts, values, found = read_score_file(scores, model, duplicates)
     encoder = encoder or run_dir.encoder
     vectors = ckpt.check_dim(ckpt.encode_queries(encoder, prompts), run_dir, str(scores))
     z = run_dir.method.embed(vectors, values)
