@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from locus.errors import DataError
+from locus.errors import DataError, require_file
 
 SCORE_COLUMNS = ("prompt", "score")
 
@@ -32,9 +32,7 @@ def read_score_file(
     import pandas as pd
 
     path = Path(path)
-    if not path.is_file():
-        what = "is a directory" if path.is_dir() else "file not found"
-        raise DataError(f"{path}: {what}; give a CSV or Parquet file with columns prompt, score.")
+    require_file(path, "give a CSV or Parquet file with columns prompt, score.")
     try:
         df = pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else pd.read_csv(path)
     except UnicodeDecodeError:
@@ -192,9 +190,7 @@ def embed_new_model(
 def read_query_file(path: Path) -> list[str]:
     """Non-blank lines of a UTF-8 text file; :class:`DataError` when missing or not UTF-8."""
     path = Path(path)
-    if not path.is_file():
-        what = "is a directory" if path.is_dir() else "file not found"
-        raise DataError(f"{path}: {what}; give a text file with one query per line.")
+    require_file(path, "give a text file with one query per line.")
     data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")

@@ -23,7 +23,7 @@ import pandas as pd
 
 from locus.data.canonical import ORIGIN, ORIGIN_ROW, SPLITS
 from locus.data.validation import Param, check_params, defaults_of
-from locus.errors import ConfigError, DataError
+from locus.errors import ConfigError, DataError, require_file
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,7 @@ PARAMS = {
 }
 DEFAULTS = defaults_of(PARAMS)
 BOOLEAN_SCORES = {"true": 1.0, "false": 0.0}
+FIELD_SIZE_LIMIT = 64 * 2**20  # characters per CSV field (Python's csv default, 131,072, refuses long prompts)
 _SHOW = 5
 
 
@@ -79,6 +80,10 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     * A (prompt, model) pair listed more than once is returned as is (every row) and resolved once, by the
       data-set option ``duplicates`` (last / max / mean / error) when the data set is written.
     * Missing pairs are fine: a model need not be evaluated on every query.
+
+    A CSV field may hold up to :data:`FIELD_SIZE_LIMIT` characters (64 Mi; Python's own limit, 131,072, is
+    too small for long prompts). A file whose content is not what its name says (gzip or Parquet named
+    ``.csv``) and a header separated by another character (``;``, tab) are refused with what was seen.
 
     Error messages name the file and the rows: CSV rows are numbered as in a spreadsheet (the header is
     row 1), Parquet rows from 0; ragged rows are reported by line."""
@@ -156,10 +161,9 @@ def read_table(path: Path) -> tuple[pd.DataFrame, np.ndarray, int]:
     CSV: every cell as text (see :func:`build`), rows numbered as in a spreadsheet (header = 1).
     Parquet: columns as stored, rows numbered from 0.
     """
-    if not path.is_file():
-        what = "is a directory, not a file" if path.is_dir() else "file not found"
-        raise DataError(f"{path}: {what}; set the csv source's `path` to your evaluations file.")
+    require_file(path, "set the csv source's `path` to your evaluations file.")
     name = path.name.lower()
+    _check_compression(path, name)
     if name.endswith((".parquet", ".pq")):
         try:
             df = pd.read_parquet(path)
@@ -177,8 +181,25 @@ def read_table(path: Path) -> tuple[pd.DataFrame, np.ndarray, int]:
     return df, np.arange(first, first + len(df), dtype=np.int64), first
 
 
+def _check_compression(path: Path, name: str) -> None:
+    """Refuse a file whose content is not what its name says (gzip or Parquet named .csv, text named .gz)."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    gz, parquet = head[:2] == b"\x1f\x8b", head == b"PAR1"
+    if gz and not name.endswith(".gz"):
+        raise DataError(
+            f"{path}: looks gzip-compressed (starts with the gzip magic bytes 1f 8b) but its name does not end in "
+            f".gz; rename it to {path.name}.gz (e.g. .csv.gz) or decompress it with `gunzip -c`."
+        )
+    if parquet and not name.endswith((".parquet", ".pq")):
+        raise DataError(f"{path}: is a Parquet file (starts with PAR1); rename it to end in .parquet.")
+    if name.endswith(".gz") and head and not gz:
+        raise DataError(f"{path}: named .gz but not gzip-compressed; remove the .gz from its name.")
+
+
 def _read_csv(path: Path, sep: str) -> pd.DataFrame:
     opener = gzip.open if path.name.lower().endswith(".gz") else open
+    csv.field_size_limit(FIELD_SIZE_LIMIT)
     header, records, ragged = None, [], []
     start = 1  # line on which the current record starts
     try:
@@ -200,6 +221,11 @@ def _read_csv(path: Path, sep: str) -> pd.DataFrame:
             f'("CSV UTF-8" in spreadsheet programs).'
         ) from None
     except csv.Error as exc:
+        if "field limit" in str(exc):
+            raise DataError(
+                f"{path}: line {start}: a field is longer than {FIELD_SIZE_LIMIT:,} characters (the reader's limit); "
+                f"shorten it, or look for an unclosed double quote before that line."
+            ) from None
         raise DataError(f"{path}: line {start}: not valid CSV ({exc}); check the quoting of that row.") from None
     except (OSError, EOFError) as exc:
         raise DataError(f"{path}: cannot be read ({exc}).") from None
@@ -262,6 +288,14 @@ def _check_columns(df: pd.DataFrame, path: Path) -> None:
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         near = {c: h for c in missing for h in map(str, df.columns) if h.strip().lower() == c}
+        seen = [s for s in (";", "\t", ",", "|") if len(df.columns) == 1 and s in str(df.columns[0])]
+        if seen:
+            sep = {";": "semicolon", "\t": "tab", ",": "comma", "|": "pipe"}[seen[0]]
+            raise DataError(
+                f"{path}: the header {str(df.columns[0])[:80]!r} is one column: its fields are separated by "
+                f"{sep}s ({seen[0]!r}), but this reader splits {'.tsv files on tabs' if path.name.lower().endswith(('.tsv', '.tsv.gz')) else '.csv files on commas'}; "
+                f"save the file comma-separated as .csv{' or tab-separated as .tsv' if seen[0] == chr(9) else ''}."
+            )
         hint = (
             f" (found {', '.join(repr(h) for h in near.values())}: write the names in lower case without spaces)"
             if near
