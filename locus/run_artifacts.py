@@ -178,6 +178,8 @@ def read_embeddings(run_dir) -> tuple[np.ndarray, np.ndarray]:
     """(model_ids, float32 embeddings [models x dim]) of an embedding method's run."""
     from locus.data.encodings import read_vectors
 
+    if not (Path(run_dir) / EMBEDDINGS).exists():
+        _refuse_method_without_embeddings(run_dir)
     path = _file(run_dir, EMBEDDINGS)
     ids, z, _ = read_vectors(path, "model_id")
     if len(np.unique(ids)) != len(ids) or len(ids) == 0:
@@ -185,6 +187,23 @@ def read_embeddings(run_dir) -> tuple[np.ndarray, np.ndarray]:
     if not np.isfinite(z).all():
         raise DataError(f"{path}: embeddings hold NaN/Inf; re-run the training rule.")
     return ids, z
+
+
+def _refuse_method_without_embeddings(run_dir) -> None:
+    """DataError when the run's config.json / metrics.json name a method that has no model embeddings."""
+    from locus import methods
+
+    for name in (CONFIG_FILE, METRICS):
+        try:
+            method = json.loads((Path(run_dir) / name).read_text(encoding="utf-8")).get("method")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            continue
+        if isinstance(method, str) and method in methods.REGISTRY and not methods.info(method).has_embeddings:
+            with_embeddings = [m for m in methods.names() if methods.info(m).has_embeddings]
+            raise DataError(
+                f"{run_dir}: a {method} run has no model embeddings (embeddings.parquet); give a run of an "
+                f"embedding method ({', '.join(with_embeddings)})."
+            )
 
 
 def read_train_pairs(run_dir) -> pd.DataFrame:
