@@ -32,7 +32,7 @@ def require_file(path, fix: str) -> None:
     if stat.S_ISREG(mode):
         return
     what = (
-        "is a directory"
+        "is a directory, not a file"
         if stat.S_ISDIR(mode)
         else "is a device (such as /dev/null), not a file"
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)

@@ -79,7 +79,8 @@ _checked: dict[tuple, None] = {}  # (path, size, mtime_ns, digest) already verif
 
 
 def check_belongs(run_dir, name: str) -> None:
-    """Refuse file `name` of `run_dir` unless it is the file the run wrote: its SHA-256 is the one recorded
+    """Refuse file `name` of `run_dir` (already read and found well-formed by its reader) unless it is the
+    file the run wrote: its SHA-256 is the one recorded
     in the run's metrics.json (runs without digests: config.json and metrics.json agree on the settings
     both record). A missing metrics.json is left to the reader that needs it."""
     run_dir = Path(run_dir)
@@ -131,7 +132,6 @@ def _file(run_dir, name: str) -> Path:
             f"{path}: missing; {run_dir} is not a finished run directory — re-run the training rule "
             f"(snakemake deletes incomplete outputs; or `locus train ... --out {run_dir}`)."
         )
-    check_belongs(run_dir, name)
     return path
 
 
@@ -171,6 +171,7 @@ def read_scores(run_dir, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray
     logits = np.empty((len(prompt_ids), len(model_ids)), dtype=np.float32)
     rows, cols = np.searchsorted(prompt_ids, df["prompt_id"]), np.searchsorted(model_ids, df["model_id"])
     logits[rows, cols] = df["logit"].to_numpy()
+    check_belongs(run_dir, name)  # after the file's own checks: damage is named as damage
     return prompt_ids, model_ids, logits
 
 
@@ -186,6 +187,7 @@ def read_embeddings(run_dir) -> tuple[np.ndarray, np.ndarray]:
         raise DataError(f"{path}: model ids must be unique and non-empty; re-run the training rule.")
     if not np.isfinite(z).all():
         raise DataError(f"{path}: embeddings hold NaN/Inf; re-run the training rule.")
+    check_belongs(run_dir, EMBEDDINGS)
     return ids, z
 
 
@@ -214,6 +216,7 @@ def read_train_pairs(run_dir) -> pd.DataFrame:
         raise DataError(
             f"{path}: needs unique (prompt_id, model_id) rows with score in [0, 1]; re-run the training rule."
         )
+    check_belongs(run_dir, TRAIN_PAIRS)
     return df[["prompt_id", "model_id", "score"]].reset_index(drop=True)
 
 
@@ -255,6 +258,7 @@ def read_log(run_dir) -> pd.DataFrame:
         raise DataError(f"{path}: not a readable CSV file ({detail}); re-run the training rule.") from exc
     if df.empty:
         raise DataError(f"{path}: no rows; re-run the training rule.")
+    check_belongs(run_dir, LOG)
     return df
 
 
@@ -264,15 +268,16 @@ def read_config(run_dir) -> dict:
     from locus.weights import read_config as read
 
     _file(run_dir, CONFIG_FILE)
-    return read(run_dir)
+    config = read(run_dir)
+    check_belongs(run_dir, CONFIG_FILE)
+    return config
 
 
 def load_checkpoint(run_dir):
     """The fitted method with the run's encoder and model names (:class:`locus.checkpoint.Checkpoint`)."""
     from locus.checkpoint import load_checkpoint as load
 
-    if Path(run_dir).is_dir():
-        for name in (CONFIG_FILE, WEIGHTS_FILE):
-            if (Path(run_dir) / name).is_file():
-                check_belongs(run_dir, name)
-    return load(run_dir)
+    checkpoint = load(run_dir)  # first: a damaged checkpoint is named as damaged
+    for name in (CONFIG_FILE, WEIGHTS_FILE):
+        check_belongs(run_dir, name)
+    return checkpoint

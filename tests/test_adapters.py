@@ -762,3 +762,15 @@ def test_data_command_refuses_a_bad_seed_without_reading_the_file(tmp_path, caps
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "seed must be an integer >= 0, got 'abc'" in err
     assert not out.exists()
+
+
+def test_a_very_long_prompt_is_valid(tmp_path):
+    """A 200,000-character prompt (beyond Python's csv default field limit of 131,072) is read as written."""
+    from locus.data import csv_source
+
+    long = "x" * 200_000
+    path = tmp_path / "evals.csv"
+    rows = [f"{long if i == 0 else f'q{i}'},m{j},{(i + j) % 2}" for i in range(12) for j in range(2)]
+    path.write_text("prompt,model,score\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    queries, _, _ = csv_source.build({"path": str(path)})
+    assert long in set(queries["prompt"]) and csv_source.FIELD_SIZE_LIMIT >= 2**20

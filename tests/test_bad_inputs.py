@@ -30,7 +30,7 @@ def test_case_table_is_large_and_ids_are_unique():
     ids = [c.id for c in CASES]
     dupes = [i for i, n in collections.Counter(ids).items() if n > 1]
     assert not dupes, f"duplicate case ids: {dupes}"
-    assert len(CASES) >= 50, f"only {len(CASES)} bad-input cases"
+    assert len(CASES) >= 250, f"only {len(CASES)} bad-input cases"
 
 
 @pytest.fixture(scope="session")

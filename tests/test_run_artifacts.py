@@ -369,7 +369,9 @@ def test_a_file_from_another_run_is_refused_by_every_reader(runs, tmp_path, name
     execute("embedllm", EMBEDLLM, runs / "data", runs / "enc.parquet", 10, 1, other)  # another seed: other files
     run = tmp_path / "run"
     shutil.copytree(runs / "embedllm", run)
-    shutil.copy2(other / name, run / name)
+    together = {weights.CONFIG_FILE: weights.WEIGHTS_FILE, weights.WEIGHTS_FILE: weights.CONFIG_FILE}
+    for copied in (name, together.get(name, name)):  # a checkpoint is config.json + model.safetensors together
+        shutil.copy2(other / copied, run / copied)
     readers = {
         weights.CONFIG_FILE: ra.load_checkpoint,
         weights.WEIGHTS_FILE: ra.load_checkpoint,
@@ -377,7 +379,9 @@ def test_a_file_from_another_run_is_refused_by_every_reader(runs, tmp_path, name
         ra.TRAIN_PAIRS: ra.read_train_pairs,
         ra.LOG: ra.read_log,
     }
-    with pytest.raises(DataError, match=rf"{name}: not the file this run wrote .* must all come from one"):
+    with pytest.raises(
+        DataError, match=r"(config\.json|model\.safetensors|" + name + r"): not the file this run wrote"
+    ):
         readers[name](run)
 
 
