@@ -12,12 +12,14 @@ User mistakes never end in a traceback: they exit with code 2 and one line
   rejects the value before anything runs (it exits 2 itself);
 - :class:`~locus.errors.LocusError` raised by the package (bad data, bad configuration);
 - an ``OSError`` about one of the command's output paths (a full disk, a permission that changed
-  after the check) in :func:`main`. Any other exception is a bug and keeps its traceback.
+  after the check; a full disk reported without a file name) in :func:`main`. Any other exception is a bug
+  and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
@@ -235,11 +237,15 @@ def main(argv=None) -> int:
         return 2
     except OSError as exc:
         out = _output_of(exc, args)
+        if out is None and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+            # a full disk reported without a file name (pyarrow's writers): about where the command writes
+            dests = sorted(set(getattr(args, "_outputs", ())) | set(OUTPUT_DESTS))
+            out = next((str(v) for v in (getattr(args, d, None) for d in dests) if v is not None), None)
         if out is None:
             raise  # not about an output path: a bug or an unexpected failure, keep the traceback
-        reason = exc.strerror or str(exc)
+        reason = exc.strerror or os.strerror(exc.errno) if exc.errno else str(exc)
         print(
-            f"locus {args.command}: error: cannot write {out}: {reason} ({exc.filename}); check the disk "
+            f"locus {args.command}: error: cannot write {out}: {reason}{f' ({exc.filename})' if exc.filename else ''}; check the disk "
             "and the permissions or choose another output path",
             file=sys.stderr,
         )

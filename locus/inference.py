@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from locus.errors import DataError
+from locus.errors import DataError, require_file
 
 SCORE_COLUMNS = ("prompt", "score")
 
@@ -21,16 +21,18 @@ SCORE_COLUMNS = ("prompt", "score")
 # --------------------------------------------------------------------------------------------------
 # locus embed
 # --------------------------------------------------------------------------------------------------
-def read_score_file(path: Path, model: str | None = None) -> tuple[list[str], np.ndarray, str | None]:
+def read_score_file(
+    path: Path, model: str | None = None, duplicates: str = "error"
+) -> tuple[list[str], np.ndarray, str | None]:
     """(prompts, scores float32, model name or None) from a CSV/Parquet file with columns prompt, score
     and optionally model. A file with the scores of several models needs `model` to pick one (one
-    embedding is one model); :class:`DataError` names the file and rows otherwise."""
+    embedding is one model); :class:`DataError` names the file and rows otherwise. A prompt given more
+    than once is resolved by the data sets' duplicate policy `duplicates` (last / max / mean; ``error``,
+    the default, refuses it)."""
     import pandas as pd
 
     path = Path(path)
-    if not path.is_file():
-        what = "is a directory" if path.is_dir() else "file not found"
-        raise DataError(f"{path}: {what}; give a CSV or Parquet file with columns prompt, score.")
+    require_file(path, "give a CSV or Parquet file with columns prompt, score.")
     try:
         df = pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else pd.read_csv(path)
     except UnicodeDecodeError:
@@ -60,7 +62,25 @@ def read_score_file(path: Path, model: str | None = None) -> tuple[list[str], np
             f"{path}: score must be a number in [0, 1] (1 = correct); row(s) {rows[bad][:5].tolist()} "
             f"(1 = header) have {df['score'].to_numpy()[bad][:5].tolist()}."
         )
-    return df["prompt"].astype(str).tolist(), score.astype(np.float32), model
+    prompts = df["prompt"].astype(str)
+    dup = prompts.duplicated(keep=False).to_numpy()
+    if dup.any():
+        from locus.data.canonical import check_option, resolve_duplicates
+
+        check_option("duplicates", duplicates, "--duplicates")
+        if duplicates == "error":
+            first = prompts[dup].iloc[0]
+            same = (prompts == first).to_numpy()
+            raise DataError(
+                f"{path}: {int(prompts[dup].nunique())} prompt(s) are given more than once, e.g. "
+                f"{first[:60]!r} in rows {rows[same][:5].tolist()} (1 = header) with scores "
+                f"{score[same][:5].tolist()}; keep one row per prompt or choose --duplicates last, max or mean."
+            )
+        codes, uniques = pd.factorize(prompts)
+        frame = pd.DataFrame({"prompt_id": codes, "model_id": 0, "score": score})
+        frame = resolve_duplicates(frame, duplicates, str(path)).sort_values("prompt_id")
+        return [uniques[i] for i in frame["prompt_id"]], frame["score"].to_numpy(np.float32), model
+    return prompts.tolist(), score.astype(np.float32), model
 
 
 def _select_model(df, path: Path, model: str | None):
@@ -132,17 +152,19 @@ def embed_new_model(
     out: Path | None = None,
     name: str | None = None,
     precision: str | None = None,
+    duplicates: str = "error",
 ) -> Embedded:
     """Embed the model scored in `scores` with the LOCUS run `checkpoint` (one forward pass, the run is
     not changed; in `precision` when given); optionally write the embedding to `out` (Parquet)."""
     from locus import checkpoint as ckpt
+    from locus import run_artifacts as ra
     from locus.data.encodings import write_vectors
 
-    run_dir = ckpt.load_checkpoint(checkpoint)
+    run_dir = ra.load_checkpoint(checkpoint)  # checks that its files belong to one run
     set_precision(run_dir, precision, checkpoint)
     if not hasattr(run_dir.method, "embed"):
         raise DataError(f"{checkpoint}: method {run_dir.method.name!r} cannot embed new models; give a LOCUS run.")
-    prompts, values, found = read_score_file(scores, model)
+    prompts, values, found = read_score_file(scores, model, duplicates)
     encoder = encoder or run_dir.encoder
     vectors = ckpt.check_dim(ckpt.encode_queries(encoder, prompts), run_dir, str(scores))
     z = run_dir.method.embed(vectors, values)
@@ -168,9 +190,7 @@ def embed_new_model(
 def read_query_file(path: Path) -> list[str]:
     """Non-blank lines of a UTF-8 text file; :class:`DataError` when missing or not UTF-8."""
     path = Path(path)
-    if not path.is_file():
-        what = "is a directory" if path.is_dir() else "file not found"
-        raise DataError(f"{path}: {what}; give a text file with one query per line.")
+    require_file(path, "give a text file with one query per line.")
     data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")
@@ -212,8 +232,9 @@ def route(
     """The `top_k` most likely correct models (of `models`, default all) of the run for each query (LOCUS
     runs: predicted in `precision` when given)."""
     from locus import checkpoint as ckpt
+    from locus import run_artifacts as ra
 
-    run_dir = ckpt.load_checkpoint(checkpoint)
+    run_dir = ra.load_checkpoint(checkpoint)  # checks that its files belong to one run
     set_precision(run_dir, precision, checkpoint)
     texts = gather_queries(queries, file)
     candidates = run_dir.resolve_models(",".join(models) if models else None)

@@ -6,9 +6,23 @@ module imports another.
 
 from __future__ import annotations
 
+import importlib
 import json
 
+from locus.constants import DEFAULT_DUPLICATE_POLICY, DEFAULT_SPLIT_OVERLAP
 from locus.errors import ConfigError
+
+# data source name -> adapter module; each module has PARAMS (the typed declaration), DEFAULTS,
+# validate_params(params) and build(params) -> (queries, models, scores); those of
+# locus.data.truth.SOURCES_WITH_TRUTH also build_with_truth(params) -> (..., truth)
+SOURCES = {
+    "synthetic": "locus.data.synthetic",
+    "embedllm": "locus.data.embedllm",
+    "llmrouter": "locus.data.llmrouter",
+    "csv": "locus.data.csv_source",
+}
+# the data-set options and their canonical defaults (as locus.data.canonical.DATASET_OPTIONS)
+OPTION_DEFAULTS = {"duplicates": DEFAULT_DUPLICATE_POLICY, "split_overlap": DEFAULT_SPLIT_OVERLAP}
 
 
 def parse_params(text: str, what: str) -> dict:
@@ -25,6 +39,49 @@ def parse_params(text: str, what: str) -> dict:
             f"{what}: --params must be a JSON object, got {type(params).__name__}; e.g. --params '{{\"dim\": 64}}'"
         )
     return params
+
+
+def adapter(source: str):
+    """The adapter module of data source `source` (ConfigError listing the known ones)."""
+    if source not in SOURCES:
+        raise ConfigError(f"unknown data source {source!r}; known: {', '.join(sorted(SOURCES))}")
+    return importlib.import_module(SOURCES[source])
+
+
+def source_params(source: str, params: dict, flags: dict | None = None) -> tuple[dict, dict]:
+    """(adapter parameters with their defaults, data-set options) of one build, every name and value checked
+    before any work: the same check for ``locus data --params`` and a config file's ``datasets.X.params``.
+
+    The data-set options (``duplicates``, ``split_overlap``) come from `params`, else `flags` (the command
+    line), else the source's ``DATASET_DEFAULTS``, else the canonical default. An adapter that reads an
+    option itself (embedllm: ``split_overlap``) gets it among its parameters."""
+    from locus.data.canonical import check_option
+
+    module = adapter(source)
+    what = f"data source {source!r}"
+    if not isinstance(params, dict):
+        raise ConfigError(f"{what}: parameters must be a mapping of names to values, got {params!r}")
+    params = dict(params)
+    source_defaults = getattr(module, "DATASET_DEFAULTS", {})
+    options = {}
+    for name, default in OPTION_DEFAULTS.items():
+        if name in params:
+            value = params.pop(name)
+        elif (flags or {}).get(name) is not None:
+            value = flags[name]
+        else:
+            value = source_defaults.get(name, default)
+        options[name] = check_option(name, value, what)
+    unknown = sorted(set(params) - set(module.DEFAULTS))
+    if unknown:
+        renamed = getattr(module, "RENAMED_PARAMS", {})
+        hint = "".join(f"; {k} is now {renamed[k]}" for k in unknown if k in renamed)
+        raise ConfigError(
+            f"{what}: unknown parameter(s) {unknown}; known: {sorted(module.DEFAULTS)} "
+            f"and the data-set options {sorted(OPTION_DEFAULTS)}{hint}"
+        )
+    params.update({k: v for k, v in options.items() if k in module.DEFAULTS})
+    return module.validate_params(params), options
 
 
 def method_params(method: str, text: str, dim: int | None = None) -> dict:

@@ -14,6 +14,12 @@ by :func:`locus.runs.execute`) holds exactly :func:`run_files` of its method:
 
 Every reader raises :class:`~locus.errors.DataError` naming the run directory and the fix (re-run the
 training rule) for a missing or malformed file.
+
+The files of a run belong together: ``metrics.json`` records the SHA-256 of every other file of the run
+(``run_files_sha256``, :func:`file_digests`), and every reader here checks the file it reads against it
+(:func:`check_belongs`), so a file copied in from another run (a checkpoint, embeddings, scores) is refused
+instead of being read beside files it does not match. Runs written before the digests existed are checked
+by what both ``config.json`` and ``metrics.json`` record (method, seed, training size, data fingerprint).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from locus.atomic import sha256_file
 from locus.errors import DataError
 from locus.weights import CONFIG_FILE, WEIGHTS_FILE
 
@@ -33,6 +40,8 @@ METRICS = "metrics.json"
 LOG = "log.csv"
 SPLITS = ("val", "test")
 METRICS_REQUIRED = ("method", "train_size", "seed", "val", "test")  # entries every metrics.json has
+DIGESTS = "run_files_sha256"  # metrics.json entry: {file name: SHA-256} of every other file of the run
+_SHARED_ENTRIES = ("method", "seed", "train_size", "data_fingerprint", "encoder")  # in config.json and metrics.json
 
 RUN_FILES_ALL = (CONFIG_FILE, WEIGHTS_FILE, TRAIN_PAIRS, "scores_val.parquet", "scores_test.parquet", METRICS, LOG)
 RUN_FILES_EMBEDDING = RUN_FILES_ALL + (EMBEDDINGS,)
@@ -59,6 +68,61 @@ def run_files(method: str) -> tuple[str, ...]:
     from locus import methods
 
     return RUN_FILES_EMBEDDING if methods.info(method).has_embeddings else RUN_FILES_ALL
+
+
+def file_digests(run_dir, method: str) -> dict[str, str]:
+    """{name: SHA-256} of every file of the run except metrics.json (which records them; written last)."""
+    return {name: sha256_file(Path(run_dir) / name) for name in sorted(run_files(method)) if name != METRICS}
+
+
+_checked: dict[tuple, None] = {}  # (path, size, mtime_ns, digest) already verified in this process
+
+
+def check_belongs(run_dir, name: str) -> None:
+    """Refuse file `name` of `run_dir` (already read and found well-formed by its reader) unless it is the
+    file the run wrote: its SHA-256 is the one recorded
+    in the run's metrics.json (runs without digests: config.json and metrics.json agree on the settings
+    both record). A missing metrics.json is left to the reader that needs it."""
+    run_dir = Path(run_dir)
+    metrics_path = run_dir / METRICS
+    if name == METRICS or not metrics_path.is_file():
+        return
+    try:
+        metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return  # read_metrics names the damage when a caller reads it
+    if not isinstance(metrics, dict):
+        return
+    fix = (
+        "the files of a run directory must all come from one `locus train`; re-run the training rule "
+        f"(or `locus train ... --out {run_dir}`) instead of copying files between runs."
+    )
+    digests = metrics.get(DIGESTS)
+    path = run_dir / name
+    if isinstance(digests, dict) and name in digests:
+        st = path.stat()
+        key = (str(path.resolve()), st.st_size, st.st_mtime_ns, digests[name])
+        if key in _checked:
+            return
+        if sha256_file(path) != digests[name]:
+            raise DataError(
+                f"{path}: not the file this run wrote (its SHA-256 differs from the one in {METRICS}, {DIGESTS}); {fix}"
+            )
+        _checked[key] = None
+        return
+    if name in (CONFIG_FILE, WEIGHTS_FILE) and (run_dir / CONFIG_FILE).is_file():
+        try:
+            config = json.loads((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return  # the checkpoint loader names the damage
+        if not isinstance(config, dict):
+            return
+        for key in _SHARED_ENTRIES:
+            if key in config and key in metrics and config[key] != metrics[key]:
+                raise DataError(
+                    f"{run_dir / CONFIG_FILE}: records {key} {config[key]!r} but the run's {METRICS} records "
+                    f"{metrics[key]!r}: the checkpoint comes from another run; {fix}"
+                )
 
 
 def _file(run_dir, name: str) -> Path:
@@ -107,6 +171,7 @@ def read_scores(run_dir, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray
     logits = np.empty((len(prompt_ids), len(model_ids)), dtype=np.float32)
     rows, cols = np.searchsorted(prompt_ids, df["prompt_id"]), np.searchsorted(model_ids, df["model_id"])
     logits[rows, cols] = df["logit"].to_numpy()
+    check_belongs(run_dir, name)  # after the file's own checks: damage is named as damage
     return prompt_ids, model_ids, logits
 
 
@@ -114,13 +179,33 @@ def read_embeddings(run_dir) -> tuple[np.ndarray, np.ndarray]:
     """(model_ids, float32 embeddings [models x dim]) of an embedding method's run."""
     from locus.data.encodings import read_vectors
 
+    if not (Path(run_dir) / EMBEDDINGS).exists():
+        _refuse_method_without_embeddings(run_dir)
     path = _file(run_dir, EMBEDDINGS)
     ids, z, _ = read_vectors(path, "model_id")
     if len(np.unique(ids)) != len(ids) or len(ids) == 0:
         raise DataError(f"{path}: model ids must be unique and non-empty; re-run the training rule.")
     if not np.isfinite(z).all():
         raise DataError(f"{path}: embeddings hold NaN/Inf; re-run the training rule.")
+    check_belongs(run_dir, EMBEDDINGS)
     return ids, z
+
+
+def _refuse_method_without_embeddings(run_dir) -> None:
+    """DataError when the run's config.json / metrics.json name a method that has no model embeddings."""
+    from locus import methods
+
+    for name in (CONFIG_FILE, METRICS):
+        try:
+            method = json.loads((Path(run_dir) / name).read_text(encoding="utf-8")).get("method")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            continue
+        if isinstance(method, str) and method in methods.REGISTRY and not methods.info(method).has_embeddings:
+            with_embeddings = [m for m in methods.names() if methods.info(m).has_embeddings]
+            raise DataError(
+                f"{run_dir}: a {method} run has no model embeddings (embeddings.parquet); give a run of an "
+                f"embedding method ({', '.join(with_embeddings)})."
+            )
 
 
 def read_train_pairs(run_dir) -> pd.DataFrame:
@@ -131,6 +216,7 @@ def read_train_pairs(run_dir) -> pd.DataFrame:
         raise DataError(
             f"{path}: needs unique (prompt_id, model_id) rows with score in [0, 1]; re-run the training rule."
         )
+    check_belongs(run_dir, TRAIN_PAIRS)
     return df[["prompt_id", "model_id", "score"]].reset_index(drop=True)
 
 
@@ -172,11 +258,26 @@ def read_log(run_dir) -> pd.DataFrame:
         raise DataError(f"{path}: not a readable CSV file ({detail}); re-run the training rule.") from exc
     if df.empty:
         raise DataError(f"{path}: no rows; re-run the training rule.")
+    check_belongs(run_dir, LOG)
     return df
+
+
+def read_config(run_dir) -> dict:
+    """The run's config.json (method, params, model ids and names, encoder, data set), checked to belong to
+    the run (:func:`check_belongs`)."""
+    from locus.weights import read_config as read
+
+    _file(run_dir, CONFIG_FILE)
+    config = read(run_dir)
+    check_belongs(run_dir, CONFIG_FILE)
+    return config
 
 
 def load_checkpoint(run_dir):
     """The fitted method with the run's encoder and model names (:class:`locus.checkpoint.Checkpoint`)."""
     from locus.checkpoint import load_checkpoint as load
 
-    return load(run_dir)
+    checkpoint = load(run_dir)  # first: a damaged checkpoint is named as damaged
+    for name in (CONFIG_FILE, WEIGHTS_FILE):
+        check_belongs(run_dir, name)
+    return checkpoint

@@ -180,6 +180,20 @@ def execute(
         train = train[train["model_id"].isin(keep)].reset_index(drop=True)
         selection = {"held_out_models": model_names(data, held), "train_models": int(len(keep))}
     model_ids = np.sort(train["model_id"].unique())
+    # a model with no training evaluations in this run cannot be fitted: it is left out of the run (not
+    # trained, not scored), said in the log and recorded in metrics.json, never silently
+    wanted = np.asarray(data.model_ids, dtype=np.int64) if selection is None else keep
+    left_out = model_names(data, np.setdiff1d(wanted, model_ids))
+    if left_out:
+        log.warning(
+            "%s: %d model(s) have no training evaluations in this run (sampling=%s, n=%d) and are left out "
+            "(not trained, not scored; metrics.json models_without_training_pairs): %s",
+            method,
+            len(left_out),
+            sampling,
+            train_size,
+            ", ".join(left_out[:10]) + (" ..." if len(left_out) > 10 else ""),
+        )
     fit_data = FitData(train=train, val=data.split_scores("val"), encodings=enc, model_ids=model_ids)
 
     log.info(
@@ -211,6 +225,7 @@ def execute(
             "n_models": int(len(model_ids)),
             "fit_seconds": round(fit_seconds, 3),
             "model_selection": selection,
+            "models_without_training_pairs": left_out,
             "provenance": provenance.record(getattr(model, "device", "cpu")),
         },
     )
@@ -258,6 +273,7 @@ def execute(
             else pd.DataFrame([{"fit_seconds": fit_seconds, "val_routing": metrics["val"]["overall"]["routing_acc"]}])
         )
         history.to_csv(tmp / ra.LOG, index=False)
+        metrics[ra.DIGESTS] = ra.file_digests(tmp, method)  # every reader checks its file against these
         write_json(tmp / ra.METRICS, metrics)
         written = sorted(p.name for p in tmp.iterdir())
         if written != sorted(ra.run_files(method)):

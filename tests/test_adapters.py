@@ -711,3 +711,66 @@ def test_summary_shows_the_given_label(tmp_path):
     assert "- written with: duplicates: last, split_overlap: error" in text
     assert _locus("summary", "--data", out, "--out", str(tmp_path / "t.md")) == 0
     assert (tmp_path / "t.md").read_text().startswith("# Data summary: mine\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# typed parameters: every adapter declares each parameter once and checks it before any work
+# ---------------------------------------------------------------------------------------------
+def test_every_adapter_declares_each_parameter_with_type_and_doc():
+    from locus.params import SOURCES, adapter
+
+    for source in SOURCES:
+        module = adapter(source)
+        assert set(module.PARAMS) == set(module.DEFAULTS), source
+        assert all(p.doc for p in module.PARAMS.values()), source
+
+
+@pytest.mark.parametrize(
+    "source, params, message",
+    [
+        ("csv", {"path": "x.csv", "seed": "abc"}, "csv: seed must be an integer >= 0, got 'abc'"),
+        ("csv", {"path": "x.csv", "seed": -1}, "csv: seed must be an integer >= 0, got -1"),
+        ("csv", {"path": "x.csv", "seed": 1.5}, "csv: seed must be an integer >= 0, got 1.5"),
+        ("csv", {"path": 5}, "csv: path must be a non-empty text (a file path), got 5"),
+        ("csv", {"path": ["a.csv"]}, "csv: path must be a non-empty text (a file path), got ['a.csv']"),
+        ("csv", {"path": "x.csv", "split_fractions": [1, "a", 0]}, "split_fractions must be a list of 3 numbers"),
+        ("csv", {"path": "x.csv", "model_order": 1}, "model_order must be one of ['sorted', 'appearance'], got 1"),
+        ("llmrouter", {"binarize": "yes"}, "llmrouter: binarize must be true or false, got 'yes'"),
+        ("llmrouter", {"seed": None}, "llmrouter: seed must be an integer >= 0, got None"),
+        ("llmrouter", {"dir": 3}, "llmrouter: dir must be a non-empty text (a file path) or null, got 3"),
+        ("embedllm", {"chunksize": 0}, "embedllm: chunksize must be an integer >= 1, got 0"),
+        ("embedllm", {"download": 1}, "embedllm: download must be true or false, got 1"),
+        ("synthetic", {"seed": "abc"}, "synthetic data: seed must be an integer >= 0, got 'abc'"),
+        ("synthetic", {"n_models": 113}, "synthetic data: n_models must be an integer >= 1 and <= 112, got 113"),
+        ("synthetic", {"duplicates": "first"}, "duplicates must be one of"),
+        ("synthetic", [1], "parameters must be a mapping"),
+    ],
+)
+def test_bad_adapter_parameter_is_one_line_before_any_work(source, params, message):
+    from locus.params import source_params
+
+    with pytest.raises(ConfigError) as info:
+        source_params(source, params)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_data_command_refuses_a_bad_seed_without_reading_the_file(tmp_path, capsys):
+    from locus.cli import main
+
+    out = tmp_path / "out"
+    rc = main(["data", "csv", "--out", str(out), "--params", '{"path": "missing.csv", "seed": "abc"}'])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "seed must be an integer >= 0, got 'abc'" in err
+    assert not out.exists()
+
+
+def test_a_very_long_prompt_is_valid(tmp_path):
+    """A 200,000-character prompt (beyond Python's csv default field limit of 131,072) is read as written."""
+    from locus.data import csv_source
+
+    long = "x" * 200_000
+    path = tmp_path / "evals.csv"
+    rows = [f"{long if i == 0 else f'q{i}'},m{j},{(i + j) % 2}" for i in range(12) for j in range(2)]
+    path.write_text("prompt,model,score\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    queries, _, _ = csv_source.build({"path": str(path)})
+    assert long in set(queries["prompt"]) and csv_source.FIELD_SIZE_LIMIT >= 2**20

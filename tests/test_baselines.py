@@ -353,3 +353,53 @@ def test_training_flushes_subnormal_floats(toy, name):
     supported = flushing_off()
     methods.create(name, {**FAST[name], "max_epochs": 1}, seed=0).fit(fd)
     assert subnormals_flushed() == supported
+
+
+# ---------------------------------------------------------------------------------------------
+# typed parameters: every baseline declares each parameter once (type, range, doc) and checks it first
+# ---------------------------------------------------------------------------------------------
+def test_every_baseline_declares_each_parameter_with_type_and_doc():
+    from locus.methods import method_class, names
+
+    for name in names():
+        cls = method_class(name)
+        if name == "locus":  # LocusParams
+            continue
+        assert set(cls.params_spec) == set(cls.defaults), name
+        for key, spec in cls.params_spec.items():
+            assert spec.doc and spec.ok(spec.default), (name, key)
+            cls.validate_params({key: spec.default})
+
+
+@pytest.mark.parametrize(
+    "method, params, message",
+    [
+        ("knn_router", {"k_grid": ["a"]}, "k_grid must be a non-empty list of integers >= 1, got ['a']"),
+        ("knn_router", {"k": None}, "k must be an integer >= 0, got None"),
+        ("knn_router", {"k_grid": []}, "k_grid must be a non-empty list of integers >= 1, got []"),
+        ("knn_router", {"k": 2.5}, "k must be an integer >= 0, got 2.5"),
+        ("knn_router", {"clip": "x"}, "clip must be a number > 0 and < 0.5, got 'x'"),
+        ("knn_router", {"tie_eps": float("inf")}, "tie_eps must be a number >= 0, got inf"),
+        ("kmeans_router", {"K_grid": [4, True]}, "K_grid must be a non-empty list of integers >= 1, got [4, True]"),
+        ("kmeans_router", {"n_init": 0}, "n_init must be an integer >= 1, got 0"),
+        ("embedllm", {"lr": -0.001}, "lr must be a number > 0, got -0.001"),
+        ("embedllm", {"dim": 8.5}, "dim must be an integer >= 1, got 8.5"),
+        ("embedllm_plus", {"hidden_layers": "two"}, "hidden_layers must be an integer >= 0, got 'two'"),
+        ("irt_net", {"dropout": 1.0}, "dropout must be a number >= 0 and < 1, got 1.0"),
+        ("irt_net", {"top_k": 50}, "top_k must be <= n_experts (39), got 50"),
+        ("irt_net", {"select_by": "loss"}, "select_by must be one of"),
+    ],
+)
+def test_bad_baseline_parameter_is_one_line_naming_key_value_and_allowed(method, params, message):
+    from locus.methods import method_class
+
+    with pytest.raises(ConfigError) as info:
+        method_class(method).validate_params(params)
+    assert message in str(info.value) and f"method {method!r}" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_embedllm_plus_differs_from_embedllm_only_in_its_hidden_layers():
+    from locus.methods.embedllm import EmbedLLM, EmbedLLMPlus
+
+    assert {k for k in EmbedLLM.defaults if EmbedLLM.defaults[k] != EmbedLLMPlus.defaults[k]} == {"hidden_layers"}
+    assert EmbedLLMPlus.defaults["hidden_layers"] == 2

@@ -357,3 +357,70 @@ def test_unknown_parameter_fails_before_reading_data(tmp_path):
     with pytest.raises(ConfigError, match="unknown parameter"):
         execute("knn_router", {"kk": 3}, tmp_path / "nowhere", tmp_path / "nothing.parquet", 12, 0, tmp_path / "run")
     assert not os.listdir(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# the files of a run belong together: every reader checks its file against metrics.json's digests
+# ---------------------------------------------------------------------------------------------
+def test_metrics_record_the_digest_of_every_other_file(runs):
+    for method in ("knn_router", "embedllm"):
+        run = runs / method
+        digests = ra.read_metrics(run)[ra.DIGESTS]
+        assert set(digests) == set(ra.run_files(method)) - {ra.METRICS}
+        assert digests == ra.file_digests(run, method)
+
+
+@pytest.mark.parametrize("name", [weights.CONFIG_FILE, weights.WEIGHTS_FILE, ra.EMBEDDINGS, ra.TRAIN_PAIRS, ra.LOG])
+def test_a_file_from_another_run_is_refused_by_every_reader(runs, tmp_path, name):
+    other = tmp_path / "other"
+    execute("embedllm", EMBEDLLM, runs / "data", runs / "enc.parquet", 10, 1, other)  # another seed: other files
+    run = tmp_path / "run"
+    shutil.copytree(runs / "embedllm", run)
+    together = {weights.CONFIG_FILE: weights.WEIGHTS_FILE, weights.WEIGHTS_FILE: weights.CONFIG_FILE}
+    for copied in (name, together.get(name, name)):  # a checkpoint is config.json + model.safetensors together
+        shutil.copy2(other / copied, run / copied)
+    readers = {
+        weights.CONFIG_FILE: ra.load_checkpoint,
+        weights.WEIGHTS_FILE: ra.load_checkpoint,
+        ra.EMBEDDINGS: ra.read_embeddings,
+        ra.TRAIN_PAIRS: ra.read_train_pairs,
+        ra.LOG: ra.read_log,
+    }
+    with pytest.raises(
+        DataError, match=r"(config\.json|model\.safetensors|" + name + r"): not the file this run wrote"
+    ):
+        readers[name](run)
+
+
+def test_a_checkpoint_of_an_older_run_without_digests_is_checked_by_its_settings(runs, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(runs / "knn_router", run)
+    metrics = json.loads((run / ra.METRICS).read_text())
+    del metrics[ra.DIGESTS]
+    metrics["data_fingerprint"] = "0" * 64  # the checkpoint records the real one: another data set's run
+    (run / ra.METRICS).write_text(json.dumps(metrics))
+    with pytest.raises(DataError, match=r"config.json: records data_fingerprint .* another run"):
+        ra.load_checkpoint(run)
+
+
+def test_a_model_without_training_evaluations_is_left_out_and_recorded(tmp_path, caplog):
+    queries, models, scores = frames(n_m=3)
+    train_ids = queries.loc[queries["split"] == "train", "prompt_id"]
+    scores = scores[~((scores["model_id"] == 20) & scores["prompt_id"].isin(train_ids))]  # val/test only
+    write_dataset(tmp_path / "data", queries, models, scores)
+    vectors = np.random.default_rng(1).normal(size=(len(queries), D)).astype(np.float32)
+    fp = data_fingerprint(queries["prompt_id"], queries["prompt"])
+    write_encodings(tmp_path / "enc.parquet", queries["prompt_id"], vectors, "toy", False, fp)
+    with caplog.at_level("WARNING", logger="locus.runs"):
+        metrics = execute(
+            "knn_router",
+            KNN,
+            tmp_path / "data",
+            tmp_path / "enc.parquet",
+            10,
+            0,
+            tmp_path / "run",
+            sampling="per_model",
+        )
+    assert metrics["models_without_training_pairs"] == ["org/model-2"] and metrics["n_models"] == 2
+    assert "org/model-2" in caplog.text and "left out" in caplog.text

@@ -19,28 +19,19 @@ file set. Other sources write none (and a truth file of an earlier build in ``--
 
 from __future__ import annotations
 
-import importlib
 import logging
 
 from locus.cli import output_dir
-from locus.constants import DEFAULT_DUPLICATE_POLICY, DEFAULT_SPLIT_OVERLAP, DUPLICATE_POLICIES, SPLIT_OVERLAP_POLICIES
-from locus.errors import ConfigError
-from locus.params import parse_params
+from locus.constants import DUPLICATE_POLICIES, SPLIT_OVERLAP_POLICIES
+from locus.params import OPTION_DEFAULTS, SOURCES, adapter, parse_params, source_params
 
 NAME = "data"
 HELP = "build a canonical data set (queries/models/scores Parquet + dataset.json) from a source adapter"
 
-# source name -> adapter module; each module has DEFAULTS (dict) and build(params) -> (queries, models, scores);
-# those of locus.data.truth.SOURCES_WITH_TRUTH also build_with_truth(params) -> (..., truth)
-SOURCES = {
-    "synthetic": "locus.data.synthetic",
-    "embedllm": "locus.data.embedllm",
-    "llmrouter": "locus.data.llmrouter",
-    "csv": "locus.data.csv_source",
-}
-# the data-set options and their canonical defaults (as locus.data.canonical.DATASET_OPTIONS)
+# SOURCES (source name -> adapter module) and OPTION_DEFAULTS live in locus.params, shared with the
+# workflow's config check
 OPTION_CHOICES = {"duplicates": DUPLICATE_POLICIES, "split_overlap": SPLIT_OVERLAP_POLICIES}
-OPTION_DEFAULTS = {"duplicates": DEFAULT_DUPLICATE_POLICY, "split_overlap": DEFAULT_SPLIT_OVERLAP}
+__all__ = ["SOURCES", "OPTION_DEFAULTS", "OPTION_CHOICES", "adapter"]
 
 log = logging.getLogger(__name__)
 
@@ -69,50 +60,16 @@ def add_arguments(p):
     )
 
 
-def adapter(source: str):
-    if source not in SOURCES:
-        raise ConfigError(f"unknown data source {source!r}; known: {', '.join(sorted(SOURCES))}")
-    return importlib.import_module(SOURCES[source])
-
-
-def dataset_options(module, params: dict, flags: dict, what: str) -> dict:
-    """The data-set options for one build (see the module docstring for the order); pops them from `params`."""
-    from locus.data.canonical import check_option
-
-    source_defaults = getattr(module, "DATASET_DEFAULTS", {})
-    options = {}
-    for name, default in OPTION_DEFAULTS.items():
-        if name in params:
-            value = params.pop(name)
-        elif flags.get(name) is not None:
-            value = flags[name]
-        else:
-            value = source_defaults.get(name, default)
-        options[name] = check_option(name, value, what)
-    return options
-
-
 def run(args) -> int:
     from locus.data.canonical import write_dataset
     from locus.data.truth import SOURCES_WITH_TRUTH
 
     module = adapter(args.source)
-    what = f"data source {args.source!r}"
-    params = parse_params(args.params, what)
-    options = dataset_options(module, params, vars(args), what)
-    unknown = sorted(set(params) - set(module.DEFAULTS))
-    if unknown:
-        renamed = getattr(module, "RENAMED_PARAMS", {})
-        hint = "".join(f"; {k} is now {renamed[k]}" for k in unknown if k in renamed)
-        raise ConfigError(
-            f"{what}: unknown parameter(s) {unknown}; known: {sorted(module.DEFAULTS)} "
-            f"and the data-set options {sorted(OPTION_DEFAULTS)}{hint}"
-        )
-    params.update({k: v for k, v in options.items() if k in module.DEFAULTS})
+    params, options = source_params(args.source, parse_params(args.params, f"data source {args.source!r}"), vars(args))
     if args.source in SOURCES_WITH_TRUTH:  # the generator's true P(correct), written beside the scores
-        queries, models, scores, truth = module.build_with_truth({**module.DEFAULTS, **params})
+        queries, models, scores, truth = module.build_with_truth(params)
     else:
-        (queries, models, scores), truth = module.build({**module.DEFAULTS, **params}), None
+        (queries, models, scores), truth = module.build(params), None
     data = write_dataset(args.out, queries, models, scores, **options, truth=truth)
     log.info(
         "wrote %s: %d queries, %d models, %d scores%s (duplicates: %s, split_overlap: %s)",

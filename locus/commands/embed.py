@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from locus.cli import existing_dir, int_at_least, output_file
-from locus.constants import PRECISIONS
+from locus.constants import DUPLICATE_POLICIES, PRECISIONS
 
 NAME = "embed"
 HELP = "embed a new model from its scored prompts (CSV/Parquet with prompt,score) and list its nearest models"
@@ -45,6 +45,12 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--name", default=None, help="name stored with --out (default: --model, the file's model, or new-model)"
     )
+    parser.add_argument(
+        "--duplicates",
+        default="error",
+        choices=DUPLICATE_POLICIES,
+        help="a prompt scored more than once: error (default: refuse), or keep the last / max / mean score",
+    )
 
 
 def run(args) -> int:
@@ -59,6 +65,7 @@ def run(args) -> int:
         out=args.out,
         name=args.name,
         precision=args.precision,
+        duplicates=args.duplicates,
     )
     print(
         f"embedded {r.n_evaluations} scored prompts of {r.name} (mean score {r.mean_score:.3f}) into a "

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from locus.data.canonical import ORIGIN, ORIGIN_ROW, SPLITS
-from locus.errors import ConfigError, DataError
+from locus.data.validation import Param, check_params, defaults_of
+from locus.errors import ConfigError, DataError, require_file
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +31,25 @@ NAME = "csv"
 REQUIRED = ("prompt", "model", "score")
 OPTIONAL = ("benchmark", "category", "split")
 DEFAULT_BENCHMARK = "all"
-DEFAULTS = {
-    "path": None,  # the CSV (.csv, .csv.gz, .tsv, .tsv.gz, .txt) or Parquet (.parquet, .pq) file; required
-    "seed": 0,  # seed of the split draw (used only when there is no `split` column)
-    "split_fractions": [0.8, 0.1, 0.1],  # train, val, test shares of the queries for the draw
-    "model_order": "sorted",  # model_id by sorted name ("sorted") or by first appearance ("appearance")
+PARAMS = {
+    "path": Param(
+        None, "the CSV (.csv, .csv.gz, .tsv, .tsv.gz, .txt) or Parquet (.parquet, .pq) file; required", "path"
+    ),
+    "seed": Param(0, "seed of the split draw, used only when there is no `split` column", "int", at_least=0),
+    "split_fractions": Param(
+        [0.8, 0.1, 0.1],
+        "train, val, test shares of the queries for the draw, summing to 1",
+        "float_list",
+        at_least=0,
+        length=3,
+    ),
+    "model_order": Param(
+        "sorted", "model_id by sorted name or by first appearance", "str", choices=("sorted", "appearance")
+    ),
 }
+DEFAULTS = defaults_of(PARAMS)
 BOOLEAN_SCORES = {"true": 1.0, "false": 0.0}
+FIELD_SIZE_LIMIT = 64 * 2**20  # characters per CSV field (Python's csv default, 131,072, refuses long prompts)
 _SHOW = 5
 
 
@@ -68,9 +81,13 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
       data-set option ``duplicates`` (last / max / mean / error) when the data set is written.
     * Missing pairs are fine: a model need not be evaluated on every query.
 
+    A CSV field may hold up to :data:`FIELD_SIZE_LIMIT` characters (64 Mi; Python's own limit, 131,072, is
+    too small for long prompts). A file whose content is not what its name says (gzip or Parquet named
+    ``.csv``) and a header separated by another character (``;``, tab) are refused with what was seen.
+
     Error messages name the file and the rows: CSV rows are numbered as in a spreadsheet (the header is
     row 1), Parquet rows from 0; ragged rows are reported by line."""
-    p = _params(params)
+    p = validate_params(params)
     path = Path(p["path"]).expanduser()
     df, rows, first_row = read_table(path)
     _check_columns(df, path)
@@ -144,10 +161,9 @@ def read_table(path: Path) -> tuple[pd.DataFrame, np.ndarray, int]:
     CSV: every cell as text (see :func:`build`), rows numbered as in a spreadsheet (header = 1).
     Parquet: columns as stored, rows numbered from 0.
     """
-    if not path.is_file():
-        what = "is a directory, not a file" if path.is_dir() else "file not found"
-        raise DataError(f"{path}: {what}; set the csv source's `path` to your evaluations file.")
+    require_file(path, "set the csv source's `path` to your evaluations file.")
     name = path.name.lower()
+    _check_compression(path, name)
     if name.endswith((".parquet", ".pq")):
         try:
             df = pd.read_parquet(path)
@@ -165,8 +181,25 @@ def read_table(path: Path) -> tuple[pd.DataFrame, np.ndarray, int]:
     return df, np.arange(first, first + len(df), dtype=np.int64), first
 
 
+def _check_compression(path: Path, name: str) -> None:
+    """Refuse a file whose content is not what its name says (gzip or Parquet named .csv, text named .gz)."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    gz, parquet = head[:2] == b"\x1f\x8b", head == b"PAR1"
+    if gz and not name.endswith(".gz"):
+        raise DataError(
+            f"{path}: looks gzip-compressed (starts with the gzip magic bytes 1f 8b) but its name does not end in "
+            f".gz; rename it to {path.name}.gz (e.g. .csv.gz) or decompress it with `gunzip -c`."
+        )
+    if parquet and not name.endswith((".parquet", ".pq")):
+        raise DataError(f"{path}: is a Parquet file (starts with PAR1); rename it to end in .parquet.")
+    if name.endswith(".gz") and head and not gz:
+        raise DataError(f"{path}: named .gz but not gzip-compressed; remove the .gz from its name.")
+
+
 def _read_csv(path: Path, sep: str) -> pd.DataFrame:
     opener = gzip.open if path.name.lower().endswith(".gz") else open
+    csv.field_size_limit(FIELD_SIZE_LIMIT)
     header, records, ragged = None, [], []
     start = 1  # line on which the current record starts
     try:
@@ -188,6 +221,11 @@ def _read_csv(path: Path, sep: str) -> pd.DataFrame:
             f'("CSV UTF-8" in spreadsheet programs).'
         ) from None
     except csv.Error as exc:
+        if "field limit" in str(exc):
+            raise DataError(
+                f"{path}: line {start}: a field is longer than {FIELD_SIZE_LIMIT:,} characters (the reader's limit); "
+                f"shorten it, or look for an unclosed double quote before that line."
+            ) from None
         raise DataError(f"{path}: line {start}: not valid CSV ({exc}); check the quoting of that row.") from None
     except (OSError, EOFError) as exc:
         raise DataError(f"{path}: cannot be read ({exc}).") from None
@@ -225,7 +263,8 @@ class _Where:
         return f"CSV row(s) {shown}{more} (header = row 1)" if self.csv else f"row(s) {shown}{more} (0-based)"
 
 
-def _params(params: dict | None) -> dict:
+def validate_params(params: dict | None) -> dict:
+    """The defaults with `params` over them, every name and value checked (one-line ConfigError)."""
     params = dict(params or {})
     unknown = sorted(set(params) - set(DEFAULTS))
     if unknown:
@@ -234,20 +273,14 @@ def _params(params: dict | None) -> dict:
             f"split_overlap are data-set options: give them to `locus data`)."
         )
     p = {**DEFAULTS, **params}
-    if not p["path"]:
+    if p["path"] is None or p["path"] == "":
         raise ConfigError("csv: parameter `path` (the CSV or Parquet file with prompt, model, score) is required.")
-    fr = p["split_fractions"]
-    if (
-        not isinstance(fr, (list, tuple))
-        or len(fr) != 3
-        or any(not isinstance(f, (int, float)) or f < 0 for f in fr)
-        or abs(sum(fr) - 1) > 1e-6
-    ):
+    check_params("csv", PARAMS, p)
+    if abs(sum(p["split_fractions"]) - 1) > 1e-6:
         raise ConfigError(
-            f"csv: split_fractions must be three non-negative numbers (train, val, test) summing to 1, got {fr!r}."
+            f"csv: split_fractions must be three non-negative numbers (train, val, test) summing to 1, "
+            f"got {p['split_fractions']!r}."
         )
-    if p["model_order"] not in ("sorted", "appearance"):
-        raise ConfigError(f"csv: model_order must be 'sorted' or 'appearance', got {p['model_order']!r}.")
     return p
 
 
@@ -255,6 +288,14 @@ def _check_columns(df: pd.DataFrame, path: Path) -> None:
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         near = {c: h for c in missing for h in map(str, df.columns) if h.strip().lower() == c}
+        seen = [s for s in (";", "\t", ",", "|") if len(df.columns) == 1 and s in str(df.columns[0])]
+        if seen:
+            sep = {";": "semicolon", "\t": "tab", ",": "comma", "|": "pipe"}[seen[0]]
+            raise DataError(
+                f"{path}: the header {str(df.columns[0])[:80]!r} is one column: its fields are separated by "
+                f"{sep}s ({seen[0]!r}), but this reader splits {'.tsv files on tabs' if path.name.lower().endswith(('.tsv', '.tsv.gz')) else '.csv files on commas'}; "
+                f"save the file comma-separated as .csv{' or tab-separated as .tsv' if seen[0] == chr(9) else ''}."
+            )
         hint = (
             f" (found {', '.join(repr(h) for h in near.values())}: write the names in lower case without spaces)"
             if near

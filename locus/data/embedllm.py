@@ -23,6 +23,7 @@ import pandas as pd
 
 from locus.data import download as dl
 from locus.data.canonical import ORIGIN, ORIGIN_ROW, SPLIT_OVERLAP_POLICIES, pick_split
+from locus.data.validation import Param, check_params, defaults_of
 from locus.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -32,13 +33,24 @@ SPLIT_FILES = {"train": "train.csv", "val": "val.csv", "test": "test.csv"}
 MODEL_ORDER = "model_order.csv"
 QUESTION_ORDER = "question_order.csv"
 COLUMNS = ("prompt_id", "model_id", "model_name", "label", "prompt", "category_id", "category")
-DEFAULTS = {
-    "dir": None,  # directory with the five CSVs; default: <cache>/embedllm/<revision> (see download.cache_dir)
-    "download": False,  # fetch missing CSVs from the Hub (3.3 GB)
-    "revision": dl.EMBEDLLM_REVISION,  # Hub revision to download (commit hash or "main")
-    "split_overlap": "error",  # data-set option (set by `locus data`): a prompt_id in several split files
-    "chunksize": 100_000,  # CSV rows read at a time (memory vs. speed)
+PARAMS = {
+    "dir": Param(
+        None,
+        "directory with the five CSVs; null = <cache>/embedllm/<revision> (see download.cache_dir)",
+        "path",
+        nullable=True,
+    ),
+    "download": Param(False, "fetch missing CSVs from the Hub (3.3 GB)", "bool"),
+    "revision": Param(dl.EMBEDLLM_REVISION, "Hub revision to download (commit hash or main)", "str"),
+    "split_overlap": Param(
+        "error",
+        "data-set option (set by `locus data`): a prompt_id in several split files",
+        "str",
+        choices=SPLIT_OVERLAP_POLICIES,
+    ),
+    "chunksize": Param(100_000, "CSV rows read at a time (memory vs. speed)", "int", at_least=1),
 }
+DEFAULTS = defaults_of(PARAMS)
 # normalised category prefix -> benchmark name (order matters only for shared prefixes; there are none)
 BENCHMARKS = {
     "mmlu": "MMLU",
@@ -89,7 +101,7 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     row; only the needed columns are kept); prompt text is kept once per prompt. Text columns are read as
     written (``None`` / ``NA`` are text, not missing values). Score rows carry their file and CSV row
     (``origin`` / ``origin_row``) so that errors raised when the data set is written can point at them."""
-    p = _params(params)
+    p = validate_params(params)
     directory = _resolve_dir(p)
     models = read_model_order(directory / MODEL_ORDER)
     name_to_id = _name_lookup(models)
@@ -250,18 +262,14 @@ def read_model_order(path: Path) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------------------------------
-def _params(params: dict | None) -> dict:
+def validate_params(params: dict | None) -> dict:
+    """The defaults with `params` over them, every name and value checked (one-line ConfigError)."""
     params = dict(params or {})
     unknown = sorted(set(params) - set(DEFAULTS))
     if unknown:
         raise ConfigError(f"embedllm: unknown parameter(s) {unknown}; known: {sorted(DEFAULTS)}")
     p = {**DEFAULTS, **params}
-    if p["split_overlap"] not in SPLIT_OVERLAP_POLICIES:
-        raise ConfigError(
-            f"embedllm: split_overlap must be one of {SPLIT_OVERLAP_POLICIES}, got {p['split_overlap']!r}"
-        )
-    if int(p["chunksize"]) < 1:
-        raise ConfigError("embedllm: chunksize must be a positive number of rows")
+    check_params("embedllm", PARAMS, p)
     return p
 
 

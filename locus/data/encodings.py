@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from locus.atomic import atomic_path
-from locus.errors import DataError
+from locus.errors import DataError, require_file
 
 _META_PREFIX = "locus."
 FINGERPRINT_KEY = "data_fingerprint"
@@ -97,8 +97,7 @@ def write_vectors(path: str | Path, id_column: str, ids, vectors: np.ndarray, me
 def read_vectors(path: str | Path, id_column: str) -> tuple[np.ndarray, np.ndarray, dict]:
     """(ids int64, vectors float32 [n, dim], metadata) of a file written by :func:`write_vectors`."""
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: file missing; build it with `snakemake {path}`.")
+    require_file(path, f"give the Parquet file written by `locus encode` (or build it with `snakemake {path}`).")
     try:
         table = pq.read_table(path)
     except Exception as exc:

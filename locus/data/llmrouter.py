@@ -22,19 +22,28 @@ import pandas as pd
 
 from locus.data import download as dl
 from locus.data.canonical import ORIGIN, ORIGIN_ROW
+from locus.data.validation import Param, check_params, defaults_of
 from locus.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
 NAME = "llmrouter"
 FILES = ("train.json", "test.json", "query_train.jsonl", "query_test.jsonl")
-DEFAULTS = {
-    "dir": None,  # directory with the four files; default: <cache>/llmrouter-dc/<commit> (see download.cache_dir)
-    "download": False,  # fetch missing files from GitHub (ulab-uiuc/LLMRouter @ 4e7a796)
-    "val_fraction": 0.1,  # share of train.json items moved to the val split
-    "seed": 0,  # seed of the val draw
-    "binarize": False,  # false: keep partial-credit scores as soft targets; true: score >= 0.5 -> 1 else 0
+PARAMS = {
+    "dir": Param(
+        None,
+        "directory with the four files; null = <cache>/llmrouter-dc/<commit> (see download.cache_dir)",
+        "path",
+        nullable=True,
+    ),
+    "download": Param(False, "fetch missing files from GitHub (ulab-uiuc/LLMRouter @ 4e7a796)", "bool"),
+    "val_fraction": Param(0.1, "share of train.json items moved to the val split", "float", above=0, below=1),
+    "seed": Param(0, "seed of the val draw", "int", at_least=0),
+    "binarize": Param(
+        False, "false: keep partial-credit scores as soft targets; true: score >= 0.5 -> 1 else 0", "bool"
+    ),
 }
+DEFAULTS = defaults_of(PARAMS)
 # data-set options (applied by `locus data` / canonical.write_dataset) whose default differs for this source
 DATASET_DEFAULTS = {"split_overlap": "keep_train"}
 RENAMED_PARAMS = {
@@ -67,7 +76,7 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     * **Ids.** prompt_id = position in train.json, then 5,608 + position in test.json (stable whether or
       not overlap items are dropped). model_id = rank of the model name in sorted order (the key order of
       ``scores`` varies between items, so models are always looked up by name)."""
-    p = _params(params)
+    p = validate_params(params)
     directory = _resolve_dir(p)
     train = _read_items(directory / "train.json")
     test = _read_items(directory / "test.json")
@@ -109,16 +118,15 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 
 
 # ---------------------------------------------------------------------------------------------
-def _params(params: dict | None) -> dict:
+def validate_params(params: dict | None) -> dict:
+    """The defaults with `params` over them, every name and value checked (one-line ConfigError)."""
     params = dict(params or {})
     unknown = sorted(set(params) - set(DEFAULTS))
     if unknown:
         renamed = "".join(f"; {k} is now {RENAMED_PARAMS[k]}" for k in unknown if k in RENAMED_PARAMS)
         raise ConfigError(f"llmrouter: unknown parameter(s) {unknown}; known: {sorted(DEFAULTS)}{renamed}")
     p = {**DEFAULTS, **params}
-    frac = p["val_fraction"]
-    if not isinstance(frac, (int, float)) or not 0 < frac < 1:
-        raise ConfigError(f"llmrouter: val_fraction must be a number in (0, 1), got {frac!r}")
+    check_params("llmrouter", PARAMS, p)
     return p
 
 

@@ -24,33 +24,62 @@ from locus.data import synthetic_v2
 from locus.data import synthetic_vocab as V
 from locus.data.canonical import SPLITS
 from locus.data.model_pool import load_model_pool
+from locus.data.validation import Param, check_params, defaults_of
 from locus.errors import ConfigError
 
-DEFAULTS = {
-    "seed": 0,
-    "n_queries": 8000,
-    "split_fractions": [0.8, 0.1, 0.1],
-    "partial_fraction": 1.0,
-    "n_models": 112,
-    "specialization": 1.0,
-    "generator": 1,
+PARAMS = {
+    "seed": Param(0, "Random seed; the same seed gives identical frames, another seed new draws.", "int", at_least=0),
+    "n_queries": Param(
+        8000,
+        "Total number of queries over all splits (EmbedLLM has ~36k; 8000 is the embedded default); "
+        "every split must get at least MIN_SPLIT_QUERIES (see split_sizes).",
+        "int",
+        at_least=1,
+    ),
+    "split_fractions": Param(
+        [0.8, 0.1, 0.1],
+        "Train/val/test fractions (three numbers summing to 1), applied within each benchmark.",
+        "float_list",
+        above=0,
+        length=3,
+    ),
+    "partial_fraction": Param(
+        1.0,
+        "Fraction of queries each model is scored on; 1.0 = dense, <1 = a random subset per "
+        "model (at least one query in every split), for models evaluated on different queries.",
+        "float",
+        above=0,
+        at_most=1,
+    ),
+    "n_models": Param(
+        112,
+        "Number of models, the first n of the 112-model pool (smaller pools for tests).",
+        "int",
+        at_least=1,
+        at_most=112,
+    ),
+    "specialization": Param(
+        1.0,
+        "Multiplier of the skill-specific part of every model's ability (tags, family vector, "
+        "per-skill noise) relative to its general strength: larger = more specialised models, "
+        "more to gain from routing; 1.0 = the generator's base setting.",
+        "float",
+        at_least=0,
+        at_most=10,
+    ),
+    "generator": Param(
+        1,
+        "Correctness model: 1 = low-rank multidimensional IRT (the original); 2 = the realistic pool of "
+        "locus.data.synthetic_v2 (size/recency trend, lineage and family item effects, idiosyncratic "
+        "model x item effects, hidden topics), calibrated on real pool statistics (docs/data-realism.md). "
+        "Queries, splits and partial masks are the same in both for a seed.",
+        "int",
+        at_least=1,
+        at_most=2,
+    ),
 }
-PARAM_DOCS = {
-    "seed": "Random seed; the same seed gives identical frames, another seed new draws.",
-    "n_queries": "Total number of queries over all splits (EmbedLLM has ~36k; 8000 is the embedded default); "
-    "every split must get at least MIN_SPLIT_QUERIES (see split_sizes).",
-    "split_fractions": "Train/val/test fractions (three numbers summing to 1), applied within each benchmark.",
-    "partial_fraction": "Fraction of queries each model is scored on; 1.0 = dense, <1 = a random subset per "
-    "model (at least one query in every split), for models evaluated on different queries.",
-    "n_models": "Number of models, the first n of the 112-model pool (smaller pools for tests).",
-    "specialization": "Multiplier of the skill-specific part of every model's ability (tags, family vector, "
-    "per-skill noise) relative to its general strength: larger = more specialised models, "
-    "more to gain from routing; 1.0 = the generator's base setting.",
-    "generator": "Correctness model: 1 = low-rank multidimensional IRT (the original); 2 = the realistic pool of "
-    "locus.data.synthetic_v2 (size/recency trend, lineage and family item effects, idiosyncratic "
-    "model x item effects, hidden topics), calibrated on real pool statistics (docs/data-realism.md). "
-    "Queries, splits and partial masks are the same in both for a seed.",
-}
+DEFAULTS = defaults_of(PARAMS)
+PARAM_DOCS = {name: p.doc for name, p in PARAMS.items()}
 
 SKILLS = V.SKILLS
 
@@ -131,52 +160,28 @@ TAG_EFFECTS = V.TAG_EFFECTS
 # parameters
 # ----------------------------------------------------------------------------------------------
 def resolve_params(params: dict | None) -> dict:
-    """Defaults overlaid with `params`, type- and range-checked (ConfigError naming the fix)."""
+    """Defaults overlaid with `params`, type- and range-checked against :data:`PARAMS` (one-line ConfigError
+    naming the parameter, the value and what is allowed)."""
     params = dict(params or {})
     unknown = sorted(set(params) - set(DEFAULTS))
     if unknown:
         raise ConfigError(f"synthetic data: unknown parameter(s) {unknown}; allowed: {sorted(DEFAULTS)}.")
     p = {**DEFAULTS, **params}
-    for key in ("seed", "n_queries", "n_models", "generator"):
-        if not _is_integer(p[key]):
-            raise ConfigError(f"synthetic data: {key} must be an integer, got {p[key]!r}.")
-        p[key] = int(p[key])
-    if p["seed"] < 0:
-        raise ConfigError(f"synthetic data: seed must be >= 0, got {p['seed']}.")
-    if p["n_queries"] < 1:
-        raise ConfigError(f"synthetic data: n_queries must be a positive number of queries, got {p['n_queries']}.")
-    if p["generator"] not in GENERATORS:
-        raise ConfigError(
-            f"synthetic data: generator must be one of {list(GENERATORS)}, got {params.get('generator')!r}."
-        )
-    if not 1 <= p["n_models"] <= 112:
-        raise ConfigError(f"synthetic data: n_models must be in 1..112 (the pool size), got {p['n_models']}.")
-    try:
-        fr = [float(x) for x in p["split_fractions"]]
-    except (TypeError, ValueError):
-        fr = []
-    if len(fr) != 3 or min(fr) <= 0 or abs(sum(fr) - 1) > 1e-6:
+    check_params("synthetic data", PARAMS, p)
+    fr = [float(x) for x in p["split_fractions"]]
+    if abs(sum(fr) - 1) > 1e-6:
         raise ConfigError(
             f"synthetic data: split_fractions must be 3 positive numbers (train, val, test) "
             f"summing to 1, got {p['split_fractions']!r}."
         )
     p["split_fractions"] = fr
-    try:
-        p["partial_fraction"] = float(p["partial_fraction"])
-    except (TypeError, ValueError):
-        p["partial_fraction"] = float("nan")
-    try:
-        p["specialization"] = float(p["specialization"])
-    except (TypeError, ValueError):
-        p["specialization"] = float("nan")
-    if not 0 <= p["specialization"] <= 10:
-        raise ConfigError(
-            f"synthetic data: specialization must be a number in [0, 10], got {params.get('specialization')!r}."
-        )
-    if not 0 < p["partial_fraction"] <= 1:
-        raise ConfigError(f"synthetic data: partial_fraction must be in (0, 1], got {p['partial_fraction']}.")
+    p["partial_fraction"] = float(p["partial_fraction"])
+    p["specialization"] = float(p["specialization"])
     _check_split_sizes(p)
     return p
+
+
+validate_params = resolve_params  # the name every adapter module gives its parameter check
 
 
 def split_sizes(params: dict | None) -> dict:
@@ -220,15 +225,6 @@ def _check_split_sizes(p: dict) -> None:
         f"queries; every split needs at least {MIN_SPLIT_QUERIES} (too small: {', '.join(small)}). "
         f"{fix[0].upper() + fix[1:]}, or raise the fraction of {', '.join(small)}."
     )
-
-
-def _is_integer(value) -> bool:
-    if isinstance(value, bool):
-        return False
-    try:
-        return float(value).is_integer()
-    except (TypeError, ValueError):
-        return False
 
 
 def _largest_remainder(total: int, weights) -> np.ndarray:

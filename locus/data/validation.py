@@ -8,17 +8,132 @@ referring to known prompts and models, and every model and split having scores. 
 The message helpers format offending ids and cells, and say where raw rows came from using the optional
 provenance columns :data:`ORIGIN` / :data:`ORIGIN_ROW` (``evals.csv row 7``); the duplicate and
 split-overlap policies of :mod:`locus.data.canonical` use them too.
+
+Typed parameters (:class:`Param`, :func:`check_params`) are the one declaration of every adapter's and
+every method's parameters: type, default, allowed values and a one-line doc, checked before any work
+(``locus data`` / ``locus train`` and the workflow's config check), each bad value a one-line
+:class:`ConfigError` naming the parameter, the value and what is allowed.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
-from locus.errors import DataError
+from locus.errors import ConfigError, DataError
 
 ORIGIN, ORIGIN_ROW = "origin", "origin_row"  # optional provenance columns of raw frames (messages only)
 SHOW = 5  # offending ids shown in an error message
+
+
+# ----------------------------------------------------------------------------------------------
+# typed parameters (adapters and methods)
+# ----------------------------------------------------------------------------------------------
+PARAM_TYPES = ("int", "float", "bool", "str", "path", "int_list", "float_list")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: its default, one-line doc, type and allowed values.
+
+    ``type``: int (a whole number, never a bool), float (a finite number), bool (true/false), str (one of
+    ``choices``, or any non-empty text without them), path (non-empty text), int_list / float_list (a
+    list of such numbers; ``length`` fixes its size, else it must be non-empty). Bounds apply to a number
+    or to each item of a list; they are inclusive unless named ``above`` / ``below``. ``nullable``: null
+    (None) is allowed too and means what the doc says."""
+
+    default: Any
+    doc: str
+    type: str
+    at_least: float | None = None
+    above: float | None = None
+    at_most: float | None = None
+    below: float | None = None
+    choices: tuple | None = None
+    nullable: bool = False
+    length: int | None = None
+
+    def __post_init__(self):
+        if self.type not in PARAM_TYPES:
+            raise ValueError(f"Param type must be one of {PARAM_TYPES}, got {self.type!r}")
+
+    def allowed(self) -> str:
+        """What the parameter accepts, in words (``an integer >= 1``, ``one of ['a', 'b']``, ...)."""
+        if self.type == "bool":
+            text = "true or false"
+        elif self.type == "str" and self.choices is not None:
+            text = f"one of {list(self.choices)}"
+        elif self.type in ("str", "path"):
+            text = "a non-empty text" + (" (a file path)" if self.type == "path" else "")
+        else:
+            item = "an integer" if self.type.startswith("int") else "a number"
+            bounds = [
+                f">= {self.at_least}" if self.at_least is not None else "",
+                f"> {self.above}" if self.above is not None else "",
+                f"<= {self.at_most}" if self.at_most is not None else "",
+                f"< {self.below}" if self.below is not None else "",
+            ]
+            item += "".join(f" {b}" if i == 0 else f" and {b}" for i, b in enumerate(b for b in bounds if b))
+            if self.type.endswith("_list"):
+                size = f"{self.length} " if self.length else "a non-empty list of "
+                plural = item.replace("an integer", "integers").replace("a number", "numbers")
+                text = f"a list of {size}{plural}" if self.length else f"{size}{plural}"
+            else:
+                text = item
+        return text + (" or null" if self.nullable else "")
+
+    def ok(self, value) -> bool:
+        """Does `value` have this parameter's type and lie in its allowed values?"""
+        if value is None:
+            return self.nullable
+        if self.type == "bool":
+            return isinstance(value, bool)
+        if self.type == "str":
+            return isinstance(value, str) and (value in self.choices if self.choices is not None else bool(value))
+        if self.type == "path":
+            return isinstance(value, str) and bool(value.strip())
+        if self.type.endswith("_list"):
+            if not isinstance(value, (list, tuple)) or (len(value) != self.length if self.length else not value):
+                return False
+            return all(self._number_ok(v, self.type == "int_list") for v in value)
+        return self._number_ok(value, self.type == "int")
+
+    def _number_ok(self, value, integer: bool) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):  # bool is an int to Python
+            return False
+        if integer and not isinstance(value, int):
+            return False
+        if not math.isfinite(value):
+            return False
+        return not (
+            (self.at_least is not None and value < self.at_least)
+            or (self.above is not None and value <= self.above)
+            or (self.at_most is not None and value > self.at_most)
+            or (self.below is not None and value >= self.below)
+        )
+
+    def check(self, owner: str, name: str, value) -> None:
+        """:class:`ConfigError` ``OWNER: NAME must be ALLOWED, got VALUE (DOC)`` unless `value` is allowed."""
+        if not self.ok(value):
+            raise ConfigError(f"{owner}: {name} must be {self.allowed()}, got {value!r} ({self.doc})")
+
+
+def defaults_of(spec: Mapping[str, Param]) -> dict[str, Any]:
+    """Every parameter's default, by name (lists copied)."""
+    return {name: list(p.default) if isinstance(p.default, list) else p.default for name, p in spec.items()}
+
+
+def check_params(owner: str, spec: Mapping[str, Param], params: Mapping[str, Any]) -> None:
+    """Check every value of `params` whose name `spec` declares (unknown names are the caller's to refuse,
+    with its own hint); the first bad one is a one-line :class:`ConfigError` naming it."""
+    for name, value in params.items():
+        if name in spec:
+            spec[name].check(owner, name, value)
 
 
 # ----------------------------------------------------------------------------------------------

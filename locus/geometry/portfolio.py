@@ -291,13 +291,12 @@ def load_inputs(run_dir, data_dir=None, split: str = "test") -> PortfolioInputs:
     trained on: checked by fingerprint and the split's prompt ids) also its `split` scores, the labels and
     params_b."""
     from locus import run_artifacts as ra
-    from locus.weights import read_config
 
     run_dir = Path(run_dir)
     ids, z = ra.read_embeddings(run_dir)
     order = np.argsort(ids)
     ids, z = ids[order].astype(np.int64), z[order]
-    config = read_config(run_dir)
+    config = ra.read_config(run_dir)  # checked to belong to the same run as the embeddings
     names = {int(i): str(n) for i, n in zip(config.get("model_ids") or [], config.get("model_names") or [])}
     out = PortfolioInputs(run_dir=run_dir, model_ids=ids, names=[names.get(int(i), str(i)) for i in ids], z=z)
     if data_dir is None:

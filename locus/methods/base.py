@@ -10,7 +10,9 @@ Each method class is the one home of its metadata: ``name`` (registry key), ``la
 label), ``latex_label`` (tables), ``order`` (table order), ``uses_torch`` (the workflow requests a GPU
 only for these), ``has_embeddings`` (True exactly for :class:`EmbeddingMethod` subclasses) and
 ``defaults`` (every parameter with its default; anything else is refused by :meth:`Method.validate_params`,
-which ``locus train`` and the workflow's config check call too).
+which ``locus train`` and the workflow's config check call too). A method declares its parameters once in
+``params_spec`` (:class:`locus.data.validation.Param`: type, default, allowed values, doc); ``defaults`` is
+derived from it and every value is checked before any work.
 
 Persistence is shared: :meth:`Method.save` / :meth:`Method.load` write and read ``model.safetensors`` +
 ``config.json`` through :mod:`locus.weights` (checksum, finiteness); a method only says what its state
@@ -37,6 +39,7 @@ import pandas as pd
 
 from locus import weights
 from locus.data.encodings import Encodings
+from locus.data.validation import Param, check_params, defaults_of
 from locus.errors import ConfigError, DataError, LocusError
 
 SELECT_BY = ("val_routing", "val_bce", "val_acc")  # keys of locus.evaluation.validation_metrics
@@ -84,17 +87,23 @@ class Method(ABC):
     uses_torch: ClassVar[bool] = True  # False: numpy/scikit-learn only (no GPU requested)
     has_embeddings: ClassVar[bool] = False  # derived: True exactly for EmbeddingMethod subclasses
     defaults: ClassVar[dict[str, Any]] = {}
+    params_spec: ClassVar[dict[str, Param]] = {}  # type, default, allowed values and doc of each parameter
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        if "params_spec" in cls.__dict__ and cls.params_spec:  # derived, never set by hand beside a spec
+            cls.defaults = defaults_of(cls.params_spec)
         # derived, never set by hand: True exactly for EmbeddingMethod and its subclasses
         is_base = cls.__module__ == __name__ and cls.__qualname__ == "EmbeddingMethod"
         cls.has_embeddings = is_base or issubclass(cls, EmbeddingMethod)
 
     @classmethod
     def validate_params(cls, params: dict | None) -> dict:
-        """Every parameter of the method: ``defaults`` with `params` over them. An unknown name or a bad
-        ``select_by`` is a :class:`ConfigError`; a method with typed parameters (LOCUS) checks every value."""
+        """Every parameter of the method: ``defaults`` with `params` over them. An unknown name, a bad
+        ``select_by``, a value outside its ``params_spec`` or a bad combination (:meth:`check_together`) is a
+        one-line :class:`ConfigError` naming the parameter, the value and what is allowed."""
+        if params is not None and not isinstance(params, dict):
+            raise ConfigError(f"method {cls.name!r}: parameters must be a mapping of names to values, got {params!r}")
         params = dict(params or {})
         unknown = sorted(set(params) - set(cls.defaults))
         if unknown:
@@ -102,7 +111,14 @@ class Method(ABC):
         params = {**cls.defaults, **params}
         if "select_by" in params:
             check_select_by(cls.name, params["select_by"])
+        check_params(f"method {cls.name!r}", cls.params_spec, params)
+        cls.check_together(params)
         return params
+
+    @classmethod
+    def check_together(cls, params: dict) -> None:
+        """Checks across parameters (each value already has its type and range); ConfigError when they clash."""
+        return None
 
     def __init__(self, params: dict | None = None, seed: int = 0):
         self.params = self.validate_params(params)

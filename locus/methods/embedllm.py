@@ -17,13 +17,15 @@ Decisions:
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 from torch import nn
 
-from locus.errors import ConfigError
+from locus.data.validation import Param
 from locus.methods import torch_utils as tu
-from locus.methods.base import EmbeddingMethod, FitData
+from locus.methods.base import SELECT_BY, EmbeddingMethod, FitData
 
 PREDICT_CHUNK = 256  # queries per chunk when scoring [queries x models x dim]
 
@@ -67,29 +69,24 @@ class EmbedLLM(tu.NetMethod, EmbeddingMethod):
     color = "#2ca02c"
     order = 20
     uses_torch = True
-    defaults = {
-        "dim": 232,  # released default
-        "hidden_layers": 0,  # 0 = the released Linear classifier
-        "hidden_dim": 64,
-        "noise": 0.05,  # std of the Gaussian input noise alpha (training only)
-        "lr": 1e-4,  # released value
-        "weight_decay": 1e-5,
-        "batch_size": 2048,
-        "max_epochs": 300,
-        "patience": 10,
-        "select_by": "val_bce",
-        "embed_steps": 300,
-        "embed_lr": 0.05,
-        "threads": 1,  # torch threads (0 = leave torch's default); 1 is fastest for these small matmuls
+    params_spec = {
+        "dim": Param(232, "model embedding size (the released default)", "int", at_least=1),
+        "hidden_layers": Param(0, "hidden layers of the classifier (0 = the released Linear one)", "int", at_least=0),
+        "hidden_dim": Param(64, "width of each hidden layer", "int", at_least=1),
+        "noise": Param(0.05, "std of the Gaussian input noise (training only)", "float", at_least=0),
+        "lr": Param(1e-4, "Adam learning rate (the released value)", "float", above=0),
+        "weight_decay": Param(1e-5, "Adam weight decay", "float", at_least=0),
+        "batch_size": Param(2048, "training pairs per step", "int", at_least=1),
+        "max_epochs": Param(300, "maximum epochs", "int", at_least=1),
+        "patience": Param(10, "stop after this many epochs without a better validation value", "int", at_least=1),
+        "select_by": Param("val_bce", "validation metric that selects the epoch", "str", choices=SELECT_BY),
+        "embed_steps": Param(300, "optimiser steps when embedding a new model", "int", at_least=1),
+        "embed_lr": Param(0.05, "learning rate when embedding a new model", "float", above=0),
+        "threads": Param(1, "torch threads (0 = leave torch's default; 1 is fastest here)", "int", at_least=0),
     }
 
     def __init__(self, params: dict | None = None, seed: int = 0):
         super().__init__(params, seed)
-        for key in ("dim", "batch_size", "max_epochs", "patience"):
-            if int(self.params[key]) < 1:
-                raise ConfigError(f"method {self.name!r}: {key} must be >= 1, got {self.params[key]}")
-        if int(self.params["hidden_layers"]) < 0:
-            raise ConfigError(f"method {self.name!r}: hidden_layers must be >= 0")
         self.net: TextMF | None = None
         self.d_phi: int | None = None
 
@@ -163,4 +160,7 @@ class EmbedLLMPlus(EmbedLLM):
     latex_label = "EmbedLLM+"
     color = "#9467bd"
     order = 30
-    defaults = {**EmbedLLM.defaults, "hidden_layers": 2, "hidden_dim": 64}
+    params_spec = {
+        **EmbedLLM.params_spec,
+        "hidden_layers": dataclasses.replace(EmbedLLM.params_spec["hidden_layers"], default=2),
+    }

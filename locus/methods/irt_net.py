@@ -23,9 +23,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from locus.data.validation import Param
 from locus.errors import ConfigError
 from locus.methods import torch_utils as tu
-from locus.methods.base import EmbeddingMethod, FitData
+from locus.methods.base import SELECT_BY, EmbeddingMethod, FitData
 
 PREDICT_CHUNK = 256
 
@@ -118,36 +119,37 @@ class IRTNet(tu.NetMethod, EmbeddingMethod):
     color = "#1f77b4"
     order = 40
     uses_torch = True
-    defaults = {
-        "dim": 232,
-        "n_experts": 39,
-        "top_k": 39,  # = n_experts: dense mixture (released setting)
-        "expert_hidden": 512,
-        "expert_out": 256,
-        "dropout": 0.5,
-        "noise": 0.05,
-        "bias_update_speed": 0.01,
-        "lr": 1e-4,
-        "weight_decay": 1e-4,
-        "lr_factor": 0.1,  # ReduceLROnPlateau on val BCE
-        "lr_patience": 2,
-        "batch_size": 2048,
-        "max_epochs": 30,
-        "patience": 5,
-        "select_by": "val_acc",
-        "embed_steps": 300,
-        "embed_lr": 0.05,
-        "threads": 1,  # torch threads (0 = leave torch's default)
+    params_spec = {
+        "dim": Param(232, "model embedding size", "int", at_least=1),
+        "n_experts": Param(39, "experts of the mixture", "int", at_least=1),
+        "top_k": Param(39, "experts used per query (= n_experts: the released dense mixture)", "int", at_least=1),
+        "expert_hidden": Param(512, "hidden units of each expert", "int", at_least=1),
+        "expert_out": Param(256, "output units of each expert", "int", at_least=1),
+        "dropout": Param(0.5, "dropout inside the experts", "float", at_least=0, below=1),
+        "noise": Param(0.05, "std of the Gaussian input noise (training only)", "float", at_least=0),
+        "bias_update_speed": Param(0.01, "speed of the load-balancing bias update", "float", at_least=0),
+        "lr": Param(1e-4, "Adam learning rate", "float", above=0),
+        "weight_decay": Param(1e-4, "Adam weight decay", "float", at_least=0),
+        "lr_factor": Param(0.1, "ReduceLROnPlateau factor on validation BCE", "float", above=0, below=1),
+        "lr_patience": Param(2, "ReduceLROnPlateau patience in epochs", "int", at_least=0),
+        "batch_size": Param(2048, "training pairs per step", "int", at_least=1),
+        "max_epochs": Param(30, "maximum epochs", "int", at_least=1),
+        "patience": Param(5, "stop after this many epochs without a better validation value", "int", at_least=1),
+        "select_by": Param("val_acc", "validation metric that selects the epoch", "str", choices=SELECT_BY),
+        "embed_steps": Param(300, "optimiser steps when embedding a new model", "int", at_least=1),
+        "embed_lr": Param(0.05, "learning rate when embedding a new model", "float", above=0),
+        "threads": Param(1, "torch threads (0 = leave torch's default)", "int", at_least=0),
     }
+
+    @classmethod
+    def check_together(cls, params: dict) -> None:
+        if params["top_k"] > params["n_experts"]:
+            raise ConfigError(
+                f"method {cls.name!r}: top_k must be <= n_experts ({params['n_experts']}), got {params['top_k']}"
+            )
 
     def __init__(self, params: dict | None = None, seed: int = 0):
         super().__init__(params, seed)
-        p = self.params
-        for key in ("dim", "n_experts", "top_k", "expert_hidden", "expert_out", "batch_size", "max_epochs", "patience"):
-            if int(p[key]) < 1:
-                raise ConfigError(f"method {self.name!r}: {key} must be >= 1, got {p[key]}")
-        if int(p["top_k"]) > int(p["n_experts"]):
-            raise ConfigError(f"method {self.name!r}: top_k ({p['top_k']}) must be <= n_experts ({p['n_experts']})")
         self.net: IRTModule | None = None
         self.d_phi: int | None = None
 

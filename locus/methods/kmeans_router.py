@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from locus.methods.base import FitData, Method
-from locus.methods.knn_router import check_common, choose, normalise, to_logits, training_matrix, validation_matrix
+from locus.data.validation import Param
+from locus.methods.base import SELECT_BY, FitData, Method
+from locus.methods.knn_router import choose, normalise, to_logits, training_matrix, validation_matrix
 
 
 class KMeansRouter(Method):
@@ -29,21 +30,22 @@ class KMeansRouter(Method):
     color = "#7f7f7f"
     order = 60
     uses_torch = False
-    defaults = {
-        "K_grid": [4, 8, 16, 32, 64],
-        "K": 0,  # > 0: use this K, no tuning
-        "min_cluster_size": 8,  # only K <= n_train / min_cluster_size are tried
-        "n_init": 10,
-        "max_iter": 300,
-        "select_by": "val_routing",
-        "clip": 1e-4,
-        "tie_eps": 1e-4,
-        "threads": 1,
+    params_spec = {
+        "K_grid": Param([4, 8, 16, 32, 64], "cluster counts tuned on validation", "int_list", at_least=1),
+        "K": Param(0, "> 0: use this K, no tuning; 0 = tune on K_grid", "int", at_least=0),
+        "min_cluster_size": Param(8, "only K <= n_train / min_cluster_size are tried", "int", at_least=1),
+        "n_init": Param(10, "k-means restarts per K", "int", at_least=1),
+        "max_iter": Param(300, "k-means iterations per restart", "int", at_least=1),
+        "select_by": Param("val_routing", "validation metric that chooses K", "str", choices=SELECT_BY),
+        "clip": Param(
+            1e-4, "probabilities clipped to [clip, 1 - clip] before the log-odds", "float", above=0, below=0.5
+        ),
+        "tie_eps": Param(1e-4, "tie-breaker weight of a model's mean training score", "float", at_least=0),
+        "threads": Param(1, "BLAS threads while clustering (0 = the library's default)", "int", at_least=0),
     }
 
     def __init__(self, params: dict | None = None, seed: int = 0):
         super().__init__(params, seed)
-        check_common(self.name, self.params, "K_grid", "K")
         self.K: int | None = None
         self.centres = self.cluster_means = self.cluster_counts = self.global_mean = None
 

@@ -23,8 +23,9 @@ import pandas as pd
 
 from locus import evaluation
 from locus.data.canonical import pairs_to_matrix
-from locus.errors import ConfigError, DataError
-from locus.methods.base import FitData, Method, better
+from locus.data.validation import Param
+from locus.errors import DataError
+from locus.methods.base import SELECT_BY, FitData, Method, better
 
 CHUNK = 256  # queries scored at a time (bounds the [chunk x k x models] gather)
 
@@ -36,17 +37,18 @@ class KNNRouter(Method):
     color = "#8c564b"
     order = 50
     uses_torch = False
-    defaults = {
-        "k_grid": [5, 10, 20, 50, 100, 131, 200],
-        "k": 0,  # > 0: use this k, no tuning
-        "select_by": "val_routing",
-        "clip": 1e-4,
-        "tie_eps": 1e-4,
+    params_spec = {
+        "k_grid": Param([5, 10, 20, 50, 100, 131, 200], "neighbour counts tuned on validation", "int_list", at_least=1),
+        "k": Param(0, "> 0: use this k, no tuning; 0 = tune on k_grid", "int", at_least=0),
+        "select_by": Param("val_routing", "validation metric that chooses k", "str", choices=SELECT_BY),
+        "clip": Param(
+            1e-4, "probabilities clipped to [clip, 1 - clip] before the log-odds", "float", above=0, below=0.5
+        ),
+        "tie_eps": Param(1e-4, "tie-breaker weight of a model's mean training score", "float", at_least=0),
     }
 
     def __init__(self, params: dict | None = None, seed: int = 0):
         super().__init__(params, seed)
-        check_common(self.name, self.params, "k_grid", "k")
         self.k: int | None = None
         self.train_prompt_ids = self.train_vectors = self.train_scores = self.global_mean = None
 
@@ -112,18 +114,6 @@ class KNNRouter(Method):
 # ---------------------------------------------------------------------------------------------
 # shared with the K-Means router
 # ---------------------------------------------------------------------------------------------
-def check_common(name: str, params: dict, grid_key: str, fixed_key: str) -> None:
-    grid = params[grid_key]
-    if not isinstance(grid, (list, tuple)) or not grid or any(int(v) < 1 for v in grid):
-        raise ConfigError(f"method {name!r}: {grid_key} must be a non-empty list of integers >= 1, got {grid!r}")
-    if int(params[fixed_key]) < 0:
-        raise ConfigError(
-            f"method {name!r}: {fixed_key} must be >= 0 (0 = tune on {grid_key}), got {params[fixed_key]}"
-        )
-    if not 0 < float(params["clip"]) < 0.5 or float(params["tie_eps"]) < 0:
-        raise ConfigError(f"method {name!r}: need 0 < clip < 0.5 and tie_eps >= 0")
-
-
 def normalise(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 norm (float64; a zero row stays zero)."""
     vectors = np.asarray(vectors, dtype=np.float64)

@@ -9,13 +9,13 @@ CPUs) and ``paper`` (the authors' schedule). :meth:`LocusParams.from_dict` appli
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from locus.constants import PRECISIONS  # noqa: F401  (re-exported: values of `precision`)
 from locus.constants import RECIPES as RECIPE_NAMES
+from locus.data.validation import Param
 from locus.errors import ConfigError
 from locus.methods.base import SELECT_BY
 
@@ -168,36 +168,21 @@ def _refuse(name: str, value, allowed: str):
 
 
 def _check(f: dataclasses.Field, value) -> None:
-    """Refuse `value` for field `f` unless it has the field's type and lies in its allowed values."""
+    """Refuse `value` for field `f` unless it has the field's type and lies in its allowed values (the
+    shared typed-parameter check, :class:`locus.data.validation.Param`)."""
     m = f.metadata
-    if f.type in ("bool", bool):
-        if not isinstance(value, bool):
-            _refuse(f.name, value, "true or false")
-        return
-    if f.type in ("str", str):
-        if not isinstance(value, str) or value not in m["choices"]:
-            _refuse(f.name, value, f"one of {list(m['choices'])}")
-        return
-    is_int = f.type in ("int", int)
-    number_ok = isinstance(value, int) if is_int else isinstance(value, (int, float)) and math.isfinite(value)
-    bounds = [
-        f">= {m['at_least']}" if m["at_least"] is not None else "",
-        f"> {m['above']}" if m["above"] is not None else "",
-        f"<= {m['at_most']}" if m["at_most"] is not None else "",
-        f"< {m['below']}" if m["below"] is not None else "",
-    ]
-    allowed = ("an integer" if is_int else "a number") + "".join(
-        f" {b}" if i == 0 else f" and {b}" for i, b in enumerate(b for b in bounds if b)
+    kind = {"bool": "bool", "str": "str", "int": "int"}.get(f.type if isinstance(f.type, str) else f.type.__name__)
+    spec = Param(
+        default=f.default,
+        doc=m["doc"],
+        type=kind or "float",
+        at_least=m["at_least"],
+        above=m["above"],
+        at_most=m["at_most"],
+        below=m["below"],
+        choices=m["choices"],
     )
-    if isinstance(value, bool) or not number_ok:  # bool is an int to Python, never a number here
-        _refuse(f.name, value, allowed)
-    if (
-        (m["at_least"] is not None and value < m["at_least"])
-        or (m["above"] is not None and value <= m["above"])
-        or (m["at_most"] is not None and value > m["at_most"])
-        or (m["below"] is not None and value >= m["below"])
-    ):
-        _refuse(f.name, value, allowed)
+    spec.check("method 'locus'", f.name, value)
 
 
 NAMES = tuple(f.name for f in dataclasses.fields(LocusParams))

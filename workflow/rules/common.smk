@@ -63,6 +63,16 @@ def dataset_label(dataset):
     return config["datasets"][dataset].get("label", dataset)
 
 
+# --- data sets: each source's parameters (names, types, ranges) as `locus data` checks them ----------
+from locus.params import source_params as _source_params
+
+for _d, _entry in config["datasets"].items():
+    try:
+        _source_params(_entry["source"], _entry["params"] or {}, {"duplicates": config["duplicates"]})
+    except LocusError as _exc:
+        _config_error(f"datasets.{_d}.params: {_exc}")
+
+
 # --- methods: names, parameters and dimensions are checked against the registry --------------------
 _known = _methods.names()
 for _m in config["methods"]:
