@@ -30,6 +30,31 @@ CONFIDENCE = 0.95
 # than this share of resamples give such an exact factor, its interval is mostly censoring and the factor
 # is reported "undefined" (never significant, no interval).
 MIN_DEFINED = 0.95
+# the paper's grid of fig:train_sample_eff (config/paper.yaml `sample_efficiency` runs it): its training
+# sizes, and the seeds config/paper.yaml gives each (the paper's figure states no seed count)
+PAPER_SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
+PAPER_SEEDS = (0, 1, 2)
+
+
+def grid_sentence(sizes, seeds) -> str:
+    """The figure's statement of the grid that ran (training `sizes`, `seeds` of the runs read) against the
+    paper's (:data:`PAPER_SIZES`): "grid run: n in {64, 256} x 1 seed: 2 of the paper's 7 training sizes
+    {64, ..., 4096} (config/paper.yaml: 3 seeds)"."""
+    sizes = sorted({int(n) for n in sizes})
+    seeds = sorted({int(s) for s in seeds})
+    inside = [n for n in sizes if n in PAPER_SIZES]
+    extra = len(sizes) - len(inside)
+    text = (
+        f"grid run: n in {{{', '.join(map(str, sizes))}}} x {len(seeds)} seed{'s' if len(seeds) != 1 else ''}: "
+        f"{len(inside)} of the paper's {len(PAPER_SIZES)} training sizes {{{', '.join(map(str, PAPER_SIZES))}}}"
+        + (f" (and {extra} outside it)" if extra else "")
+    )
+    missing = [n for n in PAPER_SIZES if n not in sizes]
+    if missing:
+        text += f", without {', '.join(map(str, missing))}"
+    if missing or len(seeds) < len(PAPER_SEEDS):
+        text += f"; the paper's grid with {len(PAPER_SEEDS)} seeds: --configfile config/paper.yaml"
+    return text
 
 
 def curves(method_rows: pd.DataFrame, metric: str = "routing_acc", benchmark: str = "Overall") -> pd.DataFrame:

@@ -181,14 +181,27 @@ def convergence_figure(
 MIN_ACCURACY_SPAN = 5.0  # points: an accuracy axis is never zoomed in further than this
 
 
+def _reference_label(refs: dict, metric: str) -> str:
+    """Legend of the run's own embeddings; in the routing row with the router's top-model share."""
+    from locus.render.figures import diversity_label
+
+    value = refs["reference"][metric]
+    share = refs["reference"].get("top_model_share")
+    label = f"reference embeddings ({100 * value:.1f}"
+    if metric == "routing_acc" and share is not None:
+        return diversity_label(label + ")", [share])
+    return label + ")"
+
+
 def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
     """Test correctness (top) and routing (bottom) accuracy of LOCUS with every model re-embedded from n
     evaluations subsampled from its reference set (left) or from sets with overlap α with it (right):
     mean ± std over draws (one draw: the value, no band); dashed: the run's own embeddings; dotted
     (routing): the best single model chosen on validation. Each row's y-range covers its references and is
     at least :data:`MIN_ACCURACY_SPAN` points wide; a note under the panels gives the span of the plotted
-    values."""
-    from locus.render.figures import reference_limits, span_note, spread_label
+    values. With ``top_model_share`` in `summary` (and ``refs["reference"]``), the routing row's legends name
+    each router's share of the test queries sent to its most-chosen model (:func:`diversity_label`)."""
+    from locus.render.figures import diversity_label, diversity_note, reference_limits, span_note, spread_label
 
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(2, 2, figsize=(8.4, 6.0), sharey="row", squeeze=False)
@@ -216,7 +229,10 @@ def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
                 x = part["setting"].to_numpy(float)
                 y, sd = 100 * part[metric].to_numpy(float), 100 * part[f"{metric}_std"].to_numpy(float)
                 plotted[metric].extend(y)
-                ax.plot(x, y, marker="o", ms=4, lw=1.5, color="#d62728", label=f"re-embedded ({spread})")
+                label = f"re-embedded ({spread})"
+                if metric == "routing_acc" and "top_model_share" in part.columns:
+                    label = diversity_label(f"re-embedded, {spread}", part["top_model_share"].to_numpy(float))
+                ax.plot(x, y, marker="o", ms=4, lw=1.5, color="#d62728", label=label)
                 if draws > 1:
                     ax.fill_between(x, y - sd, y + sd, color="#d62728", alpha=0.18, lw=0)
                     plotted[metric].extend([*(y - sd), *(y + sd)])
@@ -227,7 +243,7 @@ def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
                 ls="--",
                 lw=1.1,
                 color="0.25",
-                label=f"reference embeddings ({100 * refs['reference'][metric]:.1f})",
+                label=_reference_label(refs, metric),
             )
             if metric == "routing_acc":
                 ax.axhline(
@@ -253,7 +269,10 @@ def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
     fig.text(
         0.01,
         0.0,
-        f"y-axes cover the reference lines and span at least {MIN_ACCURACY_SPAN:g} points. " + "; ".join(notes) + ".",
+        f"y-axes cover the reference lines and span at least {MIN_ACCURACY_SPAN:g} points. "
+        + "; ".join(notes)
+        + "."
+        + (f"\n{diversity_note()}." if "top_model_share" in summary.columns else ""),
         fontsize=7,
         ha="left",
         va="top",
