@@ -8,6 +8,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 
+from locus.evaluation import NEAR_CONSTANT_SHARE
 from locus.render.figures import output_paths, plt, save_figure, sns, write_csv
 
 GREY = "0.78"
@@ -181,16 +182,31 @@ def convergence_figure(
 MIN_ACCURACY_SPAN = 5.0  # points: an accuracy axis is never zoomed in further than this
 
 
-def _reference_label(refs: dict, metric: str) -> str:
-    """Legend of the run's own embeddings; in the routing row with the router's top-model share."""
-    from locus.render.figures import diversity_label
+def diversity_lines(summary: pd.DataFrame, refs: dict) -> str:
+    """The note's routing diversity: per panel the re-embedded routers' share of the test queries sent to
+    their most-chosen model (:func:`locus.render.figures.diversity_text`, near-constant settings named), and
+    the reference embeddings' share; "" without ``top_model_share``."""
+    from locus.render.figures import diversity_note, diversity_text
 
-    value = refs["reference"][metric]
-    share = refs["reference"].get("top_model_share")
-    label = f"reference embeddings ({100 * value:.1f}"
-    if metric == "routing_acc" and share is not None:
-        return diversity_label(label + ")", [share])
-    return label + ")"
+    if "top_model_share" not in summary.columns:
+        return ""
+    parts = []
+    for panel, name in (("size", "n"), ("overlap", "α")):
+        part = summary[summary["panel"] == panel].sort_values("setting")
+        if len(part):
+            text = diversity_text(part["top_model_share"].to_numpy(float))
+            near = part[part["top_model_share"] >= NEAR_CONSTANT_SHARE]["setting"]
+            if 0 < len(near) < len(part):
+                text = (
+                    text.split(", near-constant")[0]
+                    + f", near-constant at {name} = "
+                    + ", ".join(f"{v:g}" for v in near)
+                )
+            parts.append(f"re-embedded, {panel} panel: {text}")
+    share = refs.get("reference", {}).get("top_model_share")
+    if share is not None:
+        parts.append(f"reference embeddings: {diversity_text([share])}")
+    return "Routing diversity: " + "; ".join(parts) + f".\n{diversity_note()}."
 
 
 def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
@@ -199,9 +215,8 @@ def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
     mean ± std over draws (one draw: the value, no band); dashed: the run's own embeddings; dotted
     (routing): the best single model chosen on validation. Each row's y-range covers its references and is
     at least :data:`MIN_ACCURACY_SPAN` points wide; a note under the panels gives the span of the plotted
-    values. With ``top_model_share`` in `summary` (and ``refs["reference"]``), the routing row's legends name
-    each router's share of the test queries sent to its most-chosen model (:func:`diversity_label`)."""
-    from locus.render.figures import diversity_label, diversity_note, reference_limits, span_note, spread_label
+    values and, with ``top_model_share`` in `summary`, the routers' diversity (:func:`diversity_lines`)."""
+    from locus.render.figures import reference_limits, span_note, spread_label
 
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(2, 2, figsize=(8.4, 6.0), sharey="row", squeeze=False)
@@ -229,10 +244,7 @@ def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
                 x = part["setting"].to_numpy(float)
                 y, sd = 100 * part[metric].to_numpy(float), 100 * part[f"{metric}_std"].to_numpy(float)
                 plotted[metric].extend(y)
-                label = f"re-embedded ({spread})"
-                if metric == "routing_acc" and "top_model_share" in part.columns:
-                    label = diversity_label(f"re-embedded, {spread}", part["top_model_share"].to_numpy(float))
-                ax.plot(x, y, marker="o", ms=4, lw=1.5, color="#d62728", label=label)
+                ax.plot(x, y, marker="o", ms=4, lw=1.5, color="#d62728", label=f"re-embedded ({spread})")
                 if draws > 1:
                     ax.fill_between(x, y - sd, y + sd, color="#d62728", alpha=0.18, lw=0)
                     plotted[metric].extend([*(y - sd), *(y + sd)])
@@ -243,7 +255,7 @@ def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
                 ls="--",
                 lw=1.1,
                 color="0.25",
-                label=_reference_label(refs, metric),
+                label=f"reference embeddings ({100 * refs['reference'][metric]:.1f})",
             )
             if metric == "routing_acc":
                 ax.axhline(
@@ -272,7 +284,7 @@ def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
         f"y-axes cover the reference lines and span at least {MIN_ACCURACY_SPAN:g} points. "
         + "; ".join(notes)
         + "."
-        + (f"\n{diversity_note()}." if "top_model_share" in summary.columns else ""),
+        + (f"\n{lines}" if (lines := diversity_lines(summary, refs)) else ""),
         fontsize=7,
         ha="left",
         va="top",
