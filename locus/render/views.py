@@ -37,19 +37,39 @@ def _log2_axis(ax, values):
     ax.minorticks_off()
 
 
+def chance_recall(k: int, n_models: int) -> float:
+    """Recall@k of a retrieval that ranks the models at random: k / number of models (capped at 1)."""
+    return min(1.0, int(k) / int(n_models))
+
+
 def hypothetical_figure(recall: pd.DataFrame, title: str):
-    """Recall@k (%) of the true model among the nearest reference embeddings vs evaluation-set size."""
+    """Recall@k (%) of the true model among the nearest reference embeddings vs evaluation-set size, with
+    each k's chance level k / models (:func:`chance_recall`; dotted, in the curve's colour) when `recall`
+    has the ``models`` column."""
+    from matplotlib.lines import Line2D
+
     sns.set_theme(style="whitegrid", context="paper")
     fig, ax = plt.subplots(figsize=(5.0, 3.5))
     colors = sns.color_palette("viridis", recall["k"].nunique())
+    n_models = int(recall["models"].max()) if "models" in recall.columns and recall["models"].notna().any() else None
     for color, (k, part) in zip(colors, recall.groupby("k")):
         part = part.sort_values("size")
         ax.plot(part["size"], 100 * part["recall"], marker="o", ms=4, lw=1.5, color=color, label=f"recall@{k}")
+        if n_models:
+            ax.axhline(100 * chance_recall(k, n_models), ls=":", lw=1.0, color=color)
+    handles, names = ax.get_legend_handles_labels()
+    if n_models:
+        ks = sorted(int(k) for k in recall["k"].unique())
+        handles.append(Line2D([], [], ls=":", lw=1.0, color="0.3"))
+        names.append(
+            f"chance: k/{n_models}\n(dotted, {100 * chance_recall(ks[0], n_models):.1f}–"
+            f"{100 * chance_recall(ks[-1], n_models):.1f}%)"
+        )
     _log2_axis(ax, recall["size"])
     ax.set_ylim(-2, 102)
     ax.set_xlabel("# queries in the hypothetical evaluation set")
     ax.set_ylabel("models retrieved (%)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    ax.legend(handles, names, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     _title(ax, title, width=60)
     fig.tight_layout()
     return fig
