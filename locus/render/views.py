@@ -140,8 +140,10 @@ def convergence_figure(
     reference_size: int,
     set_sizes: pd.Series | None = None,
 ):
-    """Mean ± std of ‖z − z_ref‖ over draws (one draw: the value, no error bar) vs overlap α (`by` =
-    alpha) or set size n (`by` = n), with dashed lines at the reference embedding's distances to its
+    """Mean of ‖z − z_ref‖ over draws with bars from the smallest to the largest draw (`summary` columns
+    ``min`` / ``max``; without them ± std, the lower bar clipped at 0, which a distance cannot pass, and the
+    legend says so) (one draw: the value, no error bar) vs overlap α (`by` = alpha) or set size n (`by` = n),
+    with dashed lines at the reference embedding's distances to its
     nearest other models; `set_sizes` (α -> size of the overlap sets) notes where the sets had to be
     smaller than the reference set. When the distances reach far above the reference lines the y-axis is
     symmetric-log (linear below the nearest neighbour's distance), so the lines stay readable."""
@@ -151,21 +153,30 @@ def convergence_figure(
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
     x = summary[by].to_numpy(float)
     draws = int(summary["draws"].max()) if "draws" in summary.columns and len(summary) else 1
-    std = summary["std"].to_numpy(float) if draws > 1 else None
+    mean = summary["mean"].to_numpy(float)
+    std, spread = None, spread_label(draws)
+    if draws > 1 and {"min", "max"} <= set(summary.columns):
+        std = np.vstack([mean - summary["min"].to_numpy(float), summary["max"].to_numpy(float) - mean])
+        spread = f"mean; bars: min–max over {draws} draws"
+    elif draws > 1:
+        sd = summary["std"].to_numpy(float)
+        std = np.vstack([np.minimum(sd, mean), sd])
+        if (sd > mean).any():
+            spread += ", lower bars clipped at 0"
     single = ""
     if draws > 1 and "draws" in summary.columns and (summary["draws"] <= 1).any():
         fixed = summary.loc[summary["draws"] <= 1, by].to_numpy(float)
         single = f"; one draw at {'α' if by == 'alpha' else by} = {', '.join(f'{v:g}' for v in fixed)}"
     ax.errorbar(
         x,
-        summary["mean"],
+        mean,
         yerr=std,
         marker="o",
         ms=4,
         lw=1.5,
         capsize=3,
         color="#d62728",
-        label=r"$\|z - z^{\mathrm{ref}}\|$ (" + spread_label(draws) + single + ")",
+        label=r"$\|z - z^{\mathrm{ref}}\|$ (" + spread + single + ")",
     )
     greys = sns.color_palette("Greys_r", len(neighbours) + 2)
     for i, row in enumerate(neighbours.itertuples()):
@@ -182,7 +193,7 @@ def convergence_figure(
                 f"(too few training queries outside the reference set)"
             )
         ax.set_xlabel(label)
-    top = float(np.nanmax(summary["mean"].to_numpy(float) + (std if std is not None else 0.0)))
+    top = float(np.nanmax(mean + (std[1] if std is not None else 0.0)))
     lines = neighbours["distance"].to_numpy(float)
     lines = lines[np.isfinite(lines) & (lines > 0)]
     ylabel = "‖z − z_ref‖ (Euclidean)"
