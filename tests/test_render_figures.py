@@ -239,7 +239,7 @@ def test_sample_efficiency_figure_names_span_references_grid_and_router_diversit
     note = " ".join(t.get_text() for t in fig.texts)
     assert "plotted values 71.20–75.20 (span 4.00 points)" in note
     assert "random 49.4, oracle 96.0" in note  # the references the zoomed axis leaves out
-    assert "3 of the paper's 7 training sizes" in note.replace("\n", " ")
+    assert "grid run: n in {64, 256, 1024} x 1 seed. the paper does not give" in note.replace("\n", " ").lower()
     assert "top model x%" in note
     plt.close(fig)
     fig = sample_efficiency_figure(curve, summary)  # no shares (no --data): plain labels
@@ -255,13 +255,15 @@ def test_sample_efficiency_grid_sentence_and_paper_grid_match_config_paper_yaml(
     from locus.experiments import sample_efficiency as se
 
     cfg = yaml.safe_load((Path(__file__).parents[1] / "config" / "paper.yaml").read_text())["sample_efficiency"]
-    assert list(se.PAPER_SIZES) == cfg["train_sizes"] and list(se.PAPER_SEEDS) == cfg["seeds"]
+    assert list(se.PAPER_CONFIG_SIZES) == cfg["train_sizes"] and list(se.PAPER_CONFIG_SEEDS) == cfg["seeds"]
+    paper = yaml.safe_load((Path(__file__).parents[1] / "config" / "paper.yaml").read_text())["train_sizes"]
+    assert list(se.PAPER_TABLE_SIZES) == paper
     text = se.grid_sentence([4096, 64, 256, 512, 1024], [0])
-    assert text.startswith("grid run: n in {64, 256, 512, 1024, 4096} x 1 seed: 5 of the paper's 7")
-    assert "without 128, 2048" in text and "config/paper.yaml" in text
-    full = se.grid_sentence(se.PAPER_SIZES, se.PAPER_SEEDS)
-    assert "7 of the paper's 7" in full and "paper.yaml" not in full
-    assert "(and 1 outside it)" in se.grid_sentence([32, 64], [0, 1, 2])
+    assert text.startswith("grid run: n in {64, 256, 512, 1024, 4096} x 1 seed. The paper does not give")
+    assert "(its tables: {256, 512, 1024}, 3 of them here)" in text
+    assert "(5 of its sizes here, without 128, 2048)" in text
+    full = se.grid_sentence(se.PAPER_CONFIG_SIZES, se.PAPER_CONFIG_SEEDS)
+    assert full.endswith("x 3 seeds") and "without" not in full
 
 
 def test_sample_efficiency_figure_data_carries_the_top_model_shares():

@@ -35,8 +35,8 @@ def grid_sentence(model_counts, sizes, draws: int, all_row: int | None = None) -
     text = (
         f"Grid run: models in training {_set(rows)} x evaluations {_set(sizes)}, {draws} "
         f"draw{'s' if draws != 1 else ''} per cell: {len(in_counts)} of the paper's {len(PAPER_MODEL_COUNTS)} "
-        f"model counts {_set(PAPER_MODEL_COUNTS)} and {len(in_sizes)} of its {len(PAPER_SIZES)} evaluation "
-        f"counts {_set(PAPER_SIZES)}"
+        f"model counts {_set(PAPER_MODEL_COUNTS)} (its text: {{8, 16, ..., 92}}) and {len(in_sizes)} of its "
+        f"{len(PAPER_SIZES)} evaluation counts {_set(PAPER_SIZES)}"
     )
     if len(in_counts) < len(PAPER_MODEL_COUNTS) or len(in_sizes) < len(PAPER_SIZES):
         text += "; the paper's grid (3 draws per cell): --configfile config/paper.yaml"
