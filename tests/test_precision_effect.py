@@ -38,6 +38,30 @@ def test_compare_hand_made():
         pe.compare(z32, zlow[:1], l32, low, labels)
 
 
+def test_differences_give_a_paired_bootstrap_interval_and_the_caption_says_one_pass():
+    from locus.experiments.bootstrap import Settings
+
+    rng = np.random.default_rng(0)
+    labels = (rng.random((200, 3)) < 0.5).astype(float)
+    l32 = rng.normal(size=(200, 3))
+    low = l32.copy()
+    low[:20] = -low[:20]  # bf16 routes 20 queries elsewhere and flips their labels
+    out = pe.differences(l32, low, labels, Settings(n_resamples=300, seed=1))
+    stats = pe.compare(np.eye(3), np.eye(3), l32, low, labels)
+    for name in ("routing_diff", "correctness_diff"):
+        assert out[f"{name}_ci_low"] <= stats[name] <= out[f"{name}_ci_high"]
+        assert out[f"{name}_ci_low"] < out[f"{name}_ci_high"]
+    assert (out["n_boot"], out["boot_seed"], out["confidence"]) == (300, 1, 0.95)
+    same = pe.differences(l32, l32, labels, Settings(n_resamples=50))
+    assert same["routing_diff_ci_low"] == same["routing_diff_ci_high"] == 0.0
+    row = {"train_size": 256, "seed": 0, **stats, **out}
+    tex = pe.latex_table(pd.DataFrame([row]), "data")
+    assert "One pass per run and precision" in tex and "paired percentile bootstrap interval over the 200" in tex
+    assert f"{100 * stats['routing_diff']:+.2f} [{100 * out['routing_diff_ci_low']:+.2f}, " in tex
+    plain = pe.latex_table(pd.DataFrame([{"train_size": 256, "seed": 0, **stats}]), "data")
+    assert "No interval" in plain and "One pass per run and precision" in plain
+
+
 def test_precision_is_validated():
     assert LocusMethod().params["precision"] == "float32"
     with pytest.raises(ConfigError, match=r"precision must be one of \[.float32., .bfloat16.\]"):

@@ -609,3 +609,22 @@ def test_figure_title_data_and_summary(tmp_path):
     assert figures.json_safe({"a": [float("nan"), 1.0], "b": float("inf")}) == {"a": [None, 1.0], "b": None}
     with pytest.raises(Exception, match="not among --methods"):
         figures.sample_efficiency(paths, out, methods=["embedllm"])
+
+
+def test_table_caption_states_the_grid_that_ran_against_the_papers():
+    from pathlib import Path
+
+    import yaml
+
+    from locus.experiments import tables
+
+    cfg = yaml.safe_load((Path(__file__).parents[1] / "config" / "paper.yaml").read_text())
+    assert list(tables.PAPER_TRAIN_SIZES) == cfg["train_sizes"] and list(tables.PAPER_SEEDS) == cfg["seeds"]
+    text = tables.grid_sentence([1024, 256], [0])
+    assert "$n$ $\\in$ \\{256, 1024\\}" in text and "1 seed (0)" in text
+    assert "2 of the paper's 3 training sizes \\{256, 512, 1024\\}" in text and "config/paper.yaml" in text
+    assert "state no number of seeds" in text
+    assert "and 1 outside them" in tables.grid_sentence([64, 256, 512, 1024], [0, 1, 2])
+    assert "--configfile" not in tables.grid_sentence([256, 512, 1024], [0, 1, 2])
+    cap = tables.caption("routing", "d", "e", "test", (1, 1), grid=text)
+    assert text in cap

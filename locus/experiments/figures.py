@@ -49,6 +49,7 @@ CSV_COLUMNS = [
     "status",
     "annotated",
     "seed",
+    "top_model_share",
 ]
 
 
@@ -58,13 +59,20 @@ def plot_frame(
     fit: pd.DataFrame | None = None,
     points: pd.DataFrame | None = None,
     best_single: float | None = None,
+    shares: dict | None = None,
 ) -> pd.DataFrame:
     """The CSV written beside the figure: the measured curves (``kind = curve``: mean ± std over seeds),
     each seed's point (``kind = seed``: ``mean`` = that run's value, ``seed``), their isotonic fits that
     the factors are read from (``kind = isotonic``: ``mean`` = fitted value), the best single model chosen
     on validation (``kind = best_single``: ``mean`` = its test value) and every factor (``kind = factor``;
     ``reference_curve_n`` = the reference curve's size of that target; interval ``ci_low..ci_high``,
-    ``status``, ``annotated`` = drawn on the figure)."""
+    ``status``, ``annotated`` = drawn on the figure). With the routing `shares` (:func:`top_shares`) the
+    curve rows carry ``top_model_share`` (mean over seeds of the share of test queries sent to the
+    most-chosen model)."""
+    if shares is not None:
+        curve = curve.assign(
+            top_model_share=[shares.get(m, {}).get(int(n)) for m, n in zip(curve["method"], curve["train_size"])]
+        )
     parts = [curve.assign(kind="curve")]
     if points is not None:
         parts.append(points.rename(columns={"value": "mean"}).assign(kind="seed"))
@@ -92,6 +100,31 @@ def best_single_level(ref_agg: pd.DataFrame, metric: str, benchmark: str = "Over
     rows = ref_agg[(ref_agg["reference"] == "best_single") & (ref_agg["benchmark"] == benchmark)]
     values = rows["mean"].dropna()
     return float(values.mean()) if len(values) else None
+
+
+def reference_levels(ref_agg: pd.DataFrame, metric: str, benchmark: str = "Overall") -> dict:
+    """Test routing accuracy of the ``random`` and ``oracle`` reference rows of the runs (mean over the
+    runs' records), for the note that names the references outside the plotted axis; {} for another
+    metric."""
+    if metric != "routing_acc" or ref_agg.empty:
+        return {}
+    out = {}
+    for name in ("random", "oracle"):
+        values = ref_agg[(ref_agg["reference"] == name) & (ref_agg["benchmark"] == benchmark)]["mean"].dropna()
+        if len(values):
+            out[name] = float(values.mean())
+    return out
+
+
+def top_shares(diversity: dict) -> dict:
+    """method -> {train_size: share of the test queries sent to the most-chosen model} from the per-cell
+    routing diversity of :func:`locus.experiments.comparison.query_values` (mean over seeds)."""
+    out: dict = {}
+    for (method, size), d in sorted(diversity.items()):
+        share = d.get("top_model_share")
+        if share is not None and math.isfinite(float(share)):
+            out.setdefault(method, {})[int(size)] = float(share)
+    return out
 
 
 def json_safe(obj):
@@ -199,10 +232,12 @@ def sample_efficiency(
     check_outputs(paths.values())
     coll = collect(run_metrics_paths(metrics, runs), split, methods, metrics=(metric,))
     curve = se.curves(coll.method_rows, metric)
-    resampled = None
+    resampled, shares = None, None
     if data is not None:
         values = query_values(coll.runs, data, split)
         resampled = resampled_curves(values.cells, curve, metric, n_boot, boot_seed)
+        if metric in ("routing_acc", "hit@3", "hit@5"):  # a router's choices: its routing diversity
+            shares = top_shares(values.diversity)
     table, summary = se.efficiency(curve, reference_method, reference_point, resampled=resampled)
     fit = se.smooth(curve)
     points = seed_points(coll.method_rows, metric) if (curve["n_seeds"] > 1).any() else None  # else = the means
@@ -211,6 +246,9 @@ def sample_efficiency(
     summary.update(
         {
             "best_single": best_single,
+            "references": reference_levels(coll.ref_agg, metric),
+            "top_model_share": {m: {str(n): v for n, v in d.items()} for m, d in (shares or {}).items()},
+            "grid": se.grid_sentence(curve["train_size"], {r.seed for r in coll.runs}),
             "interval": "percentile (conservative under censoring), paired bootstrap over test queries",
             "metric": metric,
             "split": split,
@@ -228,8 +266,9 @@ def sample_efficiency(
         title=figure_title(label, coll.encoder, split),
         fit=fit,
         points=points,
+        shares=shares,
     )
     save_figure(fig, paths["pdf"])
-    write_csv(plot_frame(curve, table, fit, points, best_single), paths["csv"])
+    write_csv(plot_frame(curve, table, fit, points, best_single, shares), paths["csv"])
     write_json(paths["json"], json_safe(inf_as_text(summary)))
     return summary

@@ -48,6 +48,32 @@ WHAT = {
 }
 
 
+# the training sizes of the paper's routing and correctness tables (tab:concise_routing_correctness and the
+# by-benchmark tables of its appendix; config/paper.yaml `train_sizes` runs them); its tables give one value
+# per cell and state no number of seeds (config/paper.yaml runs 3)
+PAPER_TRAIN_SIZES = (256, 512, 1024)
+PAPER_SEEDS = (0, 1, 2)
+
+
+def grid_sentence(sizes, seeds) -> str:
+    """The caption's statement of the grid that ran (training `sizes`, `seeds` of the runs read) against the
+    paper's (:data:`PAPER_TRAIN_SIZES`; LaTeX)."""
+    sizes = sorted({int(n) for n in sizes})
+    seeds = sorted({int(s) for s in seeds})
+    inside = [n for n in sizes if n in PAPER_TRAIN_SIZES]
+    extra = len(sizes) - len(inside)
+    text = (
+        f"Grid run: $n$ $\\in$ \\{{{', '.join(map(str, sizes))}\\}} training evaluations per model, "
+        f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''} ({', '.join(map(str, seeds))}): {len(inside)} of the "
+        f"paper's {len(PAPER_TRAIN_SIZES)} training sizes \\{{{', '.join(map(str, PAPER_TRAIN_SIZES))}\\}}"
+        + (f" and {extra} outside them" if extra else "")
+        + f"; the paper's tables state no number of seeds (config/paper.yaml runs {len(PAPER_SEEDS)})"
+    )
+    if len(inside) < len(PAPER_TRAIN_SIZES) or len(seeds) < len(PAPER_SEEDS):
+        text += "; the paper's grid: \\texttt{--configfile config/paper.yaml}"
+    return text + "."
+
+
 def seeds_sentence(seeds: tuple[int, int]) -> str:
     """How many seeds each cell averages, from (fewest, most)."""
     lo, hi = seeds
@@ -123,12 +149,13 @@ def caption(
     n_queries: int = 0,
     truth_refs: pd.DataFrame | None = None,
     sig: pd.DataFrame | None = None,
+    grid: str = "",
 ) -> str:
     """The table caption (LaTeX); `data_label` and `encoder` are plain text (escaped here). With the
     bootstrap `settings` (and the `reference` method) it explains the dagger and the intervals; with the
     truth references (:func:`locus.experiments.expected.references`) the expected rows; with the
     comparisons `sig` of a routing kind the bold rule and the near-constant routers
-    (:func:`routing_sentences`)."""
+    (:func:`routing_sentences`); `grid`: the grid sentence (:func:`grid_sentence`), after the seeds."""
     emph = (
         "\\textbf{Best} and \\underline{second best} approach in each column"
         if kind == "routing"
@@ -138,7 +165,7 @@ def caption(
     text = (
         f"{WHAT[kind]} on the {split} split of the data set {escape(data_label)} (query encoder: "
         f"{escape(encoder)}), by approach and number of training evaluations per model. {emph}{refs}. "
-        f"{seeds_sentence(seeds)}"
+        f"{seeds_sentence(seeds)}" + (f" {grid}" if grid else "")
     )
     if settings is not None:
         text += " " + bootstrap_sentence(kind, settings, reference or "locus", n_queries, split)
@@ -277,6 +304,7 @@ def render(
         n_queries,
         truth_refs,
         sig,
+        grid_sentence(coll.sizes, {r.seed for r in coll.runs}),
     )
     label = label or LABELS[kind]
     if kind == "routing":

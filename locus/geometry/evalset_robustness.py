@@ -60,10 +60,12 @@ def test_split(ref: Reference):
 
 
 def accuracies(logits: np.ndarray, labels: np.ndarray) -> dict:
-    """Test correctness accuracy and routing accuracy (hit@1) of a logit matrix."""
+    """Test correctness accuracy, routing accuracy (hit@1) and the router's ``top_model_share`` (share of the
+    test queries routed to its most-chosen model) of a logit matrix."""
     c = evaluation.correctness_metrics(logits, labels)
     r = evaluation.routing_metrics(logits, labels, ks=(1,))
-    return {"correctness_acc": c["correctness_acc"], "routing_acc": r["routing_acc"]}
+    share = evaluation.routing_diversity(evaluation.choice_counts(logits, labels))["top_share"]
+    return {"correctness_acc": c["correctness_acc"], "routing_acc": r["routing_acc"], "top_model_share": share}
 
 
 def settings_of(ref: Reference, sizes, overlaps) -> list[tuple[str, float]]:
@@ -125,7 +127,13 @@ def curves(ref: Reference, sizes, overlaps, repeats: int, seed: int) -> tuple[pd
 def summarize(draws: pd.DataFrame) -> pd.DataFrame:
     """Mean and std (0 for one draw) of each metric, the set size and the distance per panel and setting."""
     g = draws.groupby(["panel", "setting"], sort=True)
-    cols = [*METRICS, "set_size", "realized_alpha", "distance"]
+    cols = [
+        *METRICS,
+        *(["top_model_share"] if "top_model_share" in draws else []),
+        "set_size",
+        "realized_alpha",
+        "distance",
+    ]
     out = g[cols].mean()
     std = g[list(METRICS)].std(ddof=1).fillna(0.0).add_suffix("_std")
     return out.join(std).assign(draws=g.size()).reset_index()

@@ -194,7 +194,9 @@ def proxies_frame(inputs, max_k: int = 10, metric: str = "cosine") -> pd.DataFra
 
 def fallback_frame(inputs, max_k: int = 10, metric: str = "cosine") -> pd.DataFrame:
     """Long rows: per method, ``embedding_neighbour`` and ``router_choice`` per k; references
-    ``original``, ``random_other``, ``best_single``, ``random`` and ``oracle``; each with its retention."""
+    ``original``, ``random_other``, ``best_single``, ``random`` and ``oracle``; each with its retention.
+    The ``original`` row (the router itself) carries ``top_model_share``: the share of the test queries it
+    routes to its most-chosen model (:func:`locus.evaluation.routing_diversity`)."""
     from locus import run_artifacts as ra
 
     val_ids = inputs.data.split_queries("val")["prompt_id"].to_numpy(np.int64)
@@ -249,6 +251,9 @@ def fallback_frame(inputs, max_k: int = 10, metric: str = "cosine") -> pd.DataFr
             add("router_choice", a, k, n)
         refs = evaluation.reference_rows(inputs.data.label_matrix(val_ids, model_ids), labels)
         add("original", original)
+        rows[-1]["top_model_share"] = evaluation.routing_diversity(np.bincount(routed, minlength=len(model_ids)))[
+            "top_share"
+        ]  # the router's routing diversity (legend)
         add("random_other", random_fallback(routed, labels))
         for name in ("best_single", "random", "oracle"):
             add(name, float(refs[name]["overall"]))

@@ -388,6 +388,13 @@ def _row(inp, K, panel, method, subsets, k=None, budget=None, costs=None, names=
     }
 
 
+def _top_share(inp) -> float:
+    """Share of the test queries the full-pool router sends to its most-chosen model."""
+    from locus import evaluation
+
+    return evaluation.routing_diversity(evaluation.choice_counts(inp.logits, inp.labels))["top_share"]
+
+
 def curves(
     inp: PortfolioInputs,
     max_k: int | None = None,
@@ -422,6 +429,7 @@ def curves(
         "seed": seed,
         "full_pool_routing_acc": full["routing_acc"] * 100,
         "full_pool_oracle": full["oracle"] * 100,
+        "full_pool_top_model_share": _top_share(inp),
         "n_test_queries": full["n_queries"],
         "budget_panel": "ok",
     }

@@ -154,9 +154,11 @@ def nearest_others(z_ref: np.ndarray, index: int, count: int) -> tuple[np.ndarra
 
 
 def summarize_draws(draws: pd.DataFrame, by: str) -> pd.DataFrame:
-    """Mean, std (0 for one draw) and count of `distance` per value of `by`, sorted by it."""
+    """Mean, std (0 for one draw), min, max and count of `distance` per value of `by`, sorted by it."""
     g = draws.groupby(by)["distance"]
-    out = pd.DataFrame({"mean": g.mean(), "std": g.std(ddof=1).fillna(0.0), "draws": g.size()}).reset_index()
+    out = pd.DataFrame(
+        {"mean": g.mean(), "std": g.std(ddof=1).fillna(0.0), "min": g.min(), "max": g.max(), "draws": g.size()}
+    ).reset_index()
     return out.sort_values(by).reset_index(drop=True)
 
 

@@ -96,6 +96,49 @@ def span_note(values, unit: str = "points") -> str:
     return f"plotted values {v.min():.2f}–{v.max():.2f} (span {v.max() - v.min():.2f} {unit})"
 
 
+def diversity_text(shares) -> str:
+    """The routing diversity of a curve for its legend label: the share of the test queries sent to the
+    most-chosen model ("top model 89%", or "top model 52–89%" over several points), with
+    "near-constant" where a point reaches :data:`locus.evaluation.NEAR_CONSTANT_SHARE` (all of them, or
+    "near-constant at n = 1024" when `shares` maps the points' x values to shares); "" without shares."""
+    import numpy as np
+
+    from locus.evaluation import NEAR_CONSTANT_SHARE
+
+    items = list(shares.items()) if isinstance(shares, dict) else list(enumerate(np.ravel(np.asarray(shares, float))))
+    items = [(x, float(v)) for x, v in items if v is not None and np.isfinite(float(v))]
+    if not items:
+        return ""
+    v = np.asarray([s for _, s in items])
+    low, high = 100 * v.min(), 100 * v.max()
+    text = f"top model {high:.0f}%" if round(low) == round(high) else f"top model {low:.0f}–{high:.0f}%"
+    near = [x for x, s in items if s >= NEAR_CONSTANT_SHARE]
+    if near:
+        if len(near) == len(items):
+            text += ", near-constant"
+        elif isinstance(shares, dict):
+            text += f", near-constant at n = {', '.join(str(x) for x in near)}"
+        else:
+            text += f", near-constant at {len(near)} of {len(items)} points"
+    return text
+
+
+def diversity_label(label: str, shares) -> str:
+    """`label` with the curve's routing diversity (:func:`diversity_text`): "LOCUS (top model 89%)"."""
+    text = diversity_text(shares)
+    return f"{label} ({text})" if text else label
+
+
+def diversity_note() -> str:
+    """What the legends' "top model" shares mean (one line under a routing figure)."""
+    from locus.evaluation import NEAR_CONSTANT_SHARE
+
+    return (
+        "top model x%: share of the test queries the router sends to its most-chosen model; "
+        f'near-constant: >= {100 * NEAR_CONSTANT_SHARE:.0f}% (about "always pick that model")'
+    )
+
+
 def factor_label(k: float) -> str:
     """ "2.7× fewer" for k >= 1 (the reference needs k times fewer samples), "2.5× more" for k < 1."""
     return f"{k:.1f}× fewer" if k >= 1 else f"{1.0 / k:.1f}× more"
@@ -144,6 +187,22 @@ def _factor_note(summary: dict) -> str:
     return "\n".join(textwrap.fill(line, 95, break_on_hyphens=False) for line in lines)
 
 
+def _axis_note(curve: pd.DataFrame, summary: dict, diversity: bool) -> str:
+    """The lines under the sample-efficiency figure after the factors: the plotted span and the references
+    outside the axis, the grid that ran against the paper's, and what the legends' "top model" shares mean."""
+    refs = summary.get("references") or {}
+    text = "Zoomed axis: " + span_note(100 * curve["mean"].to_numpy(float))
+    outside = [f"{name} {100 * v:.1f}" for name, v in refs.items()]
+    if outside:
+        text += "; not drawn: " + ", ".join(outside) + " (test routers of the same runs)"
+    lines = [text]
+    if summary.get("grid"):
+        lines.append(summary["grid"][0].upper() + summary["grid"][1:] + ".")
+    if diversity:
+        lines.append(diversity_note() + ".")
+    return "\n".join(textwrap.fill(line, 95, break_on_hyphens=False) for line in lines)
+
+
 def sample_efficiency_figure(
     curve: pd.DataFrame,
     summary: dict,
@@ -151,6 +210,7 @@ def sample_efficiency_figure(
     title: str | None = None,
     fit: pd.DataFrame | None = None,
     points: pd.DataFrame | None = None,
+    shares: dict | None = None,
 ):
     """Paper ``fig:train_sample_eff``: measured means (markers, thin line) ± std bands per method vs
     training evaluations per model (log2 axis), each seed's own point (`points`: ``method, train_size,
@@ -160,7 +220,11 @@ def sample_efficiency_figure(
     the summary marks as ``annotated`` (exact, defined in enough resamples, with a bootstrap interval that
     excludes 1): at the target accuracy, from the baseline's sample count to the reference method's,
     labelled "k× fewer" (or "1/k× more") with its interval. A note under the axes states the interval
-    type and each baseline's factor at the reference point (or "undefined")."""
+    type and each baseline's factor at the reference point (or "undefined"), the plotted span against
+    the random and oracle routers (``summary["references"]``, outside the zoomed axis), the grid that ran
+    against the paper's (``summary["grid"]``) and, with the routing `shares` (method -> {n: share of the
+    test queries sent to the most-chosen model}), each curve's legend names that share
+    (:func:`diversity_label`)."""
     from matplotlib.lines import Line2D
 
     sns.set_theme(style="whitegrid", context="paper")
@@ -174,7 +238,10 @@ def sample_efficiency_figure(
         part = curve[curve["method"] == method].sort_values("train_size")
         color = method_color(method) or next(fallback)
         x, y, s = part["train_size"], 100 * part["mean"], 100 * part["std"]
-        ax.plot(x, y, marker="o", ms=4, lw=0.8, color=color, label=plain_label(method))
+        label = plain_label(method)
+        if shares is not None:
+            label = diversity_label(label, shares.get(method) or {})
+        ax.plot(x, y, marker="o", ms=4, lw=0.8, color=color, label=label)
         if several:
             ax.fill_between(x, y - s, y + s, color=color, alpha=0.18, lw=0)
             if points is not None:
@@ -229,7 +296,15 @@ def sample_efficiency_figure(
         handles.append(Line2D([], [], ls="-.", lw=1.1, color="0.35"))
         labels.append(f"best single model, chosen on val ({100 * single:.2f})")
     ax.legend(handles, labels, frameon=True, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
-    fig.text(0.01, 0.0, _factor_note(summary), fontsize=6.5, ha="left", va="top", wrap=False)
+    fig.text(
+        0.01,
+        0.0,
+        _factor_note(summary) + "\n" + _axis_note(curve, summary, shares is not None),
+        fontsize=6.5,
+        ha="left",
+        va="top",
+        wrap=False,
+    )
     fig.tight_layout()
     return fig
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from locus.render import labels
-from locus.render.figures import plt, reference_limits, sns
+from locus.render.figures import diversity_label, plt, reference_limits, sns
 from locus.render.latex import emphasis
 
 CORRELATION_LABELS = {"pearson": "Pearson $\\rho$", "spearman": "Spearman $r_s$", "kendall": "Kendall $\\tau$"}
@@ -314,6 +314,8 @@ def fallback_figure(frame: pd.DataFrame, title: str):
         router = part[part["curve"] == "router_choice"]
         refs = part[part["k"].isna()].set_index("curve")
         color, label = colors[method], labels.plain_label(method)
+        if "top_model_share" in refs.columns and "original" in refs.index:  # the router's routing diversity
+            label = diversity_label(label + " router", [refs.loc["original", "top_model_share"]])
         acc_ax.plot(curve["k"], 100 * curve["accuracy"], marker="o", ms=4, color=color, label=label)
         acc_ax.plot(router["k"], 100 * router["accuracy"], ls=":", lw=1, color=color)
         ret_ax.plot(curve["k"], 100 * curve["retention"], marker="o", ms=4, color=color, label=label)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from locus.atomic import atomic_path
 from locus.render import write_csv
-from locus.render.figures import output_paths, plt, save_figure, sns
+from locus.render.figures import diversity_text, output_paths, plt, save_figure, sns
 
 STYLE = {
     "k-center": ("#1f77b4", "o"),
@@ -45,6 +45,8 @@ def portfolio_figure(frame: pd.DataFrame, summary: dict, title: str | None = Non
     sns.set_theme(style="whitegrid", context="paper")
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     full = summary["full_pool_routing_acc"]
+    share = summary.get("full_pool_top_model_share")  # the full-pool router's routing diversity
+    routed = "" if share is None else f"; {diversity_text([share])}"
     for method in ("random", "k-center", "k-medoids"):
         part = frame[frame["method"] == method]
         if not part.empty:
@@ -72,7 +74,7 @@ def portfolio_figure(frame: pd.DataFrame, summary: dict, title: str | None = Non
     single = summary.get("best_single_routing_acc")
     oracle = summary.get("full_pool_oracle")
     for ax in (left, right):
-        ax.axhline(full, color="black", ls="--", lw=1, label=f"full pool, routed ({full:.1f}%)")
+        ax.axhline(full, color="black", ls="--", lw=1, label=f"full pool, routed ({full:.1f}%{routed})")
         if single is not None:
             ax.axhline(
                 single,

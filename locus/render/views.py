@@ -8,6 +8,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 
+from locus.evaluation import NEAR_CONSTANT_SHARE
 from locus.render.figures import output_paths, plt, save_figure, sns, write_csv
 
 GREY = "0.78"
@@ -36,19 +37,39 @@ def _log2_axis(ax, values):
     ax.minorticks_off()
 
 
+def chance_recall(k: int, n_models: int) -> float:
+    """Recall@k of a retrieval that ranks the models at random: k / number of models (capped at 1)."""
+    return min(1.0, int(k) / int(n_models))
+
+
 def hypothetical_figure(recall: pd.DataFrame, title: str):
-    """Recall@k (%) of the true model among the nearest reference embeddings vs evaluation-set size."""
+    """Recall@k (%) of the true model among the nearest reference embeddings vs evaluation-set size, with
+    each k's chance level k / models (:func:`chance_recall`; dotted, in the curve's colour) when `recall`
+    has the ``models`` column."""
+    from matplotlib.lines import Line2D
+
     sns.set_theme(style="whitegrid", context="paper")
     fig, ax = plt.subplots(figsize=(5.0, 3.5))
     colors = sns.color_palette("viridis", recall["k"].nunique())
+    n_models = int(recall["models"].max()) if "models" in recall.columns and recall["models"].notna().any() else None
     for color, (k, part) in zip(colors, recall.groupby("k")):
         part = part.sort_values("size")
         ax.plot(part["size"], 100 * part["recall"], marker="o", ms=4, lw=1.5, color=color, label=f"recall@{k}")
+        if n_models:
+            ax.axhline(100 * chance_recall(k, n_models), ls=":", lw=1.0, color=color)
+    handles, names = ax.get_legend_handles_labels()
+    if n_models:
+        ks = sorted(int(k) for k in recall["k"].unique())
+        handles.append(Line2D([], [], ls=":", lw=1.0, color="0.3"))
+        names.append(
+            f"chance: k/{n_models}\n(dotted, {100 * chance_recall(ks[0], n_models):.1f}–"
+            f"{100 * chance_recall(ks[-1], n_models):.1f}%)"
+        )
     _log2_axis(ax, recall["size"])
     ax.set_ylim(-2, 102)
     ax.set_xlabel("# queries in the hypothetical evaluation set")
     ax.set_ylabel("models retrieved (%)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    ax.legend(handles, names, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     _title(ax, title, width=60)
     fig.tight_layout()
     return fig
@@ -119,8 +140,10 @@ def convergence_figure(
     reference_size: int,
     set_sizes: pd.Series | None = None,
 ):
-    """Mean ± std of ‖z − z_ref‖ over draws (one draw: the value, no error bar) vs overlap α (`by` =
-    alpha) or set size n (`by` = n), with dashed lines at the reference embedding's distances to its
+    """Mean of ‖z − z_ref‖ over draws with bars from the smallest to the largest draw (`summary` columns
+    ``min`` / ``max``; without them ± std, the lower bar clipped at 0, which a distance cannot pass, and the
+    legend says so) (one draw: the value, no error bar) vs overlap α (`by` = alpha) or set size n (`by` = n),
+    with dashed lines at the reference embedding's distances to its
     nearest other models; `set_sizes` (α -> size of the overlap sets) notes where the sets had to be
     smaller than the reference set. When the distances reach far above the reference lines the y-axis is
     symmetric-log (linear below the nearest neighbour's distance), so the lines stay readable."""
@@ -130,21 +153,30 @@ def convergence_figure(
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
     x = summary[by].to_numpy(float)
     draws = int(summary["draws"].max()) if "draws" in summary.columns and len(summary) else 1
-    std = summary["std"].to_numpy(float) if draws > 1 else None
+    mean = summary["mean"].to_numpy(float)
+    std, spread = None, spread_label(draws)
+    if draws > 1 and {"min", "max"} <= set(summary.columns):
+        std = np.vstack([mean - summary["min"].to_numpy(float), summary["max"].to_numpy(float) - mean])
+        spread = f"mean; bars: min–max over {draws} draws"
+    elif draws > 1:
+        sd = summary["std"].to_numpy(float)
+        std = np.vstack([np.minimum(sd, mean), sd])
+        if (sd > mean).any():
+            spread += ", lower bars clipped at 0"
     single = ""
     if draws > 1 and "draws" in summary.columns and (summary["draws"] <= 1).any():
         fixed = summary.loc[summary["draws"] <= 1, by].to_numpy(float)
         single = f"; one draw at {'α' if by == 'alpha' else by} = {', '.join(f'{v:g}' for v in fixed)}"
     ax.errorbar(
         x,
-        summary["mean"],
+        mean,
         yerr=std,
         marker="o",
         ms=4,
         lw=1.5,
         capsize=3,
         color="#d62728",
-        label=r"$\|z - z^{\mathrm{ref}}\|$ (" + spread_label(draws) + single + ")",
+        label=r"$\|z - z^{\mathrm{ref}}\|$ (" + spread + single + ")",
     )
     greys = sns.color_palette("Greys_r", len(neighbours) + 2)
     for i, row in enumerate(neighbours.itertuples()):
@@ -161,7 +193,7 @@ def convergence_figure(
                 f"(too few training queries outside the reference set)"
             )
         ax.set_xlabel(label)
-    top = float(np.nanmax(summary["mean"].to_numpy(float) + (std if std is not None else 0.0)))
+    top = float(np.nanmax(mean + (std[1] if std is not None else 0.0)))
     lines = neighbours["distance"].to_numpy(float)
     lines = lines[np.isfinite(lines) & (lines > 0)]
     ylabel = "‖z − z_ref‖ (Euclidean)"
@@ -181,13 +213,40 @@ def convergence_figure(
 MIN_ACCURACY_SPAN = 5.0  # points: an accuracy axis is never zoomed in further than this
 
 
+def diversity_lines(summary: pd.DataFrame, refs: dict) -> str:
+    """The note's routing diversity: per panel the re-embedded routers' share of the test queries sent to
+    their most-chosen model (:func:`locus.render.figures.diversity_text`, near-constant settings named), and
+    the reference embeddings' share; "" without ``top_model_share``."""
+    from locus.render.figures import diversity_note, diversity_text
+
+    if "top_model_share" not in summary.columns:
+        return ""
+    parts = []
+    for panel, name in (("size", "n"), ("overlap", "α")):
+        part = summary[summary["panel"] == panel].sort_values("setting")
+        if len(part):
+            text = diversity_text(part["top_model_share"].to_numpy(float))
+            near = part[part["top_model_share"] >= NEAR_CONSTANT_SHARE]["setting"]
+            if 0 < len(near) < len(part):
+                text = (
+                    text.split(", near-constant")[0]
+                    + f", near-constant at {name} = "
+                    + ", ".join(f"{v:g}" for v in near)
+                )
+            parts.append(f"re-embedded, {panel} panel: {text}")
+    share = refs.get("reference", {}).get("top_model_share")
+    if share is not None:
+        parts.append(f"reference embeddings: {diversity_text([share])}")
+    return "Routing diversity: " + "; ".join(parts) + f".\n{diversity_note()}."
+
+
 def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
     """Test correctness (top) and routing (bottom) accuracy of LOCUS with every model re-embedded from n
     evaluations subsampled from its reference set (left) or from sets with overlap α with it (right):
     mean ± std over draws (one draw: the value, no band); dashed: the run's own embeddings; dotted
     (routing): the best single model chosen on validation. Each row's y-range covers its references and is
     at least :data:`MIN_ACCURACY_SPAN` points wide; a note under the panels gives the span of the plotted
-    values."""
+    values and, with ``top_model_share`` in `summary`, the routers' diversity (:func:`diversity_lines`)."""
     from locus.render.figures import reference_limits, span_note, spread_label
 
     sns.set_theme(style="whitegrid", context="paper")
@@ -253,7 +312,10 @@ def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
     fig.text(
         0.01,
         0.0,
-        f"y-axes cover the reference lines and span at least {MIN_ACCURACY_SPAN:g} points. " + "; ".join(notes) + ".",
+        f"y-axes cover the reference lines and span at least {MIN_ACCURACY_SPAN:g} points. "
+        + "; ".join(notes)
+        + "."
+        + (f"\n{lines}" if (lines := diversity_lines(summary, refs)) else ""),
         fontsize=7,
         ha="left",
         va="top",
