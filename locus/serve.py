@@ -375,7 +375,7 @@ def _error(status: int, message: str, headers: dict | None = None) -> JSONRespon
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
-def _validation_message(exc: RequestValidationError) -> tuple[int, str]:
+def _validation_message(exc: RequestValidationError, content_type: str = "") -> tuple[int, str]:
     errors = exc.errors()
     if not errors:
         return 422, "invalid request body."
@@ -385,6 +385,13 @@ def _validation_message(exc: RequestValidationError) -> tuple[int, str]:
     where = _location(err)
     if err.get("type") == "missing" and not where:
         return 400, "a JSON body is required."
+    if not where and err.get("type") in ("model_attributes_type", "dict_type", "model_type"):
+        if "json" not in content_type.lower():
+            return (
+                415,
+                f"send the body as a JSON object with Content-Type: application/json (got {content_type or 'none'}).",
+            )
+        return 422, 'the body must be a JSON object, e.g. {"queries": ["..."]}.'
     same = [e.get("msg", "invalid") for e in errors if _location(e) == where]  # a union: one error per type
     more = f" (and {len(errors) - len(same)} more)" if len(errors) > len(same) else ""
     return 422, f"{where or 'body'}: {' or '.join(same) if len(same) > 1 else same[0]}{more}."
@@ -420,7 +427,7 @@ def create_app(pool: Pool, token: str | None = None) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request, exc: RequestValidationError):
-        return _error(*_validation_message(exc))
+        return _error(*_validation_message(exc, request.headers.get("content-type", "")))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request, exc: StarletteHTTPException):

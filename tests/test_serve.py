@@ -176,6 +176,8 @@ def test_pool_of_another_run_is_refused(run_dir, fake_encoder, tmp_path):  # noq
             "malformed JSON",
         ),
         ("post", "/v1/route", {}, 400, "JSON body is required"),
+        ("post", "/v1/route", {"content": b'{"queries": ["a"]}'}, 415, "Content-Type: application/json"),
+        ("post", "/v1/route", {"json": ["a"]}, 422, "must be a JSON object"),
         ("post", "/v1/route", {"json": {"queries": "one text"}}, 422, "queries"),
         ("post", "/v1/route", {"json": {"queries": [1, 2]}}, 422, r"queries\[0\]"),
         ("post", "/v1/route", {"json": {"queries": []}}, 422, "empty list"),
