@@ -9,7 +9,9 @@ The run is loaded once; its query encoder and model embeddings stay in memory. E
 - ``POST /v1/models`` ``{name, evaluations: [{prompt, score}], replace?}``: embed a new model from its scored
   prompts in one forward pass (as ``locus embed``; LOCUS runs) and add it to the pool; ``DELETE
   /v1/models/{name}`` removes an added model. Added models are kept in ``POOL_FILE`` in the pool directory
-  (atomic writes), tied to the run by its weights' SHA-256, so a restart serves the same pool.
+  (atomic writes), tied to the run by its weights' SHA-256, so a restart serves the same pool;
+- ``GET /metrics``: Prometheus text format (requests and errors per endpoint and status, latency, queries routed
+  and the chosen model's count per model, pool size).
 
 Admin endpoints (adding and deleting models) need ``Authorization: Bearer TOKEN`` whenever a token is set;
 a non-loopback bind without a token is refused (:func:`check_bind`). Every error is a JSON body
@@ -22,15 +24,17 @@ import ipaddress
 import logging
 import math
 import threading
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from locus import atomic, inference, weights
 from locus.errors import ConfigError, DataError, LocusError
@@ -92,6 +96,7 @@ class Pool:
         self.next_id = int(np.max(run.model_ids)) + 1 if len(run.model_ids) else 0
         self.lock = threading.RLock()
         if self.pool_dir is not None:
+            self._open_dir()
             self._load()
 
     @property
@@ -235,6 +240,19 @@ class Pool:
             raise ServiceError(500, f"cannot write {self.path}: {exc.strerror or exc}; the pool is unchanged.") from exc
         return True
 
+    def _open_dir(self) -> None:
+        """Create the pool directory; refuse one that is not a writable directory (before serving)."""
+        import os
+
+        try:
+            self.pool_dir.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise DataError(f"--pool-dir {self.pool_dir}: not a directory; give a directory for pool.json.") from None
+        except OSError as exc:
+            raise DataError(f"--pool-dir {self.pool_dir}: cannot be created ({exc.strerror or exc}).") from None
+        if not os.access(self.pool_dir, os.W_OK | os.X_OK):
+            raise DataError(f"--pool-dir {self.pool_dir}: not writable; give a directory this user can write.")
+
     def _load(self) -> None:
         import json
 
@@ -351,6 +369,56 @@ def _ranked(model) -> dict:
 
 
 # --------------------------------------------------------------------------------------------------
+# metrics (GET /metrics, Prometheus text format)
+# --------------------------------------------------------------------------------------------------
+class Metrics:
+    """Counters of one application, in a registry of its own (several apps in one process stay apart)."""
+
+    def __init__(self, pool: Pool):
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+        self.registry = r = CollectorRegistry()
+        self.requests = Counter(
+            "locus_serve_requests",
+            "HTTP requests by endpoint, method and status",
+            ["endpoint", "method", "status"],
+            registry=r,
+        )
+        self.errors = Counter(
+            "locus_serve_errors", "HTTP requests answered 4xx or 5xx", ["endpoint", "status"], registry=r
+        )
+        self.seconds = Histogram("locus_serve_request_seconds", "time to answer a request", ["endpoint"], registry=r)
+        self.queries = Counter("locus_serve_queries", "queries routed", registry=r)
+        self.routed = Counter("locus_serve_routed", "queries whose chosen model is `model`", ["model"], registry=r)
+        models = Gauge("locus_serve_models", "models in the pool (added: added over HTTP)", ["added"], registry=r)
+        models.labels("false").set_function(lambda: len(pool.run.model_ids))
+        models.labels("true").set_function(lambda: len(pool.added))
+
+    def observe(self, endpoint: str, method: str, status: int, seconds: float) -> None:
+        self.requests.labels(endpoint, method, str(status)).inc()
+        if status >= 400:
+            self.errors.labels(endpoint, str(status)).inc()
+        self.seconds.labels(endpoint).observe(seconds)
+
+    def render(self) -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+def _endpoint(app: FastAPI, scope) -> str:
+    """The route template a request matches (``/v1/models/{name:path}``), bounded for metric labels."""
+    partial = None
+    for route in app.router.routes:
+        match, _ = route.matches(scope)
+        if match == Match.FULL:
+            return route.path
+        if match == Match.PARTIAL and partial is None:
+            partial = route.path
+    return partial or "unmatched"
+
+
+# --------------------------------------------------------------------------------------------------
 # the application
 # --------------------------------------------------------------------------------------------------
 def is_loopback(host: str) -> bool:
@@ -409,6 +477,15 @@ _TYPE_TAGS = {"str", "int", "float", "bool", "list", "dict"}
 def create_app(pool: Pool, token: str | None = None) -> FastAPI:
     """The FastAPI application serving `pool`; `token` (None: none needed) guards the admin endpoints."""
     app = FastAPI(title="locus serve", docs_url=None, redoc_url=None, openapi_url=None)
+    metrics = app.state.metrics = Metrics(pool)
+
+    @app.middleware("http")  # added first: the innermost; a 500 here keeps the connection (no re-raise)
+    async def internal_error(request: Request, call_next):
+        try:
+            return await call_next(request)
+        except Exception:
+            log.exception("locus serve: %s %s failed", request.method, request.url.path)
+            return _error(500, "internal error; the server's log has the details.")
 
     @app.middleware("http")
     async def limit_body(request: Request, call_next):
@@ -416,6 +493,14 @@ def create_app(pool: Pool, token: str | None = None) -> FastAPI:
         if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
             return _error(413, f"request body of {int(length)} bytes; the limit is {MAX_BODY_BYTES} bytes.")
         return await call_next(request)
+
+    @app.middleware("http")  # added last: the outermost, so it also counts the 413s of limit_body
+    async def count(request: Request, call_next):
+        start = time.perf_counter()
+        endpoint = _endpoint(app, request.scope)
+        response = await call_next(request)
+        metrics.observe(endpoint, request.method, response.status_code, time.perf_counter() - start)
+        return response
 
     @app.exception_handler(ServiceError)
     async def service_error(request, exc: ServiceError):
@@ -437,11 +522,6 @@ def create_app(pool: Pool, token: str | None = None) -> FastAPI:
             return _error(405, f"{request.method} is not allowed on {request.url.path}.")
         return _error(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
 
-    @app.exception_handler(Exception)
-    async def internal_error(request, exc: Exception):
-        log.exception("locus serve: %s %s failed", request.method, request.url.path)
-        return _error(500, "internal error; the server's log has the details.")
-
     def admin(request: Request) -> None:
         if token is None:
             return
@@ -461,6 +541,10 @@ def create_app(pool: Pool, token: str | None = None) -> FastAPI:
             "added": len(pool.added),
         }
 
+    @app.get("/metrics")
+    def prometheus_metrics():
+        return metrics.render()
+
     @app.get("/v1/models")
     def list_models():
         return {"models": pool.models()}
@@ -471,6 +555,9 @@ def create_app(pool: Pool, token: str | None = None) -> FastAPI:
         if body.models is not None and not body.models:
             raise ServiceError(422, "models: empty list; name one or more models, or leave models out for all.")
         rankings = pool.route(queries, body.models, body.top_k)
+        metrics.queries.inc(len(rankings))
+        for r in rankings:
+            metrics.routed.labels(r.models[0][1]).inc()
         return {
             "results": [
                 {"query": r.query, "chosen": _ranked(r.models[0]), "ranking": [_ranked(m) for m in r.models]}

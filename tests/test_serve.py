@@ -152,6 +152,15 @@ def test_add_route_delete_and_persist(run_dir, fake_encoder, tmp_path):  # noqa:
     assert sorted(p.name for p in pool_dir.iterdir()) == ["pool.json"]  # no temporaries left
 
 
+def test_load_options(run_dir, tmp_path):  # noqa: F811
+    assert serve.load(run_dir, None, "bfloat16").run.method.params["precision"] == "bfloat16"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(serve.DataError, match="not a directory"):
+        serve.load(run_dir, tmp_path / "file")
+    serve.load(run_dir, tmp_path / "new" / "pool")
+    assert (tmp_path / "new" / "pool").is_dir()  # created at start, so a bad --pool-dir fails before serving
+
+
 def test_pool_of_another_run_is_refused(run_dir, fake_encoder, tmp_path):  # noqa: F811
     pool_dir = tmp_path / "pool"
     pool_dir.mkdir()
@@ -253,6 +262,8 @@ def test_internal_error_has_no_traceback(service, monkeypatch):
     monkeypatch.setattr(service.pool.run.method, "predict_logits", boom)
     r = service.client.post("/v1/route", json={"queries": ["q"]})
     assert r.status_code == 500 and r.json() == {"error": "internal error; the server's log has the details."}
+    # the same connection serves the next request (keep-alive survives a 500)
+    assert 'locus_serve_errors_total{endpoint="/v1/route",status="500"} 1.0' in service.client.get("/metrics").text
 
 
 def test_token_guards_admin_endpoints(run_dir, fake_encoder, tmp_path):  # noqa: F811
@@ -318,3 +329,26 @@ def test_locus_serve_command_in_a_subprocess(run_dir, tmp_path, stop):  # noqa: 
         out = proc.communicate(timeout=30)[0]
     assert proc.returncode == 0, out
     assert f"on http://127.0.0.1:{port}" in out and "token required" in out and "locus serve: stopped" in out
+
+
+def test_metrics(service):
+    c = service.client
+    assert c.post("/v1/route", json={"queries": ["m1", "m2", "m3"]}).status_code == 200
+    assert c.post("/v1/route", json={"queries": []}).status_code == 422
+    assert c.delete("/v1/models/some/name").status_code == 404
+    assert c.get("/nowhere").status_code == 404
+    r = c.get("/metrics")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    samples = {}
+    for line in r.text.splitlines():
+        if line and not line.startswith("#"):
+            key, value = line.rsplit(" ", 1)
+            samples[key] = float(value)
+    assert samples['locus_serve_requests_total{endpoint="/v1/route",method="POST",status="200"}'] == 1
+    assert samples['locus_serve_errors_total{endpoint="/v1/route",status="422"}'] == 1
+    assert samples['locus_serve_errors_total{endpoint="/v1/models/{name:path}",status="404"}'] == 1
+    assert samples['locus_serve_errors_total{endpoint="unmatched",status="404"}'] == 1
+    assert samples["locus_serve_queries_total"] == 3
+    routed = {k: v for k, v in samples.items() if k.startswith("locus_serve_routed_total")}
+    assert sum(routed.values()) == 3 and all('model="org/model-' in k for k in routed)
+    assert samples['locus_serve_models{added="false"}'] == 5 and samples['locus_serve_models{added="true"}'] == 0
