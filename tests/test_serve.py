@@ -352,3 +352,28 @@ def test_metrics(service):
     routed = {k: v for k, v in samples.items() if k.startswith("locus_serve_routed_total")}
     assert sum(routed.values()) == 3 and all('model="org/model-' in k for k in routed)
     assert samples['locus_serve_models{added="false"}'] == 5 and samples['locus_serve_models{added="true"}'] == 0
+
+
+def test_concurrent_routing_while_models_are_added(service):
+    """Requests from several threads at once: every answer is whole (200, a full ranking), none is lost."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    base = str(service.client.base_url)
+
+    def route(i):
+        with httpx.Client(base_url=base, timeout=60) as c:
+            r = c.post("/v1/route", json={"queries": [f"concurrent {i}", f"other {i}"], "top_k": 50})
+            return r.status_code, [len(res["ranking"]) for res in r.json()["results"]]
+
+    def add(i):
+        with httpx.Client(base_url=base, timeout=60) as c:
+            return c.post("/v1/models", json={"name": f"par/m{i}", "evaluations": evaluations(6, i)}).status_code
+
+    with ThreadPoolExecutor(6) as ex:
+        routes = [ex.submit(route, i) for i in range(12)]
+        adds = [ex.submit(add, i) for i in range(4)]
+        results = [f.result() for f in routes]
+        assert [f.result() for f in adds] == [201] * 4
+    assert all(code == 200 and n[0] == n[1] and 5 <= n[0] <= 9 for code, n in results)
+    models = service.client.get("/v1/models").json()["models"]
+    assert sorted(m["id"] for m in models) == list(range(9))  # ids handed out once each
