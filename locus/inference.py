@@ -156,7 +156,6 @@ def embed_new_model(
 ) -> Embedded:
     """Embed the model scored in `scores` with the LOCUS run `checkpoint` (one forward pass, the run is
     not changed; in `precision` when given); optionally write the embedding to `out` (Parquet)."""
-    from locus import checkpoint as ckpt
     from locus import run_artifacts as ra
     from locus.data.encodings import write_vectors
 
@@ -166,8 +165,7 @@ def embed_new_model(
         raise DataError(f"{checkpoint}: method {run_dir.method.name!r} cannot embed new models; give a LOCUS run.")
     prompts, values, found = read_score_file(scores, model, duplicates)
     encoder = encoder or run_dir.encoder
-    vectors = ckpt.check_dim(ckpt.encode_queries(encoder, prompts), run_dir, str(scores))
-    z = run_dir.method.embed(vectors, values)
+    z = run_dir.method.embed(encode_checked(run_dir, prompts, encoder, str(scores)), values)
     name = name or found or "new-model"
     result = Embedded(z, name, len(prompts), float(np.mean(values)))
     if top > 0:
@@ -231,7 +229,6 @@ def route(
 ) -> list[Ranking]:
     """The `top_k` most likely correct models (of `models`, default all) of the run for each query (LOCUS
     runs: predicted in `precision` when given)."""
-    from locus import checkpoint as ckpt
     from locus import run_artifacts as ra
 
     run_dir = ra.load_checkpoint(checkpoint)  # checks that its files belong to one run
@@ -240,14 +237,24 @@ def route(
     candidates = run_dir.resolve_models(",".join(models) if models else None)
     if len(candidates) == 0:
         raise DataError("--models names no model; give model ids or names, or leave --models out for all.")
-    vectors = ckpt.check_dim(ckpt.encode_queries(encoder or run_dir.encoder, texts), run_dir, "route")
-    logits = run_dir.method.predict_logits(vectors, candidates)
+    vectors = encode_checked(run_dir, texts, encoder, "route")
+    return rank(texts, run_dir.method.predict_logits(vectors, candidates), candidates, run_dir.name, top_k)
+
+
+def encode_checked(run_dir, texts, encoder: str | None, what: str) -> np.ndarray:
+    """Texts encoded with `encoder` (default: the run's), checked against the run's encoding dimension."""
+    from locus import checkpoint as ckpt
+
+    return ckpt.check_dim(ckpt.encode_queries(encoder or run_dir.encoder, list(texts)), run_dir, what)
+
+
+def rank(texts, logits: np.ndarray, candidates, name, top_k: int) -> list[Ranking]:
+    """Rankings of the `top_k` `candidates` (model ids; `name(id)` gives the name) per query from their logits
+    [queries x candidates], best first, with the probability of a correct answer (ties: candidate order)."""
     prob = 1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -40, 40)))
     k = max(1, min(top_k, len(candidates)))
     out = []
     for qi, text in enumerate(texts):
         order = np.argsort(-logits[qi], kind="stable")[:k]
-        out.append(
-            Ranking(text, [(int(candidates[j]), run_dir.name(candidates[j]), float(prob[qi, j])) for j in order])
-        )
+        out.append(Ranking(text, [(int(candidates[j]), name(candidates[j]), float(prob[qi, j])) for j in order]))
     return out

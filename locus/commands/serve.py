@@ -1,0 +1,88 @@
+"""`locus serve`: route queries with a trained run over HTTP (and add models to its pool live)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from pathlib import Path
+
+from locus.cli import existing_dir
+from locus.constants import PRECISIONS
+from locus.errors import ConfigError
+
+NAME = "serve"
+HELP = "serve a trained run over HTTP: POST /v1/route ranks its models for queries; POST /v1/models adds a model"
+
+
+def port_arg(text: str) -> int:
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535 (0 = any free port), got {value}")
+    return value
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--run", required=True, type=existing_dir("run directory"), help="a finished run directory")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
+    parser.add_argument("--port", type=port_arg, default=8000, help="TCP port (default 8000; 0 = any free port)")
+    parser.add_argument(
+        "--pool-dir",
+        type=Path,
+        default=None,
+        help="directory keeping the models added over HTTP (pool.json), so a restart serves the same pool "
+        "(default: added models live in memory only)",
+    )
+    parser.add_argument(
+        "--token-env",
+        default=None,
+        metavar="VAR",
+        help="environment variable holding the token that POST/DELETE /v1/models need "
+        "(Authorization: Bearer TOKEN); required unless --host is a loopback address",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default=None,
+        help="arithmetic of the forward passes (LOCUS runs; default: the run's precision parameter)",
+    )
+
+
+def token_from_env(var: str | None) -> str | None:
+    if var is None:
+        return None
+    token = os.environ.get(var, "").strip()
+    if not token:
+        raise ConfigError(f"--token-env {var}: the environment variable {var} is unset or empty; put the token in it.")
+    return token
+
+
+def run(args) -> int:
+    from locus import serve
+
+    token = token_from_env(args.token_env)
+    serve.check_bind(args.host, token)
+    pool = serve.load(args.run, args.pool_dir, args.precision)
+    print(
+        f"serving {args.run} ({pool.size()} models, {len(pool.added)} added) on http://{args.host}:{args.port} "
+        f"(admin endpoints: {'token required' if token else 'open, loopback only'})",
+        flush=True,
+    )
+    server = serve.make_server(serve.create_app(pool, token), args.host, args.port)
+    # uvicorn shuts down gracefully on SIGINT / SIGTERM, then re-raises the signal: a stop is not an error
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print("locus serve: stopped", flush=True)
+    return 0
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
