@@ -12,7 +12,8 @@ failed its check.
 Scenarios: a) kill -9 of the whole snakemake process group during training, then rerun; b) kill -9 of one
 `locus train` process; c) two snakemake runs on one directory at once; d) a run's checkpoint (and scores)
 replaced by another run's; e) the encodings replaced by another encoder's encodings of the same data;
-f) an input with an mtime in the future; g) results/ read-only (the workflow run as an unprivileged user).
+f) an input with an mtime in the future; g) results/ read-only (the workflow run as an unprivileged user);
+h) an output directory below a directory the user may not enter.
 Needs about 5 minutes on 2 cores. The jobs import the locus of this checkout (PYTHONPATH).
 """
 
@@ -201,9 +202,16 @@ class Session:
         self.rows = []
         self._base = None
         self._full = None
+        self.extra = []  # directories outside root (see copy)
 
-    def copy(self, src, name):
-        dst = self.root / name
+    def copy(self, src, name, shared=False):
+        """A copy of work directory `src`; with `shared`, in a new directory of /tmp that other users may
+        enter (the unprivileged user of g and h could not reach the root's temporary directories)."""
+        if shared:
+            parent = Path(tempfile.mkdtemp(prefix="locus-faults-"))
+            parent.chmod(0o755)
+            self.extra.append(parent)
+        dst = (parent if shared else self.root) / name
         shutil.rmtree(dst, ignore_errors=True)
         shutil.copytree(src, dst, symlinks=True)  # copy2: mtimes kept, so nothing looks updated
         shutil.rmtree(dst / ".snakemake" / "locks", ignore_errors=True)
@@ -469,7 +477,7 @@ def scenario_f(s: Session):
 
 # --- g: results/ read-only ---------------------------------------------------------------------------------
 def scenario_g(s: Session):
-    wd = s.copy(s.full(), "g")
+    wd = s.copy(s.full(), "g", shared=True)
     for f in [*run_files(RUNS["locus64"]), TABLE, TABLE.replace(".tex", ".csv")]:
         (wd / f).unlink()
     home = wd / "home"
@@ -515,6 +523,40 @@ def scenario_g(s: Session):
     )
 
 
+# --- h: an output directory below a directory the user may not enter --------------------------------------
+def scenario_h(s: Session):
+    wd = s.copy(s.base(), "h", shared=True)
+    runs = wd / "results" / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    before = tree(wd)
+    train = [
+        sys.executable, "-m", "locus", "train", "--method", "locus", "--data", "results/data/synthetic",
+        "--encodings", ENCODINGS, "--train-size", "64", "--dim", "16", "--params", '{"max_steps": 5}',
+        "--threads", "1", "--out", RUNS["locus64"],
+    ]  # fmt: skip
+    e = env()
+    if os.geteuid() == 0:  # root may enter any directory: the command runs as `nobody`
+        subprocess.run(["chown", "-R", "65534:65534", str(wd)], check=True)
+        train = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *train]
+        e.update(HOME=str(wd), XDG_CACHE_HOME=str(wd / ".cache"), MPLCONFIGDIR=str(wd / ".mpl"))
+    runs.chmod(0)
+    res = subprocess.run(train, cwd=wd, env=e, capture_output=True, text=True, timeout=300)
+    runs.chmod(0o755)
+    lines = one_line(res.stderr)
+    errs = [ln for ln in lines if ln.startswith("locus train: error:")]
+    shown = errs[0] if errs else lines[-1] if lines else ""
+    ok = res.returncode == 2 and len(errs) == 1 and "Traceback" not in res.stderr and tree(wd) == before
+    s.record(
+        "h. `locus train --out` below a directory the user may not enter (results/runs mode 000)",
+        f"`chmod 000 results/runs`; `{show(train[train.index(sys.executable) :])}` (as nobody when root)",
+        f"exit {res.returncode}; "
+        + (f"`{shown}`" if ok else f"a traceback ending `{shown}` instead of one line naming the directory")
+        + "; nothing written.",
+        "PASS" if ok else "FAIL",
+    )
+    need(ok, "locus train: traceback for an output directory below one it may not enter")
+
+
 SCENARIOS = {
     "a": scenario_a,
     "b": scenario_b,
@@ -523,6 +565,7 @@ SCENARIOS = {
     "e": scenario_e,
     "f": scenario_f,
     "g": scenario_g,
+    "h": scenario_h,
 }
 
 
@@ -538,7 +581,7 @@ def write_report(s: Session, path: Path, seconds: float):
     ]
     for r in s.rows:
         cells = [
-            re.sub(re.escape(str(s.root)) + r"/\w+", "DIR", r[k])
+            re.sub("|".join(re.escape(str(d)) + r"/\w+" for d in [s.root, *s.extra]), "DIR", r[k])
             .replace(RUNS["locus32"].split("/locus/")[0], "RUNS")
             .replace("|", "\\|")
             for k in ("scenario", "command", "outcome", "verdict")
@@ -579,8 +622,9 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(s.rows, indent=1))
     if not args.keep:
-        subprocess.run(["chmod", "-R", "u+w", str(root)], check=False)
-        shutil.rmtree(root, ignore_errors=True)
+        for d in [root, *s.extra]:
+            subprocess.run(["chmod", "-R", "u+rwx", str(d)], check=False)
+            shutil.rmtree(d, ignore_errors=True)
     print(f"report: {args.report}", file=sys.stderr)
     return 1 if any(r["verdict"] != "PASS" for r in s.rows) else 0
 
