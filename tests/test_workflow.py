@@ -124,6 +124,34 @@ CONFIG_ERRORS = [
         r"datasets.synthetic.params",
     ),
     ("old-data-label-key", "data_label: mine\n", r"data_label"),
+    # a data source's parameters, as `locus data` checks them
+    (
+        "synthetic-seed-not-an-integer",
+        "datasets:\n  synthetic: {source: synthetic, params: {seed: abc}}\n",
+        r"config error: datasets.synthetic.params: synthetic data: seed must be an integer >= 0, got 'abc'",
+    ),
+    (
+        "csv-path-not-text",
+        "datasets:\n  mine: {source: csv, params: {path: 5}}\n",
+        r"config error: datasets.mine.params: csv: path must be a non-empty text",
+    ),
+    (
+        "empty-knn-k-grid",
+        "methods:\n  knn_router: {dim: 0, params: {k_grid: []}}\n",
+        r"config error: methods.knn_router.params: k_grid must be a non-empty list",
+    ),
+    # schema errors: one line naming the key (its path in the config), not Snakemake's multi-line report
+    ("seed-not-an-integer", "seeds: [0, x]\n", r"config error: seeds\[1\]: 'x' is not of type 'integer'"),
+    (
+        "dim-not-an-integer",
+        "methods:\n  locus: {dim: big}\n",
+        r"config error: methods.locus.dim: 'big' is not of type 'integer'",
+    ),
+    (
+        "confidence-out-of-range",
+        "bootstrap: {confidence: 2}\n",
+        r"config error: bootstrap.confidence: 2 is greater than or equal to the maximum of 1",
+    ),
     (
         "precision-effect-size-not-trained",
         "precision_effect: {train_sizes: [2048]}\n",
@@ -142,7 +170,27 @@ def test_config_errors_at_dag_build_time(tmp_path, name, yaml_text, message):
     out = res.stderr + res.stdout
     assert res.returncode != 0, out[-3000:]
     assert re.search(message, out), out[-3000:]
+    # one line, the project's, naming the key: no Snakemake validation report, no Python traceback
+    assert len(re.findall(r"^config error: ", out, re.M)) == 1, out[-3000:]
+    assert "Traceback" not in out and "Error validating config file" not in out, out[-3000:]
     assert not (tmp_path / "results").exists()
+
+
+def test_unreadable_configfile_is_named(tmp_path):
+    """A missing or non-YAML --configfile is read by Snakemake before the Snakefile runs, so the project
+    cannot word the error; what users see (README 'Configuration') is kept here."""
+    res = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(tmp_path / "nowhere.yaml"))
+    assert res.returncode != 0
+    assert f"No such file or directory: '{tmp_path / 'nowhere.yaml'}'" in res.stderr + res.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("seeds: [0, 1\n")
+    res = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(bad))
+    assert res.returncode != 0
+    assert "Config file is not valid JSON or YAML" in res.stderr + res.stdout
+    bad.write_text("just text\n")
+    res = snakemake("-n", "--directory", str(tmp_path), "--configfile", str(bad))
+    assert res.returncode != 0
+    assert "Config file must be given as JSON or YAML with keys at top level" in res.stderr + res.stdout
 
 
 def test_list_values_on_the_command_line(tmp_path):

@@ -46,8 +46,28 @@ def _coerce_command_line_lists(cfg, schema_path):
         cfg[key] = [parse(key, item) for item in value]
 
 
+def _schema_path(error):
+    """The config key of a schema error, as a user writes it: `methods.locus.params.heads`, `seeds[1]`."""
+    key = ""
+    for part in error.absolute_path:
+        key += f"[{part}]" if isinstance(part, int) else f".{part}" if key else str(part)
+    return key
+
+
+def _validate_config(cfg, schema_path):
+    """The schema check with one line naming the offending key (Snakemake's own message spans many lines),
+    then Snakemake's validation, which also fills in the schema's defaults."""
+    import jsonschema
+
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    error = jsonschema.exceptions.best_match(jsonschema.validators.validator_for(schema)(schema).iter_errors(cfg))
+    if error is not None:
+        _config_error(f"{_schema_path(error) or 'top level'}: {error.message}")
+    validate(cfg, schema_path, set_default=True)
+
+
 _coerce_command_line_lists(config, _SCHEMA)
-validate(config, _SCHEMA, set_default=True)  # the schema's defaults fill every missing key
+_validate_config(config, _SCHEMA)  # the schema's defaults fill every missing key
 
 DATASET = config["dataset"]
 ENCODER = config["encoder"]
