@@ -20,6 +20,17 @@ def check_output(path, directory: bool = False) -> Path:
         raise ConfigError("empty output path; give a file name")
     p = Path(text).expanduser()
     what = "directory" if directory else "file"
+    try:
+        return _check_output(p, directory, what)
+    except PermissionError as exc:  # a directory on the way that we may not enter (stat refused)
+        ancestors = reversed(p.absolute().parents)
+        blocked = next((a for a in ancestors if not os.access(a, os.X_OK)), Path(exc.filename or p).parent)
+        raise ConfigError(
+            f"cannot write the {what} {p}: no permission to enter {blocked}; choose a location you may write to"
+        ) from None
+
+
+def _check_output(p: Path, directory: bool, what: str) -> Path:
     if directory and p.exists() and not p.is_dir():
         raise ConfigError(f"{p} exists and is a file; give a directory path (an existing run directory is replaced)")
     if not directory and p.is_dir():

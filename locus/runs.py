@@ -157,16 +157,22 @@ def execute(
     duplicates: str = "last",
     hold_out=False,
     train_models: int = 0,
+    encoder: str | None = None,
 ) -> dict:
     """Fit `method` on one run's training evaluations and write the run directory. Returns metrics.
 
     `hold_out` (onboarding runs, :mod:`locus.experiments.onboarding`): False trains on every model; True
     leaves out the data set's ``held_out`` models, a list of names leaves out those; `train_models` > 0
     then keeps that many of the remaining models (a seeded, nested choice). The run scores only the models
-    it trained on."""
+    it trained on. `encoder`: the encoder the run is for; encodings made with another are refused."""
     model = methods.create(method, params, seed=seed)  # bad parameters fail before any data is read
     data = read_dataset(dataset_dir, duplicates=duplicates)
     enc = read_encodings(encodings_path)
+    if encoder is not None and enc.encoder != encoder:
+        raise DataError(
+            f"{encodings_path}: encodings of {enc.encoder!r}, but this run is for {encoder!r}; re-encode with "
+            f"`locus encode --encoder {encoder}` (in the workflow: delete the file and rerun)"
+        )
     fingerprint = check_matches(enc, data.queries, str(dataset_dir))
     train = training_pairs(data, train_size, seed, sampling)
     selection = None

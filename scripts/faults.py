@@ -413,14 +413,18 @@ def scenario_e(s: Session):
     dry = run(smk_cmd(wd, "-n", target), wd)
     cmd = smk_cmd(wd, target)
     res = run(cmd, wd)
-    metrics = json.loads((wd / target).read_text())
-    used = metrics.get("encoder")
+    used = json.loads((wd / target).read_text()).get("encoder") if (wd / target).exists() else None
+    log = wd / "results" / "logs" / "train" / f"{RUNS['locus32'].removeprefix('results/runs/')}.log"
+    refusal = (
+        next((ln for ln in log.read_text().splitlines() if "but this run is for" in ln), "") if log.exists() else ""
+    )
     outcome = (
         f"snakemake reruns train_run (the encodings are newer than the run; encode is not rerun: its own "
-        f"inputs are older). `locus train` exits {res.returncode}; the rebuilt run under `{ENCODER}/` records "
-        f"encoder `{used}`"
+        f"inputs are older). snakemake exits {res.returncode}; "
+        + (f"the run under `{ENCODER}/` records encoder `{used}`" if used else "no run is left at its path")
+        + (f"; the job's log: `{refusal.strip()}`" if refusal else "")
     )
-    verdict = "PASS" if res.returncode != 0 and used == ENCODER else "FAIL"
+    verdict = "PASS" if res.returncode != 0 and used in (None, ENCODER) and refusal else "FAIL"
     if verdict == "FAIL":
         outcome += (
             ": the other encoder's vectors WERE used for a run filed under the configured encoder, and every "

@@ -319,3 +319,7 @@ def test_encoding_only_the_queries_of_some_runs(tmp_path, models):
     pd.testing.assert_frame_equal(runs["whole"], runs["part"])
     with pytest.raises(DataError, match="holds only the queries of the validation and test split"):
         execute("knn_router", {"k": 1}, data_dir, part, 6, 0, tmp_path / "other")
+    # a run filed under another encoder refuses these encodings (the workflow passes the path's encoder)
+    with pytest.raises(DataError, match="encodings of 'all-MiniLM-L6-v2', but this run is for 'all-mpnet-base-v2'"):
+        execute("knn_router", {"k": 1}, data_dir, whole, 3, 0, tmp_path / "mpnet", encoder="all-mpnet-base-v2")
+    assert not (tmp_path / "mpnet").exists()

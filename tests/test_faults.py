@@ -35,18 +35,7 @@ def rows(tmp_path_factory):
     return {row["scenario"][0]: row for row in rows}
 
 
-# Faults the package does not handle yet (strict: the test fails once they are fixed, so the mark goes).
-KNOWN = {
-    "e": "`locus train` does not compare the encodings' recorded encoder with the one the run is filed under: "
-    "another encoder's encodings of the same data are used",
-    "h": "locus.outputs.check_output lets the PermissionError of an ancestor it may not enter escape (traceback)",
-}
-
-
-@pytest.mark.parametrize(
-    "scenario",
-    [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=KNOWN[s])) if s in KNOWN else s for s in SCENARIOS],
-)
+@pytest.mark.parametrize("scenario", SCENARIOS)
 def test_fault_outcome(rows, scenario):
     row = rows[scenario]
     assert row["verdict"] == "PASS", row["outcome"]

@@ -15,6 +15,12 @@ def add_arguments(p):
     )
     p.add_argument("--data", required=True, help="canonical data set directory")
     p.add_argument("--encodings", required=True, help="query encodings Parquet")
+    p.add_argument(
+        "--encoder",
+        default=None,
+        metavar="NAME",
+        help="the encoder the run is for: encodings made with another encoder are refused (the workflow passes it)",
+    )
     p.add_argument("--train-size", type=positive_int, required=True, help="training queries per model (n >= 1)")
     p.add_argument(
         "--dim",
@@ -68,5 +74,6 @@ def run(args) -> int:
         duplicates=args.duplicates,
         hold_out=hold_out,
         train_models=args.train_models,
+        encoder=args.encoder,
     )
     return 0

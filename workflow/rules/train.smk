@@ -47,6 +47,6 @@ for _rule_name, _group in _train_groups().items():
             out=lambda w: RUN_DIR.format(**dict(w.items())),
         shell:
             "{LOCUS} train --method {wildcards.method} --data results/data/{wildcards.dataset} "
-            "--encodings {input.encodings} --train-size {wildcards.n} --dim {wildcards.dim} "
+            "--encodings {input.encodings} --encoder {wildcards.encoder} --train-size {wildcards.n} --dim {wildcards.dim} "
             "--seed {wildcards.seed} --params {params.json:q} --sampling {params.sampling} "
             "--duplicates {params.duplicates} --threads {threads} --out {params.out} > {log} 2>&1"
