@@ -439,6 +439,7 @@ def curves(
         refs = evaluation.reference_rows(inp.val_labels, inp.labels)
         summary["best_single_routing_acc"] = refs["best_single"]["overall"] * 100  # chosen on val, scored on test
         summary["best_single_model"] = inp.names[int(refs["best_single_position"])]
+        summary["best_single_coverage"] = coverage(K, [int(refs["best_single_position"])])
         summary["random_routing_acc"] = refs["random"]["overall"] * 100
     try:
         costs = inp.costs()
@@ -483,6 +484,8 @@ def curves(
                 "method": "best-single",
                 "n_models": 1,
                 "routing_acc": summary["best_single_routing_acc"],
+                "oracle": summary["best_single_routing_acc"],  # one model: the oracle can only pick it
+                "coverage": summary["best_single_coverage"],
                 "trials": 1,
                 "models": summary["best_single_model"],
             }
