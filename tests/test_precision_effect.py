@@ -34,6 +34,13 @@ def test_compare_hand_made():
     assert out["max_abs_logit_diff"] == pytest.approx(2.0)
     assert out["max_rel_z_diff"] == pytest.approx(0.5 / 5)
     assert (out["n_models"], out["n_test_queries"]) == (2, 4)
+    # float32 sends 3 of the 4 labelled queries to model 0, bfloat16 2 of 4
+    assert out["top_model_share_float32"] == pytest.approx(3 / 4) and out["top_model_share_bfloat16"] == 0.5
+    row = {"train_size": 256, "seed": 0, **out}
+    assert "75.0\\% / 50.0\\%" in pe.latex_table(pd.DataFrame([row]), "data")
+    constant = pe.compare(z32, zlow, np.tile([1.0, 0.0], (4, 1)), np.tile([1.0, 0.0], (4, 1)), labels)
+    tex = pe.latex_table(pd.DataFrame([{"train_size": 256, "seed": 0, **constant}]), "data")
+    assert "100.0\\%\\S{} / 100.0\\%\\S{}" in tex and "a near-constant router" in tex
     with pytest.raises(DataError, match="shapes disagree"):
         pe.compare(z32, zlow[:1], l32, low, labels)
 
