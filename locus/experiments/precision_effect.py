@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from locus import evaluation
-from locus.evaluation import NEAR_CONSTANT_SHARE
 from locus.errors import DataError
+from locus.evaluation import NEAR_CONSTANT_SHARE
 from locus.methods.locus_method import PRECISIONS  # the method's `precision` values
 
 CSV_COLUMNS = [
