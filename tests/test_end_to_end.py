@@ -294,6 +294,8 @@ def check_model_portfolio(results: Path, pool: Pool):
     assert {"k-center", "k-medoids", "coverage-greedy", "random", "random-feasible"} <= set(f["method"])
     in_range(f, ["routing_acc", "oracle"], 0, 100, "portfolio accuracy (%)")
     assert (f["routing_acc"] <= f["oracle"] + 1e-9).all()
+    in_range(f, ["top_model_share"], 0, 1, "portfolio routers' top-model share")
+    assert (f.loc[f["n_models"] == 1, "top_model_share"] == 1.0).all()  # a one-model portfolio routes all to it
     in_range(f, ["n_models"], 1, pool.n_models, "portfolio size")
     in_range(f, ["coverage"], 0, pool.n_models, "coverage")
     count = f[f["panel"] == "count"]

@@ -15,7 +15,7 @@ from locus import run_artifacts as ra
 from locus.cli import main
 from locus.data.canonical import write_dataset
 from locus.data.encodings import data_fingerprint, write_encodings
-from locus.evaluation import routing_metrics
+from locus.evaluation import choice_counts, routing_diversity, routing_metrics
 from locus.geometry import portfolio as pf
 from locus.runs import execute
 
@@ -165,6 +165,13 @@ def test_portfolio_routing_equals_locus_evaluation_on_the_selected_columns():
         assert acc[i] == pytest.approx(want["routing_acc"]) and oracle[i] == pytest.approx(want["oracle"])
         got = pf.portfolio_routing(logits, labels, s[::-1])  # order of the selection does not matter
         assert got["routing_acc"] == pytest.approx(want["routing_acc"])
+    # the routing diversity of each portfolio router: as locus.evaluation counts it on the selected columns
+    *_, shares = pf.routing_batch(ranked, subsets, top_share=True)
+    for i, s in enumerate(subsets):
+        cols = np.sort(s)
+        want = routing_diversity(choice_counts(logits[:, cols], labels[:, cols]))["top_share"]
+        assert shares[i] == pytest.approx(want)
+    assert (shares[:4] == 1.0).all()  # one-model portfolios send every query to it
 
 
 # ------------------------------------------------------------------------------------------------

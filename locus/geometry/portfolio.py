@@ -214,10 +214,11 @@ def rank(logits: np.ndarray, labels: np.ndarray) -> Ranked:
     return Ranked(out[0][0], out[1][0], out[0][1], out[1][1])
 
 
-def routing_batch(ranked: Ranked, subsets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def routing_batch(ranked: Ranked, subsets, top_share: bool = False):
     """Portfolio routing accuracy, oracle (fractions) and routed queries of each portfolio in `subsets`
     (sequences of positions, any sizes); NaN for a portfolio without a labelled test query. Queries
-    with no labelled portfolio model are left out (as :func:`locus.evaluation.routing_metrics` does)."""
+    with no labelled portfolio model are left out (as :func:`locus.evaluation.routing_metrics` does).
+    With `top_share`, a fourth array: the share of those queries sent to each portfolio's most-chosen model."""
     n_q, n_m = ranked.pos_logit.shape[0], ranked.pos_logit.shape[1] - 1
     width = max([len(s) for s in subsets] + [1])
     padded = np.full((len(subsets), width), n_m, dtype=np.int64)
@@ -225,10 +226,11 @@ def routing_batch(ranked: Ranked, subsets) -> tuple[np.ndarray, np.ndarray, np.n
         padded[t, : len(s)] = np.asarray(s, dtype=np.int64)
     step = max(1, int(2e7 // (n_q * width)))  # portfolios per chunk (~20M cells)
     rows = np.arange(n_q)[:, None]
-    acc, oracle, count = [], [], []
+    acc, oracle, count, shares = [], [], [], []
     for i in range(0, len(padded), step):
         cols = padded[i : i + step]
-        routed = ranked.label_at_logit[rows, ranked.pos_logit[:, cols].min(axis=2)]  # [queries x T]
+        first = ranked.pos_logit[:, cols]  # [queries x T x width]: each member's position in the query's order
+        routed = ranked.label_at_logit[rows, first.min(axis=2)]  # [queries x T]
         best = ranked.label_at_label[rows, ranked.pos_label[:, cols].min(axis=2)]
         has = ~np.isnan(routed)
         n = has.sum(axis=0)
@@ -236,7 +238,13 @@ def routing_batch(ranked: Ranked, subsets) -> tuple[np.ndarray, np.ndarray, np.n
             acc.append(np.where(has, np.maximum(routed, 0.0), 0.0).sum(axis=0) / n)
             oracle.append(np.where(has, best, 0.0).sum(axis=0) / n)
         count.append(n)
-    return np.concatenate(acc), np.concatenate(oracle), np.concatenate(count)
+        if top_share:
+            chosen = np.take_along_axis(cols[None, :, :], first.argmin(axis=2)[:, :, None], axis=2)[:, :, 0]
+            for t in range(cols.shape[0]):
+                picks = chosen[has[:, t], t]
+                shares.append(np.bincount(picks).max() / picks.size if picks.size else np.nan)
+    out = np.concatenate(acc), np.concatenate(oracle), np.concatenate(count)
+    return (*out, np.asarray(shares, dtype=np.float64)) if top_share else out
 
 
 def portfolio_routing(logits: np.ndarray, labels: np.ndarray, selected, ranked: Ranked | None = None) -> dict:
@@ -352,6 +360,7 @@ CURVE_COLUMNS = [
     "oracle",
     "oracle_sd",
     "coverage",
+    "top_model_share",
     "trials",
     "models",
 ]
@@ -365,7 +374,7 @@ def budget_grid(costs, points: int) -> np.ndarray:
 
 def _row(inp, K, panel, method, subsets, k=None, budget=None, costs=None, names=True) -> dict:
     """One curve point: mean (± sd over the subsets) routing accuracy and oracle in %."""
-    acc, ora, _ = routing_batch(inp.ranked(), subsets)
+    acc, ora, _, shares = routing_batch(inp.ranked(), subsets, top_share=True)
     acc, ora = acc * 100, ora * 100
 
     def sd(a):
@@ -383,6 +392,7 @@ def _row(inp, K, panel, method, subsets, k=None, budget=None, costs=None, names=
         "oracle": float(np.mean(ora)),
         "oracle_sd": sd(ora),
         "coverage": float(np.mean([coverage(K, s) for s in subsets])),
+        "top_model_share": float(np.nanmean(shares)) if np.isfinite(shares).any() else float("nan"),
         "trials": len(subsets),
         "models": ";".join(inp.names[i] for i in subsets[0]) if names else "",
     }
@@ -473,6 +483,7 @@ def curves(
         "routing_acc": summary["full_pool_routing_acc"],
         "oracle": summary["full_pool_oracle"],
         "coverage": float(n),
+        "top_model_share": summary["full_pool_top_model_share"],
         "trials": 1,
     }
     extra = [full_row]
@@ -486,6 +497,7 @@ def curves(
                 "routing_acc": summary["best_single_routing_acc"],
                 "oracle": summary["best_single_routing_acc"],  # one model: the oracle can only pick it
                 "coverage": summary["best_single_coverage"],
+                "top_model_share": 1.0,  # every query to the one model
                 "trials": 1,
                 "models": summary["best_single_model"],
             }

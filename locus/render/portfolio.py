@@ -34,7 +34,10 @@ def _curve(ax, part: pd.DataFrame, x: str, method: str) -> None:
     color, marker = STYLE[method]
     part = part.sort_values(x)
     xs, ys, sd = part[x].to_numpy(float), part["routing_acc"].to_numpy(float), part["routing_acc_sd"].to_numpy(float)
-    label = method + (f" (mean ± sd, {int(part['trials'].iloc[0])} trials)" if part["trials"].max() > 1 else "")
+    notes = [f"mean ± sd, {int(part['trials'].iloc[0])} trials"] if part["trials"].max() > 1 else []
+    if "top_model_share" in part.columns:  # the portfolio routers' routing diversity over the curve's points
+        notes += [t for t in [diversity_text(part["top_model_share"].to_numpy(float))] if t]
+    label = method + (f" ({'; '.join(notes)})" if notes else "")
     ax.plot(xs, ys, color=color, marker=marker, ms=3, lw=1.4, label=label)
     if np.isfinite(sd).any():
         ax.fill_between(xs, ys - sd, ys + sd, color=color, alpha=0.18, lw=0)
