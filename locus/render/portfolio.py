@@ -46,7 +46,7 @@ def _curve(ax, part: pd.DataFrame, x: str, method: str) -> None:
 def portfolio_figure(frame: pd.DataFrame, summary: dict, title: str | None = None):
     """The two-panel figure (see the module docstring)."""
     sns.set_theme(style="whitegrid", context="paper")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 5.4), sharey=True)
     full = summary["full_pool_routing_acc"]
     share = summary.get("full_pool_top_model_share")  # the full-pool router's routing diversity
     routed = "" if share is None else f"; {diversity_text([share])}"
@@ -88,7 +88,8 @@ def portfolio_figure(frame: pd.DataFrame, summary: dict, title: str | None = Non
             )
         if oracle is not None:
             ax.axhline(oracle, color="0.3", ls=":", lw=1.1, label=f"full-pool oracle ({oracle:.1f}%)")
-        ax.legend(fontsize=7, loc="lower right")
+        # below the panel: the labels carry each curve's routing diversity and would cover the curves
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     if title:
         fig.suptitle(textwrap.fill(title, 110, break_on_hyphens=False), fontsize=10)
     fig.tight_layout()
