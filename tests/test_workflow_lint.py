@@ -9,7 +9,7 @@ Three of Snakemake's lints do not fit this workflow and are accepted (every othe
   param: as a param it would be recorded with every output, so moving the environment would rerun
   every job.
 - "Mixed rules and functions in same snakefile": each rule file keeps the helpers and cross-field checks
-  of its own experiment beside its rules; common.smk holds what several files share.
+  of its own experiment beside its rules; common.smk holds what several files share (run paths: train.smk).
 """
 
 from __future__ import annotations

@@ -36,9 +36,8 @@ def add_arguments(p):
     p.add_argument(
         "kind",
         choices=TABLE_KINDS + ABLATION_KINDS,
-        help="table layout; the *-ablation-* kinds compare settings of one method (rows = embedding "
-        "dimension d or query encoder x training size, the by-dataset layout) and need "
-        "--reference-setting",
+        help="table layout; the *-ablation-* kinds compare settings of one method (embedding dimension d "
+        "or query encoder, in the by-dataset layout) and need --reference-setting",
     )
     p.add_argument(
         "--metrics",

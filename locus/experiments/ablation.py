@@ -27,7 +27,7 @@ from locus.errors import DataError
 from locus.experiments import bootstrap, tables
 from locus.experiments.comparison import OVERALL, Collection, Run, collect_runs, load_metrics, query_values
 from locus.outputs import check_outputs
-from locus.render import labels, latex, write_csv
+from locus.render import labels, write_csv
 from locus.render.labels import escape
 
 KINDS = ABLATION_KINDS
@@ -295,7 +295,7 @@ def render(
         n_queries,
         sig,
     )
-    tex, numbers = latex.by_dataset_table(
+    tex, numbers = tables.by_dataset_table(
         coll.method_agg,
         METRIC[kind],
         coll.methods,

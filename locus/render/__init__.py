@@ -1,4 +1,4 @@
-"""Rendering: DataFrames -> LaTeX tables (:mod:`locus.render.latex`) and figures
+"""Rendering: DataFrames -> LaTeX cells and tables (:mod:`locus.render.latex`) and figures
 (:mod:`locus.render.figures`, matplotlib on Agg), each written with the CSV of its numbers."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 # Shared helpers: config validation (schema, then cross-field checks against the method registry and
-# the data), wildcard constraints and the one place where run paths are spelled.
+# the data), wildcard constraints, data and encoding paths. Run paths live in train.smk, beside the rule
+# that writes the runs.
 import json
 import os
 import shlex
@@ -142,7 +143,7 @@ if ENCODER not in _encoders_ok:
     )
 
 
-# --- training sizes must fit the data's training split ---------------------------------------------
+# --- the number of training queries of a data set, known at DAG-build time where possible ----------
 def train_split_size(dataset):
     """Number of training queries of a data set, when it can be known before building it (None if not)."""
     entry = config["datasets"][dataset]
@@ -164,19 +165,6 @@ def train_split_size(dataset):
     return None
 
 
-_n_train = train_split_size(DATASET)
-if _n_train is not None:
-    for _where, _sizes in (
-        ("train_sizes", config["train_sizes"]),
-        ("sample_efficiency.train_sizes", SE["train_sizes"]),
-    ):
-        _too_big = [n for n in _sizes if n > _n_train]
-        if _too_big:
-            _config_error(
-                f"{_where} {_too_big} exceed the {_n_train} training queries of data set {DATASET!r}; "
-                f"use sizes <= {_n_train} (or a larger data set)"
-            )
-
 # The interpreter running Snakemake also runs the jobs (the venv's python on every node).
 LOCUS = f"{shlex.quote(sys.executable)} -m locus"
 
@@ -190,7 +178,7 @@ wildcard_constraints:
     seed=r"\d+",
 
 
-# --- paths: every rule builds data, encoding and run paths here and nowhere else ----------------------
+# --- paths: every rule builds data and encoding paths here and nowhere else (run paths: train.smk) ----
 def data_files(dataset):
     """The canonical data set: three Parquet files and the manifest that ties them together."""
     return multiext(f"results/data/{dataset}/", "queries.parquet", "models.parquet", "scores.parquet", "dataset.json")
@@ -214,40 +202,6 @@ def encodings(dataset, encoder):
     return f"results/encodings/{dataset}/{encoder}.parquet"
 
 
-# A run directory: one method x encoder x training size x embedding dimension x seed.
-RUN_DIR = "results/runs/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}"
-
-
-def run_dir(dataset, encoder, method, n, seed):
-    return RUN_DIR.format(
-        dataset=dataset, encoder=encoder, method=method, n=n, dim=config["methods"][method]["dim"], seed=seed
-    )
-
-
-def run_file(dataset, encoder, method, n, seed, name):
-    """One artefact of a run (see locus.run_artifacts for the files of each kind of method)."""
-    return f"{run_dir(dataset, encoder, method, n, seed)}/{name}"
-
-
-def run_metrics(methods, sizes, dataset=None, encoder=None, seeds=None):
-    return [
-        run_file(dataset or DATASET, encoder or ENCODER, m, n, s, "metrics.json")
-        for m in methods
-        for n in sizes
-        for s in (config["seeds"] if seeds is None else seeds)
-    ]
-
-
-def run_files_named(methods, sizes, name, seeds=None, dataset=None, encoder=None):
-    """The file `name` (e.g. scores_test.parquet) of the same runs as run_metrics(methods, sizes, seeds)."""
-    return [
-        run_file(dataset or DATASET, encoder or ENCODER, m, n, s, name)
-        for m in methods
-        for n in sizes
-        for s in (config["seeds"] if seeds is None else seeds)
-    ]
-
-
 def input_dir(key, quote=False):
     """A params function: the directory of the rule's input `key` (of its first file), derived from the
     inputs rather than retyped; shell-quoted with `quote`."""
@@ -262,19 +216,3 @@ def input_dir(key, quote=False):
 
 def as_json(value):
     return json.dumps(value, sort_keys=True)
-
-
-# Embedding geometry (geometry.smk, portfolio.smk, views.smk): every analysis reads the runs at the
-# reference training size through these two helpers.
-GEO = config["geometry"]
-GEO_N = int(GEO["reference_train_size"])
-GEO_SEED = int(GEO["seed"])
-
-
-def geometry_run_file(method, name):
-    """File `name` of `method`'s run at the geometry reference size and seed."""
-    return run_file(DATASET, ENCODER, method, GEO_N, GEO_SEED, name)
-
-
-def geometry_run_dir(method):
-    return run_dir(DATASET, ENCODER, method, GEO_N, GEO_SEED)

@@ -1,9 +1,25 @@
 # Embedding geometry (paper §4.3-4.4, appendix E.2): embedding distance vs test disagreement (table and
 # figure), model families, nearest-neighbour proxies and fallback routing. Inputs: the reference runs of
-# geometry.methods (GEO_N evaluations per model, seed GEO_SEED: geometry_run_file in common.smk; their
+# geometry.methods (GEO_N evaluations per model, seed GEO_SEED: geometry_run_file below; their
 # training pairs too, which `locus geometry` checks hold no test query) and the data set's test labels.
 # Cheap (seconds): run on the submit host. `rule geometry` builds these and the portfolio and views outputs.
 import shlex
+
+# Every geometry analysis (here, portfolio.smk, views.smk, also regeneration.smk and timing.smk) reads
+# the runs at the reference training size through these two helpers.
+GEO = config["geometry"]
+GEO_N = int(GEO["reference_train_size"])
+GEO_SEED = int(GEO["seed"])
+
+
+def geometry_run_file(method, name):
+    """File `name` of `method`'s run at the geometry reference size and seed."""
+    return run_file(DATASET, ENCODER, method, GEO_N, GEO_SEED, name)
+
+
+def geometry_run_dir(method):
+    return run_dir(DATASET, ENCODER, method, GEO_N, GEO_SEED)
+
 
 NB = GEO["neighbours"]
 GEO_METHODS = list(GEO["methods"])

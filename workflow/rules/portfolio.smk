@@ -1,7 +1,7 @@
 # Model portfolio selection (paper §4.4, appendix E.3): routing accuracy restricted to a portfolio chosen
 # from LOCUS's model embeddings (k-center, k-medoids, coverage-greedy under a parameter budget) against
 # random subsets. Inputs: LOCUS's reference run (GEO_N evaluations per model, seed GEO_SEED:
-# geometry_run_file in common.smk) and the data set (test labels, params_b). Seconds: run on the submit host.
+# geometry_run_file in geometry.smk) and the data set (test labels, params_b). Seconds: run on the submit host.
 import shlex
 
 PORTFOLIO_TARGETS = ["results/figures/model_portfolio.pdf"]

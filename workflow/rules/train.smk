@@ -1,7 +1,55 @@
-# One training run per method x encoder x training size x dimension x seed. Every file of the run
-# directory is a declared output (locus.run_artifacts lists them per kind of method), so experiments
-# can depend on embeddings, score matrices and checkpoints. Methods that use torch run as
-# `train_run` (a GPU job in the SLURM profile); the others (kNN, K-Means) as `train_run_cpu`.
+# One training run per method x encoder x training size x dimension x seed. The run paths are spelled
+# here and nowhere else: every later rule file names runs through RUN_DIR, run_dir, run_file,
+# run_files_named and run_metrics. Every file of the run directory is a declared output
+# (locus.run_artifacts lists them per kind of method), so experiments can depend on embeddings, score
+# matrices and checkpoints. Methods that use torch run as `train_run` (a GPU job in the SLURM profile);
+# the others (kNN, K-Means) as `train_run_cpu`. Include after common.smk, before every file that reads runs.
+
+# A run directory: one method x encoder x training size x embedding dimension x seed.
+RUN_DIR = "results/runs/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}"
+
+
+def run_dir(dataset, encoder, method, n, seed):
+    return RUN_DIR.format(
+        dataset=dataset, encoder=encoder, method=method, n=n, dim=config["methods"][method]["dim"], seed=seed
+    )
+
+
+def run_file(dataset, encoder, method, n, seed, name):
+    """One artefact of a run (see locus.run_artifacts for the files of each kind of method)."""
+    return f"{run_dir(dataset, encoder, method, n, seed)}/{name}"
+
+
+def run_files_named(methods, sizes, name, seeds=None, dataset=None, encoder=None):
+    """The file `name` (e.g. scores_test.parquet) of every run of `methods` x training `sizes` x `seeds`
+    (default: the top-level `seeds`), at the configured data set and encoder unless given."""
+    return [
+        run_file(dataset or DATASET, encoder or ENCODER, m, n, s, name)
+        for m in methods
+        for n in sizes
+        for s in (config["seeds"] if seeds is None else seeds)
+    ]
+
+
+def run_metrics(methods, sizes, seeds=None, dataset=None, encoder=None):
+    """The metrics.json of the same runs as run_files_named(methods, sizes, ..., seeds)."""
+    return run_files_named(methods, sizes, "metrics.json", seeds, dataset, encoder)
+
+
+# The training sizes must fit the data's training split (known before the data is built for synthetic
+# data sets, else once results/data/ holds it).
+_n_train = train_split_size(DATASET)
+if _n_train is not None:
+    for _where, _sizes in (
+        ("train_sizes", config["train_sizes"]),
+        ("sample_efficiency.train_sizes", SE["train_sizes"]),
+    ):
+        _too_big = [n for n in _sizes if n > _n_train]
+        if _too_big:
+            _config_error(
+                f"{_where} {_too_big} exceed the {_n_train} training queries of data set {DATASET!r}; "
+                f"use sizes <= {_n_train} (or a larger data set)"
+            )
 
 
 def _train_groups():
