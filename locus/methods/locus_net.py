@@ -70,7 +70,8 @@ class MAB(nn.Module):
         self.o = nn.Linear(dim, dim, bias=False)
         self.ln0 = nn.LayerNorm(dim)
         self.ln1 = nn.LayerNorm(dim)
-        self.ffn = nn.Sequential(nn.Linear(dim, 2 * dim), nn.ReLU(), nn.Linear(2 * dim, dim))
+        # in-place ReLUs and residual adds: the same arithmetic with fewer [B, n, d] temporaries (memory-bound on CPUs)
+        self.ffn = nn.Sequential(nn.Linear(dim, 2 * dim), nn.ReLU(inplace=True), nn.Linear(2 * dim, dim))
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:  # [B, n, d] -> [B, h, n, d/h]
         b, n, d = x.shape
@@ -85,8 +86,12 @@ class MAB(nn.Module):
         mask = None if key_mask is None else key_mask[:, None, None, :]
         att = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         att = att.transpose(1, 2).reshape(batch, -1, x.shape[-1])
-        h = torch.relu(self.ln0(query + self.o(att)))  # residual from the un-projected query; extra ReLU
-        return self.ln1(h + self.ffn(h))
+        out = self.o(att)
+        out += query  # residual from the un-projected query
+        h = self.ln0(out).relu_()  # the authors' extra ReLU
+        out = self.ffn(h)
+        out += h
+        return self.ln1(out)
 
 
 class SAB(nn.Module):
