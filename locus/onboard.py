@@ -298,22 +298,30 @@ def plan(
     a_prompts, a_scores = ([], np.zeros(0, np.float32)) if answers is None else read_score_file(answers)[:2]
     a_vectors = encode_checked(ckpt, a_prompts, None, str(answers)) if a_prompts else None
     done = np.isin(np.asarray(texts, dtype=object), np.asarray(a_prompts, dtype=object))
+    remaining = max(0, int(budget) - len(a_prompts))
+    sequential = selector in SEQUENTIAL
+    # static selectors follow one plan of `budget` prompts over all candidates; sequential ones pick among
+    # the prompts not yet evaluated, from the answers so far
+    keep = ~done if sequential else np.ones(len(ids), bool)
     context = Context(
-        vectors=vectors[~done],
-        benchmarks=None if benchmarks is None else benchmarks[~done],
-        patterns=pool_patterns(ckpt.method, vectors[~done], None if pool_scores is None else pool_scores[~done]),
+        vectors=vectors[keep],
+        benchmarks=None if benchmarks is None else benchmarks[keep],
+        patterns=pool_patterns(ckpt.method, vectors[keep], None if pool_scores is None else pool_scores[keep]),
         method=ckpt.method,
         seed=int(seed),
-        answer_vectors=a_vectors,
-        answer_scores=a_scores,
+        answer_vectors=a_vectors if sequential else None,
+        answer_scores=a_scores if sequential else None,
         batch=int(batch),
     )
-    remaining = int(budget) - len(a_prompts)
     take = min(remaining, int(batch)) if len(a_prompts) else int(budget)
-    if selector in SEQUENTIAL and not len(a_prompts):
-        take = min(int(budget), max(1, context.warm))  # the warm start; the rest follows the answers
-    take = min(take, int((~done).sum()))
-    chosen = select(selector, ids[~done], take, context) if take > 0 else np.zeros(0, np.int64)
+    if sequential:
+        if not len(a_prompts):
+            take = min(int(budget), max(1, context.warm))  # the warm start; the rest follows the answers
+        take = min(take, int(keep.sum()))
+        chosen = select(selector, ids[keep], take, context) if take > 0 else np.zeros(0, np.int64)
+    else:
+        answered = set(ids[done].tolist())
+        chosen = [i for i in select(selector, ids, int(budget), context) if int(i) not in answered][:take]
     text_of = dict(zip(ids.tolist(), texts))
     result = Plan([(int(i), text_of[int(i)]) for i in chosen], len(a_prompts), int(budget), reference=len(ref))
     if len(a_prompts) > int(batch):

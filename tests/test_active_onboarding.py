@@ -254,11 +254,14 @@ def test_experiment_writes_figure_and_table(tiny, held_run, tmp_path, capsys):
         assert cells[col].between(0, 1).all()
         assert (cells[f"{col}_low"] <= cells[col] + 1e-12).all() and (cells[col] <= cells[f"{col}_high"] + 1e-12).all()
     assert (frame["kind"] == "draw").sum() == 30
+    assert (cells["accuracy_models_low"] <= cells["accuracy"] + 1e-12).all()
+    assert (cells["vs_reference_low"] <= cells["vs_reference"] + 1e-12).all()
     tab = pd.read_csv(table.with_suffix(".csv"))
     assert list(tab["selector"]) == list(ob.SELECTORS) and (tab["reference_k"] == 16).all()
     ref = cells[(cells["selector"] == "random") & (cells["k"] == 16)]["accuracy"].iloc[0]
     assert tab["reference_accuracy"].iloc[0] == pytest.approx(ref)
     assert tab.loc[tab["selector"] == "random", "k_reach"].iloc[0] <= 16  # random reaches itself
+    assert (tab["k_not_worse"].fillna(99) <= tab["k_reach"].fillna(99)).all()
     assert "Smallest number of evaluations" in table.read_text()
 
 
@@ -266,19 +269,47 @@ def test_experiment_refuses_a_run_that_saw_the_held_out_models(tiny, tmp_path, c
     args = ["--run", str(tiny / "run"), "--data", str(tiny / "data"), "--encodings", str(tiny / "enc.parquet")]
     code = main(
         ["active-onboarding", *args, "--hold-out", "org/model-4", "--out", str(tmp_path / "a.pdf")]
-        + ["--table", str(tmp_path / "a.tex")]
+        + ["--table", str(tmp_path / "t" / "a.tex")]
     )
     assert code == 2 and "trained on 1 of the 1 held-out models" in capsys.readouterr().err
     assert not (tmp_path / "a.pdf").exists()
+    code = main(["active-onboarding", *args, "--out", str(tmp_path / "a.pdf"), "--table", str(tmp_path / "a.tex")])
+    assert code == 2 and "both would write the same CSV" in capsys.readouterr().err
 
 
 def test_experiment_regret_on_hand_made_logits():
+    from locus.experiments.active_onboarding import regret
+
     labels = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     logits = np.array([[2.0, -1.0], [3.0, 0.0], [0.0, 1.0]])  # routes to 0, 0, 1: correct, wrong, correct
-    from locus.experiments.active_onboarding import _regret
+    assert regret(logits, labels) == pytest.approx(1.0 - 2 / 3)
+    assert regret(labels, labels) == 0.0
 
-    assert _regret(logits, labels, np.arange(2))[0] == pytest.approx(1.0 - 2 / 3)
-    assert _regret(logits, labels, np.array([[0, 0]]))[0] == pytest.approx(2 / 3 - 2 / 3)
+
+def test_experiment_summary_and_table_on_hand_made_cells():
+    """Two held-out models, 4 test queries; selector b matches random's largest-k accuracy at k = 2."""
+    from locus.experiments.active_onboarding import reach_table, summarise
+
+    labels = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]])
+    right = np.where(labels >= 0.5, 1.0, -1.0)  # logits predicting every label
+    wrong_one = right.copy()
+    wrong_one[0, 0] *= -1  # one of the 8 pairs wrong
+    cells = {
+        ("random", 2, 0): wrong_one,
+        ("random", 8, 0): wrong_one,
+        ("b", 2, 0): right,
+        ("b", 8, 0): right,
+        ("c", 2, 0): -right,
+        ("c", 8, 0): -right,
+    }
+    grid, draws = summarise(cells, labels, 200, 0)
+    acc = grid.set_index(["selector", "k"])["accuracy"]
+    assert acc[("random", 8)] == pytest.approx(7 / 8) and acc[("b", 2)] == 1.0 and acc[("c", 8)] == 0.0
+    assert grid.set_index(["selector", "k"])["regret"][("b", 2)] == 0.0 and len(draws) == 6
+    table = reach_table(grid).set_index("selector")
+    assert table.loc["b", "k_reach"] == 2 and table.loc["random", "k_reach"] == 2
+    assert np.isnan(table.loc["c", "k_reach"]) and np.isnan(table.loc["c", "k_not_worse"])
+    assert table.loc["b", "k_reach_diff"] == pytest.approx(1 / 8)
 
 
 def test_rule_dry_run(tmp_path):
@@ -304,3 +335,14 @@ def test_schema_selectors_are_the_packages():
     block = schema["properties"]["active_onboarding"]["properties"]
     assert tuple(block["selectors"]["items"]["enum"]) == constants.ONBOARD_SELECTORS == ob.SELECTORS
     assert tuple(block["selectors"]["default"]) == constants.ONBOARD_SELECTORS
+
+
+def test_onboard_static_plan_continues_after_the_answers(tiny, fake_encoder, tmp_path, capsys):
+    assert onboard(tiny, "--budget", "10", "--selector", "anchor", *data_args(tiny)) == 0
+    plan = [line.split("\t")[1] for line in printed_prompts(capsys.readouterr().out)]
+    answers = tmp_path / "answers.csv"
+    pd.DataFrame({"prompt": plan[:3], "score": [1, 0, 1]}).to_csv(answers, index=False)
+    assert onboard(tiny, "--budget", "10", "--answers", str(answers), "--batch", "4", *data_args(tiny)) == 0
+    out = capsys.readouterr().out
+    assert [line.split("\t")[1] for line in printed_prompts(out)] == plan[3:7]
+    assert "needs more than 4 answers" in out

@@ -75,6 +75,6 @@ def run(args) -> int:
     grid = s["grid"].pivot(index="selector", columns="k", values="accuracy")
     print(f"correctness accuracy (%) of {s['held_out']} held-out models embedded from k chosen evaluations:")
     print((100 * grid).round(2).to_string())
-    print((s["table"][["selector", "k_reach", "within_quarter"]]).to_string(index=False))
+    print(s["table"][["selector", "k_reach", "k_not_worse"]].to_string(index=False))
     print(f"wrote {args.out} and {args.table}")
     return 0

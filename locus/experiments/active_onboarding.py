@@ -10,9 +10,9 @@ training-split scores answer them, only those), and predicts its test queries:
   model per query) minus the accuracy of routing each query to the held-out model with the highest predicted
   probability, averaged over repeats.
 
-Intervals: percentile bootstrap over the held-out models (resampled with replacement; regret re-routes among
-the resampled models), the same resamples for every cell. The table: the smallest k at which each selector's
-accuracy reaches random selection's accuracy at the largest k, and whether it does within a quarter of it.
+Figure bands: percentile bootstrap over repeats. Table: the smallest k at which each selector's accuracy
+reaches random selection's at the largest k, and the smallest k not significantly below it (paired percentile
+bootstrap over the held-out models, the same resamples for every cell); and whether either is <= a quarter of it.
 """
 
 from __future__ import annotations
@@ -74,24 +74,22 @@ def _logits_cells(ckpt, data, enc, held, sizes, selectors, repeats: int, seed: i
     return cells, labels
 
 
-def _bootstrap_models(n_models: int, n_resamples: int, seed: int) -> np.ndarray:
-    return np.random.default_rng([int(seed), 7]).integers(0, n_models, size=(n_resamples, n_models))
+def _resamples(n: int, n_resamples: int, seed: int, key: int) -> np.ndarray:
+    """[n_resamples, n] indices drawn with replacement (seeded; the same for every cell)."""
+    return np.random.default_rng([int(seed), key]).integers(0, n, size=(n_resamples, n))
 
 
-def _regret(logits: np.ndarray, labels: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Regret of routing among models `idx` ([B, h] resamples, or [h]) on rows where every model is labelled."""
-    idx = np.atleast_2d(idx)
-    out = np.empty(len(idx))
-    for s in range(0, len(idx), 200):  # chunks keep the [queries x resamples x models] arrays small
-        b = idx[s : s + 200]
-        lg, lb = logits[:, b], labels[:, b]  # [Q, B, h]
-        routed = np.take_along_axis(lb, np.argmax(lg, axis=2)[..., None], axis=2)[..., 0]
-        out[s : s + 200] = (lb.max(axis=2) - routed).mean(axis=0)
-    return out
+def regret(logits: np.ndarray, labels: np.ndarray) -> float:
+    """Oracle accuracy minus the accuracy of routing each row (query) to its argmax column (model)."""
+    routed = labels[np.arange(len(labels)), np.argmax(logits, axis=1)]
+    return float(np.mean(labels.max(axis=1) - routed)) if len(labels) else float("nan")
 
 
-def summarise(cells: dict, labels: np.ndarray, n_resamples: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(one row per selector and k with accuracy, regret and their intervals; one row per draw)."""
+def summarise(cells: dict, labels: np.ndarray, n_resamples: int, seed: int, reference: str = "random"):
+    """(one row per selector and k, one row per draw). Columns of a row: accuracy and regret with a 95% band
+    over repeats (bootstrap of the mean over repeats); the accuracy's interval over held-out models; and
+    the paired difference to `reference` at the largest k with its interval (both resampling held-out
+    models, the same resamples for every cell)."""
     from locus.constants import BOOTSTRAP_RESAMPLES
 
     n_resamples = int(n_resamples or BOOTSTRAP_RESAMPLES)
@@ -99,73 +97,71 @@ def summarise(cells: dict, labels: np.ndarray, n_resamples: int, seed: int) -> t
     full = np.isfinite(labels).all(axis=1)
     labelled = np.isfinite(labels)
     y = labels >= 0.5
-    idx = _bootstrap_models(h, n_resamples, seed)
+    n_pairs = labelled.sum(axis=0).astype(float)
     lo, hi = 100 * (1 - CI_LEVEL) / 2, 100 * (1 + CI_LEVEL) / 2
-    draws, rows = [], []
+    by_model = _resamples(h, n_resamples, seed, 7)
+    draws, rows, boot = [], [], {}
     for name, k in dict.fromkeys((n, k) for n, k, _ in cells):
         reps = sorted(r for n, kk, r in cells if (n, kk) == (name, k))
-        correct = np.zeros(h)
-        pairs = labelled.sum(axis=0).astype(float) * len(reps)
-        regrets, boot_regret = [], np.zeros(n_resamples)
-        for r in reps:
-            lg = cells[(name, k, r)]
-            c = (((lg >= 0) == y) & labelled).sum(axis=0)
-            correct += c
-            reg = float(_regret(lg[full], labels[full], np.arange(h))[0]) if full.any() else np.nan
-            regrets.append(reg)
-            draws.append(
-                {
-                    "selector": name,
-                    "k": k,
-                    "repeat": r,
-                    "accuracy": c.sum() / labelled.sum(),
-                    "regret": reg,
-                }
-            )
-            if full.any():
-                boot_regret += _regret(lg[full], labels[full], idx) / len(reps)
-        boot_acc = correct[idx].sum(axis=1) / pairs[idx].sum(axis=1)
+        correct = np.stack([(((cells[(name, k, r)] >= 0) == y) & labelled).sum(axis=0) for r in reps])  # [R, h]
+        regrets = np.array([regret(cells[(name, k, r)][full], labels[full]) for r in reps])
+        acc_r = correct.sum(axis=1) / n_pairs.sum()
+        draws += [
+            {"selector": name, "k": k, "repeat": r, "accuracy": a, "regret": g} for r, a, g in zip(reps, acc_r, regrets)
+        ]
+        by_rep = _resamples(len(reps), n_resamples, seed, 8)
+        boot[(name, k)] = correct.sum(axis=0)[by_model].sum(axis=1) / (len(reps) * n_pairs[by_model].sum(axis=1))
         rows.append(
             {
                 "selector": name,
                 "k": k,
-                "accuracy": correct.sum() / pairs.sum(),
-                "accuracy_low": np.percentile(boot_acc, lo),
-                "accuracy_high": np.percentile(boot_acc, hi),
+                "accuracy": correct.sum() / (len(reps) * n_pairs.sum()),
+                "accuracy_low": np.percentile(acc_r[by_rep].mean(axis=1), lo),
+                "accuracy_high": np.percentile(acc_r[by_rep].mean(axis=1), hi),
+                "accuracy_models_low": np.percentile(boot[(name, k)], lo),
+                "accuracy_models_high": np.percentile(boot[(name, k)], hi),
                 "regret": float(np.mean(regrets)),
-                "regret_low": np.percentile(boot_regret, lo) if full.any() else np.nan,
-                "regret_high": np.percentile(boot_regret, hi) if full.any() else np.nan,
+                "regret_low": np.percentile(regrets[by_rep].mean(axis=1), lo),
+                "regret_high": np.percentile(regrets[by_rep].mean(axis=1), hi),
                 "repeats": len(reps),
                 "models": h,
                 "routing_queries": int(full.sum()),
             }
         )
-    return pd.DataFrame(rows), pd.DataFrame(draws)
+    grid = pd.DataFrame(rows)
+    k_max = int(grid["k"].max())
+    if (reference, k_max) not in boot:
+        raise ConfigError(f"active onboarding: the table needs the {reference!r} selector at k = {k_max}.")
+    ref = grid[(grid["selector"] == reference) & (grid["k"] == k_max)]["accuracy"].iloc[0]
+    diffs = [boot[(n, k)] - boot[(reference, k_max)] for n, k in zip(grid["selector"], grid["k"])]
+    grid["vs_reference"] = grid["accuracy"] - ref
+    grid["vs_reference_low"] = [np.percentile(d, lo) for d in diffs]
+    grid["vs_reference_high"] = [np.percentile(d, hi) for d in diffs]
+    return grid, pd.DataFrame(draws)
 
 
 def reach_table(cells: pd.DataFrame, reference: str = "random") -> pd.DataFrame:
-    """Per selector: the smallest k whose accuracy reaches `reference`'s accuracy at the largest k."""
+    """Per selector: the smallest k whose accuracy reaches `reference`'s at the largest k (mean >= it:
+    `k_reach`), and the smallest k not significantly below it (upper end of the paired interval >= 0:
+    `k_not_worse`), each with the paired difference and its interval."""
     k_max = int(cells["k"].max())
-    ref = cells[(cells["selector"] == reference) & (cells["k"] == k_max)]
-    if ref.empty:
-        raise ConfigError(f"active onboarding: the table needs the {reference!r} selector at k = {k_max}.")
-    ref = ref.iloc[0]
+    ref = cells[(cells["selector"] == reference) & (cells["k"] == k_max)].iloc[0]
     rows = []
     for name, g in cells.groupby("selector", sort=False):
-        hit = g[g["accuracy"] >= ref["accuracy"]].sort_values("k")
+        g = g.sort_values("k")
         row = {
             "selector": name,
             "reference_k": k_max,
             "reference_accuracy": ref["accuracy"],
-            "reference_low": ref["accuracy_low"],
-            "reference_high": ref["accuracy_high"],
-            "k_reach": int(hit["k"].iloc[0]) if len(hit) else np.nan,
+            "reference_low": ref["accuracy_models_low"],
+            "reference_high": ref["accuracy_models_high"],
         }
-        first = hit.iloc[0] if len(hit) else None
-        row["accuracy_at_k_reach"] = first["accuracy"] if first is not None else np.nan
-        row["low_at_k_reach"] = first["accuracy_low"] if first is not None else np.nan
-        row["high_at_k_reach"] = first["accuracy_high"] if first is not None else np.nan
-        row["within_quarter"] = bool(len(hit) and hit["k"].iloc[0] <= k_max / 4)
+        for col, hit in (("k_reach", g[g["vs_reference"] >= 0]), ("k_not_worse", g[g["vs_reference_high"] >= 0])):
+            first = hit.iloc[0] if len(hit) else None
+            row[col] = int(first["k"]) if first is not None else np.nan
+            for part in ("", "_low", "_high"):
+                row[f"{col}_diff{part}"] = first[f"vs_reference{part}"] if first is not None else np.nan
+            row[f"{col}_within_quarter"] = bool(first is not None and first["k"] <= k_max / 4)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -174,23 +170,38 @@ def _pct(x) -> str:
     return "--" if pd.isna(x) else f"{100 * x:.2f}"
 
 
+def _diff(r, col: str) -> str:
+    if pd.isna(r[col]):
+        return "--"
+    return f"{int(r[col])} & {100 * r[col + '_diff']:+.2f} [{100 * r[col + '_diff_low']:+.2f}, {100 * r[col + '_diff_high']:+.2f}]"
+
+
 def latex_table(table: pd.DataFrame, title: str) -> str:
     from locus.render.labels import escape
 
     k_max = int(table["reference_k"].iloc[0])
+    q = k_max // 4
     ref = table.iloc[0]
-    winners = table[(table["selector"] != "random") & table["within_quarter"]]["selector"].tolist()
+    others = table[table["selector"] != "random"]
+    reach = others[others["k_reach_within_quarter"]]["selector"].tolist()
+    close = others[others["k_not_worse_within_quarter"]]["selector"].tolist()
     verdict = (
-        f"{', '.join(winners)} reach{'es' if len(winners) == 1 else ''} it with at most {k_max // 4} evaluations."
-        if winners
-        else f"No selector other than random reaches it with {k_max // 4} evaluations or fewer."
+        f"Reaching it (mean) with at most {q} evaluations: {', '.join(reach)}."
+        if reach
+        else f"No selector reaches it (mean) with {q} evaluations or fewer."
+    )
+    verdict += (
+        f" Not significantly below it with at most {q}: {', '.join(close)}."
+        if close
+        else f" None is even not significantly below it with {q} or fewer."
     )
     caption = (
         f"{escape(title)}. Smallest number of evaluations $k$ at which each selector's correctness accuracy of the "
         f"held-out models reaches random selection's at $k={k_max}$ "
         f"({_pct(ref['reference_accuracy'])}\\%, 95\\% CI {_pct(ref['reference_low'])}--"
-        f"{_pct(ref['reference_high'])}; bootstrap over held-out models); -- = not within the $k$ tried. "
-        f"{escape(verdict)}"
+        f"{_pct(ref['reference_high'])}, bootstrap over held-out models): first $k$ whose mean is at least it, and "
+        "first $k$ not significantly below it (the paired 95\\% bootstrap interval of the difference, resampling "
+        f"held-out models, reaches 0); differences in points; -- = not within the $k$ tried. {escape(verdict)}"
     )
     lines = [
         "\\begin{table}[t]",
@@ -198,19 +209,14 @@ def latex_table(table: pd.DataFrame, title: str) -> str:
         "\\small",
         f"\\caption{{{caption}}}",
         "\\label{tab:active_onboarding}",
-        "\\begin{tabular}{@{}lrcc@{}}",
+        "\\begin{tabular}{@{}lrcrc@{}}",
         "\\toprule",
-        f"Selector & $k$ reaching & Accuracy at that $k$ (\\%) [95\\% CI] & $k \\le {k_max // 4}$ \\\\",
+        "Selector & $k$ reaching & Difference [95\\% CI] & $k$ not below & Difference [95\\% CI] \\\\",
         "\\midrule",
     ]
     for _, r in table.iterrows():
-        k = "--" if pd.isna(r["k_reach"]) else str(int(r["k_reach"]))
-        acc = (
-            "--"
-            if pd.isna(r["k_reach"])
-            else f"{_pct(r['accuracy_at_k_reach'])} [{_pct(r['low_at_k_reach'])}, {_pct(r['high_at_k_reach'])}]"
-        )
-        lines.append(f"{escape(r['selector'])} & {k} & {acc} & {'yes' if r['within_quarter'] else 'no'} \\\\")
+        cells = [_diff(r, "k_reach"), _diff(r, "k_not_worse")]
+        lines.append(f"{escape(r['selector'])} & " + " & ".join(c if c != "--" else "-- & --" for c in cells) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}", ""]
     return "\n".join(lines)
 
@@ -238,11 +244,11 @@ def figure(cells: pd.DataFrame, title: str):
     fig.text(
         0.01,
         -0.08,
-        f"{int(c['models'])} held-out models embedded from k training-split queries chosen by each selector; "
-        f"accuracy: micro mean over their test pairs, {int(c['repeats'])} repeats pooled. Regret: on "
-        f"{int(c['routing_queries'])} test queries, the best held-out model's accuracy (oracle) minus that of "
-        "routing to the held-out model with the highest predicted probability. Bands: 95% percentile bootstrap "
-        "over held-out models.",
+        f"{int(c['models'])} held-out models embedded from k training-split queries chosen by each selector. "
+        f"Accuracy: micro mean over their test pairs. Regret: on {int(c['routing_queries'])} test queries, the "
+        "best held-out model's accuracy (oracle) minus that of routing to the held-out model with the highest "
+        f"predicted probability. Points: mean over {int(c['repeats'])} repeats (seeds); bands: 95% bootstrap "
+        "over repeats. Intervals over held-out models and paired differences: the CSV and the table.",
         fontsize=7,
         wrap=True,
     )
@@ -274,9 +280,12 @@ def write_active_onboarding(
     from locus.data.encodings import check_matches, read_encodings
     from locus.onboard import check_selector
     from locus.render import write_csv
+    from locus.render.figures import output_paths
     from locus.render.views import write_figure
     from locus.runs import held_out_ids
 
+    if output_paths(out)["csv"].resolve() == Path(table_out).with_suffix(".csv").resolve():
+        raise ConfigError(f"--out {out} and --table {table_out}: both would write the same CSV; use two directories.")
     sizes = sorted({int(k) for k in sizes})
     if not sizes or sizes[0] < 1:
         raise ConfigError(f"--sizes: give evaluation counts >= 1, got {sizes}")
