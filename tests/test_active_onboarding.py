@@ -346,3 +346,27 @@ def test_onboard_static_plan_continues_after_the_answers(tiny, fake_encoder, tmp
     out = capsys.readouterr().out
     assert [line.split("\t")[1] for line in printed_prompts(out)] == plan[3:7]
     assert "needs more than 4 answers" in out
+
+
+@pytest.mark.parametrize(
+    "yaml_text, message",
+    [
+        ("active_onboarding: {selectors: [anchor, stratified]}\n", r"config error: active_onboarding.selectors"),
+        ("active_onboarding: {sizes: [8, 99999]}\n", r"active_onboarding.sizes: 99999 exceeds the \d+ training"),
+    ],
+)
+def test_config_errors_at_dag_build_time(tmp_path, yaml_text, message):
+    import re
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml_text)
+    res = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-n", "--directory", str(tmp_path)]
+        + ["--configfile", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    out = res.stderr + res.stdout
+    assert res.returncode != 0 and re.search(message, out), out[-3000:]
+    assert len(re.findall(r"^config error: ", out, re.M)) == 1 and "Traceback" not in out, out[-3000:]
