@@ -296,7 +296,7 @@ def plan(
     else:
         texts, ids, vectors, benchmarks, pool_scores, ref = _from_data(ckpt, data, encodings, budget)
     a_prompts, a_scores = ([], np.zeros(0, np.float32)) if answers is None else read_score_file(answers)[:2]
-    a_vectors = encode_checked(ckpt, a_prompts, None, str(answers)) if a_prompts else None
+    a_vectors = _answer_vectors(ckpt, a_prompts, texts, vectors, answers) if a_prompts else None
     done = np.isin(np.asarray(texts, dtype=object), np.asarray(a_prompts, dtype=object))
     remaining = max(0, int(budget) - len(a_prompts))
     sequential = selector in SEQUENTIAL
@@ -329,6 +329,19 @@ def plan(
         z_now = ckpt.method.embed(a_vectors, a_scores)
         result.changed, result.stop = stopping_check(ckpt.method, ref, z_prev, z_now, epsilon)
     return result
+
+
+def _answer_vectors(ckpt, prompts, texts, vectors, where) -> np.ndarray:
+    """Encodings of the answered prompts: the candidates' own where the texts match, the rest encoded."""
+    from locus.inference import encode_checked
+
+    row = {t: i for i, t in enumerate(texts)}
+    out = np.zeros((len(prompts), vectors.shape[1]), np.float32)
+    known = np.array([p in row for p in prompts])
+    out[known] = vectors[[row[p] for p in np.asarray(prompts, dtype=object)[known]]]
+    if (~known).any():
+        out[~known] = encode_checked(ckpt, [p for p, k in zip(prompts, known) if not k], None, str(where))
+    return out
 
 
 def _from_data(ckpt, data_dir, encodings, budget):

@@ -370,3 +370,19 @@ def test_config_errors_at_dag_build_time(tmp_path, yaml_text, message):
     out = res.stderr + res.stdout
     assert res.returncode != 0 and re.search(message, out), out[-3000:]
     assert len(re.findall(r"^config error: ", out, re.M)) == 1 and "Traceback" not in out, out[-3000:]
+
+
+def test_onboard_multiline_prompts_and_out_csv(tiny, fake_encoder, tmp_path, capsys):
+    cands = tmp_path / "cands.csv"
+    prompts = ["line one\nline two", "tab\there", "plain"]
+    pd.DataFrame({"prompt": prompts}).to_csv(cands, index=False)
+    out = tmp_path / "next.csv"
+    assert onboard(tiny, "--budget", "3", "--candidates", str(cands), "--selector", "random", "--out", str(out)) == 0
+    lines = printed_prompts(capsys.readouterr().out)
+    assert sorted(line.split("\t", 1)[1] for line in lines) == ["line one\\nline two", "plain", "tab\\there"]
+    written = pd.read_csv(out)
+    assert list(written.columns) == ["prompt_id", "prompt", "score"] and sorted(written["prompt"]) == sorted(prompts)
+    assert [int(line.split("\t")[0]) for line in lines] == written["prompt_id"].tolist()
+    bad_out = tmp_path / "bad.csv"
+    assert onboard(tiny, "--budget", "4", "--candidates", str(cands), "--out", str(bad_out)) == 2
+    assert not bad_out.exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from locus.cli import existing_dir, existing_file
+from locus.cli import existing_dir, existing_file, output_file
 
 NAME = "onboard"
 HELP = "which prompts to evaluate a new model on (random, stratified, anchor, disagreement, uncertainty selectors)"
@@ -43,6 +43,17 @@ def add_arguments(p) -> None:
         "embeddings before and after the last batch",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the selectors")
+    p.add_argument(
+        "--out",
+        type=output_file((".csv",)),
+        default=None,
+        help="also write the prompts as CSV (prompt_id, prompt, score left empty: fill in and append to --answers)",
+    )
+
+
+def one_line(text: str) -> str:
+    """A prompt on one output line: backslashes, newlines and tabs escaped."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
 
 
 def run(args) -> int:
@@ -67,11 +78,19 @@ def run(args) -> int:
             f"budget {r.budget}):"
         )
         for pid, text in r.prompts:
-            print(f"{pid}\t{text}")
+            print(f"{pid}\t{one_line(text)}")
     else:
         print(f"budget spent: {r.n_answers} answers for a budget of {r.budget}.")
     if args.selector in SEQUENTIAL and r.n_answers == 0 and left > len(r.prompts):
         print("sequential selector: evaluate these, then rerun with --answers FILE for the next prompts.")
+    if args.out is not None:
+        import pandas as pd
+
+        from locus.atomic import write_text
+
+        frame = pd.DataFrame({"prompt_id": [p for p, _ in r.prompts], "prompt": [t for _, t in r.prompts], "score": ""})
+        write_text(args.out, frame.to_csv(index=False))
+        print(f"wrote {args.out}")
     if r.changed is not None:
         verdict = "stop" if r.stop else "continue"
         print(
