@@ -19,6 +19,7 @@ include: "workflow/rules/geometry.smk"
 include: "workflow/rules/portfolio.smk"
 include: "workflow/rules/views.smk"
 include: "workflow/rules/onboarding.smk"
+include: "workflow/rules/active_onboarding.smk"
 include: "workflow/rules/regeneration.smk"
 include: "workflow/rules/timing.smk"
 
@@ -40,6 +41,9 @@ rule all:
         VIEWS_TARGETS,
         # new-model onboarding (onboarding.smk)
         "results/figures/sample_eff_ood_test.pdf",
+        # active onboarding: which queries to evaluate a new model on (active_onboarding.smk)
+        "results/figures/active_onboarding.pdf",
+        "results/tables/active_onboarding.tex",
         # EmbedLLM embeddings re-learned with G_psi frozen, LOCUS beside them (regeneration.smk)
         REG_TARGETS,
         # time complexity (timing.smk)

@@ -34,3 +34,6 @@ FIGURE_KINDS = ("sample-efficiency", "time-to-accuracy")
 
 # the paired bootstrap over test queries behind every table comparison (locus.experiments.bootstrap)
 BOOTSTRAP_RESAMPLES = 2000
+
+# selectors of active onboarding (locus.onboard, `locus onboard`, config active_onboarding.selectors)
+ONBOARD_SELECTORS = ("random", "stratified", "anchor", "disagreement", "uncertainty")

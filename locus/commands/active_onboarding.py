@@ -1,0 +1,80 @@
+"""`locus active-onboarding`: held-out models embedded by a LOCUS run trained without them from k queries
+chosen by each selector of :mod:`locus.onboard`; accuracy and routing regret vs k (figure) and the k at which
+each selector reaches random selection's accuracy at the largest k (table).
+:mod:`locus.experiments.active_onboarding`."""
+
+from __future__ import annotations
+
+from locus.cli import comma_list, existing_dir, existing_file, int_at_least, output_file
+
+NAME = "active-onboarding"
+HELP = "which queries to onboard a new model with: selectors vs k, accuracy and regret (figure + table)"
+
+
+def _sizes(text: str) -> list[int]:
+    import argparse
+
+    try:
+        values = [int(x) for x in comma_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"evaluation counts must be >= 1, got {text!r}")
+    return values
+
+
+def add_arguments(p) -> None:
+    p.add_argument(
+        "--run",
+        required=True,
+        type=existing_dir("run directory"),
+        help="a LOCUS run trained without the held-out models",
+    )
+    p.add_argument("--data", required=True, type=existing_dir("data set directory"), help="the run's data set")
+    p.add_argument("--encodings", required=True, type=existing_file("encodings file"), help="the run's query encodings")
+    p.add_argument("--sizes", type=_sizes, default=[8, 16, 32, 64, 128], help="evaluations per held-out model")
+    p.add_argument(
+        "--selectors",
+        type=comma_list,
+        default=["random", "stratified", "anchor", "disagreement", "uncertainty"],
+        help="comma list of selectors (random is the reference and must be among them)",
+    )
+    p.add_argument("--repeats", type=int_at_least(1), default=3, help="seeds per selector and k")
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the selectors and the bootstrap")
+    p.add_argument(
+        "--hold-out",
+        default="column",
+        metavar="column|NAME,NAME,...",
+        help="the held-out models: 'column' = the data set's held_out column (default), else names",
+    )
+    p.add_argument("--out", required=True, type=output_file((".pdf",)), help="figure .pdf (.png and .csv beside it)")
+    p.add_argument("--table", required=True, type=output_file((".tex",)), help="table .tex (.csv beside it)")
+    p.add_argument("--threads", type=int_at_least(0, "0 = torch's default"), default=0, help="torch threads")
+    p.add_argument("--data-label", default=None, help="data set name for the title")
+
+
+def run(args) -> int:
+    from locus.experiments.active_onboarding import write_active_onboarding
+    from locus.params import set_threads
+
+    set_threads(args.threads)
+    names = None if args.hold_out == "column" else [n.strip() for n in args.hold_out.split(",") if n.strip()]
+    s = write_active_onboarding(
+        args.run,
+        args.data,
+        args.encodings,
+        args.out,
+        args.table,
+        args.sizes,
+        args.selectors,
+        repeats=args.repeats,
+        seed=args.seed,
+        held_out_names=names,
+        data_label=args.data_label,
+    )
+    grid = s["grid"].pivot(index="selector", columns="k", values="accuracy")
+    print(f"correctness accuracy (%) of {s['held_out']} held-out models embedded from k chosen evaluations:")
+    print((100 * grid).round(2).to_string())
+    print(s["table"][["selector", "k_reach", "k_not_worse"]].to_string(index=False))
+    print(f"wrote {args.out} and {args.table}")
+    return 0
