@@ -25,6 +25,8 @@ rule encode:
         "results/logs/encode/{dataset}/{encoder}.log",
     benchmark:
         "results/benchmarks/encode/{dataset}/{encoder}.tsv"
+    # an ablation-only encoder feeds one training run and two tables; started early, it is not left last
+    priority: lambda w: 0 if w.encoder == ENCODER else 4
     threads: config["encode_threads"]
     resources:
         mem_mb=4000,
