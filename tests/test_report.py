@@ -237,6 +237,17 @@ def test_cli_update_and_check(results, tmp_path):
 
 
 FIGURES = {  # hand-made CSVs in the layout each figure writes (columns trimmed to those the blocks read)
+    "figures/active_onboarding.csv": """selector,k,accuracy,kind
+random,8,0.60,cell
+random,128,0.70,cell
+anchor,8,0.65,cell
+anchor,128,0.71,cell
+""",
+    "tables/active_onboarding.csv": """selector,reference_k,reference_accuracy,k_reach,k_reach_diff,k_reach_diff_low,\
+k_reach_diff_high,k_not_worse,k_not_worse_diff,k_not_worse_diff_low,k_not_worse_diff_high
+random,128,0.70,128,0,0,0,128,0,0,0
+anchor,128,0.70,8,-0.05,-0.08,-0.02,128,0.01,0.0,0.02
+""",
     "figures/nearest_neighbor_proxies.csv": """method,train_size,curve,k,agreement
 locus,4096,embedding_neighbour,1,0.75
 locus,4096,embedding_neighbour,2,0.70
@@ -322,6 +333,9 @@ isotonic,locus,64,0.7,,
             "evalset-robustness",
             "routing 74.1%, correctness 68.0%; best single model (chosen on validation) 75.1%.",
         ),
+        ("active-onboarding", "| anchor | 65.00 | 71.00 |"),
+        ("active-onboarding", "| anchor | 8 | −5.00 [−8.00, −2.00] | 128 | +1.00 [0.00, +2.00] |"),
+        ("active-onboarding", "a quarter of the evaluations: anchor."),
         ("onboarding", "| encoder trained on 112 models (all) | 68.80 | 70.75 |"),
         ("onboarding", "| encoder trained on 96 models | 68.44 | 69.78 |"),
         (

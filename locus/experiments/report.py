@@ -635,6 +635,69 @@ def block_onboarding(src):
     ) + ["", provenance(src, [rel])]
 
 
+def block_active_onboarding(src):
+    """Held-out models' correctness by selector and number of evaluations k, and the k each selector needs
+    to reach random selection's largest-k accuracy."""
+    fig, tab = "figures/active_onboarding.csv", "tables/active_onboarding.csv"
+    fpath, tpath = src.path(fig), src.path(tab)
+    cells = [r for r in read_rows(fpath, ("kind", "selector", "k", "accuracy")) if r["kind"] == "cell"]
+    if not cells:
+        raise DataError(f"{fpath}: no cell rows; rebuild it")
+    keys, cols, grid = _pivot(cells, "selector", "k", "accuracy", fpath, decimals=2)
+    out = md_table(
+        ["held-out models' correctness %, k evaluations chosen by"] + [_num_label(c) for c in cols],
+        [[k] + [grid.get((k, c), "–") for c in cols] for k in keys],
+    )
+    reach = read_rows(tpath, ("selector", "reference_k", "reference_accuracy", "k_reach", "k_not_worse"))
+    if not reach:
+        raise DataError(f"{tpath}: no rows; rebuild it")
+
+    def k_and_diff(r, k_col, prefix):
+        if r[k_col] == "":
+            return "–", "–"
+        diff = [_float(r[f"{prefix}{c}"], tpath, f"{prefix}{c}") for c in ("", "_low", "_high")]
+        return _num_label(
+            r[k_col]
+        ), f"{fmt(100 * diff[0], 2, True)} [{fmt(100 * diff[1], 2, True)}, {fmt(100 * diff[2], 2, True)}]"
+
+    body = []
+    for r in reach:
+        body.append(
+            [
+                r["selector"],
+                *k_and_diff(r, "k_reach", "k_reach_diff"),
+                *k_and_diff(r, "k_not_worse", "k_not_worse_diff"),
+            ]
+        )
+    ref = reach[0]
+    ref_k = _num_label(ref["reference_k"])
+    target = fmt(100 * _float(ref["reference_accuracy"], tpath, "reference_accuracy"), 2)
+    fast = [
+        r["selector"]
+        for r in reach
+        if r["k_reach"] != ""
+        and _float(r["k_reach"], tpath, "k_reach") <= _float(ref["reference_k"], tpath, "reference_k") / 4
+    ]
+    verdict = (
+        f"Reaching random's k = {ref_k} accuracy with at most a quarter of the evaluations: {', '.join(fast)}."
+        if fast
+        else f"No selector reaches random's k = {ref_k} accuracy (mean) with a quarter of the evaluations or fewer."
+    )
+    return (
+        out
+        + [
+            "",
+            f"Target: random selection at k = {ref_k}, {target}%. Differences to it in points, paired bootstrap over held-out models:",
+            "",
+        ]
+        + md_table(
+            ["selector", "k reaching it", "difference [95% CI]", "k not significantly below", "difference [95% CI]"],
+            body,
+        )
+        + ["", verdict, "", provenance(src, [fig, tab])]
+    )
+
+
 def block_regeneration(src):
     """EmbedLLM embeddings re-learned with the decoder frozen, against LOCUS's one-pass re-embedding."""
     rel = "figures/relearn_embedllm_heatmap_test_disagreement.csv"
@@ -940,6 +1003,10 @@ BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
     "onboarding": (
         block_onboarding,
         "figures/sample_eff_ood_test.csv: held-out models embedded from k evaluations",
+    ),
+    "active-onboarding": (
+        block_active_onboarding,
+        "figures/active_onboarding.csv, tables/active_onboarding.csv: which queries to evaluate a new model on",
     ),
     "regeneration": (
         block_regeneration,
