@@ -22,6 +22,7 @@ include: "workflow/rules/onboarding.smk"
 include: "workflow/rules/active_onboarding.smk"
 include: "workflow/rules/regeneration.smk"
 include: "workflow/rules/timing.smk"
+include: "workflow/rules/calibration.smk"
 
 
 rule all:
@@ -49,3 +50,6 @@ rule all:
         # time complexity (timing.smk)
         "results/figures/time_complexity.pdf",
         "results/tables/precision_effect.tex",
+        # calibrated correctness probabilities, raw vs calibrated on test (calibration.smk)
+        "results/tables/calibration.tex",
+        "results/figures/reliability.pdf",
