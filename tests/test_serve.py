@@ -22,9 +22,10 @@ TOKEN = "s3cret-token"
 class Service:
     """`locus serve`'s application on 127.0.0.1 (a free port) in a background thread."""
 
-    def __init__(self, run, pool_dir=None, token=None):
-        self.pool = serve.load(run, pool_dir)
-        self.server = serve.make_server(serve.create_app(self.pool, token), "127.0.0.1", 0, log_level="warning")
+    def __init__(self, run, pool_dir=None, token=None, settings=None, **load):
+        self.pool = serve.load(run, pool_dir, **load)
+        self.app = serve.create_app(self.pool, token, settings)
+        self.server = serve.make_server(self.app, "127.0.0.1", 0, log_level="warning")
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 30
@@ -191,7 +192,7 @@ def test_pool_of_another_run_is_refused(run_dir, fake_encoder, tmp_path):  # noq
         ("post", "/v1/route", {"json": {"queries": [1, 2]}}, 422, r"queries\[0\]"),
         ("post", "/v1/route", {"json": {"queries": []}}, 422, "empty list"),
         ("post", "/v1/route", {"json": {"queries": ["a", " "]}}, 422, r"queries\[1\]: blank"),
-        ("post", "/v1/route", {"json": {"queries": ["q"] * (serve.MAX_QUERIES + 1)}}, 413, "10000"),
+        ("post", "/v1/route", {"json": {"queries": ["q"] * (serve.MAX_QUERIES + 1)}}, 413, "the limit is 256"),
         ("post", "/v1/route", {"json": {"queries": ["q"], "top_k": 0}}, 422, "top_k"),
         ("post", "/v1/route", {"json": {"queries": ["q"], "top-k": 2}}, 422, "top-k"),
         ("post", "/v1/route", {"json": {"queries": ["q"], "models": ["nope/model"]}}, 422, "not a model of the pool"),
@@ -249,10 +250,21 @@ def test_bad_input_is_one_json_line(service, method, path, kw, status, message):
     assert pytest.importorskip("re").search(message, body["error"]), body["error"]
 
 
-def test_body_size_limit(service, monkeypatch):
-    monkeypatch.setattr(serve, "MAX_BODY_BYTES", 1000)
+def test_body_size_limit(service):
+    service.app.state.settings.max_body_bytes = 1000
     r = service.client.post("/v1/route", json={"queries": ["x" * 2000]})
     assert r.status_code == 413 and "1000 bytes" in r.json()["error"]
+
+    def chunks():  # no Content-Length: counted as it is read
+        yield b'{"queries": ["'
+        for _ in range(20):
+            yield b"x" * 100
+        yield b'"]}'
+
+    r = service.client.post("/v1/route", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "limit of 1000 bytes" in r.json()["error"]
+    small = service.client.post("/v1/route", content=iter([b'{"queries": ', b'["ok"]}']))
+    assert small.status_code == 415  # read whole (no content type): under the limit, then judged as usual
 
 
 def test_internal_error_has_no_traceback(service, monkeypatch):
