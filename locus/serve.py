@@ -95,6 +95,7 @@ class Pool:
         self.run = run
         self.stored = stored
         self.encoder = None  # the sentence encoder, loaded on first use
+        self.encoder_lock = threading.Lock()
         self.pool_dir = Path(pool_dir) if pool_dir is not None else None
         self.fingerprint = str(run.config.get(weights.CHECKSUM_KEY, ""))
         method = run.method
@@ -167,9 +168,23 @@ class Pool:
             return inference.encode_checked(self.run, texts, None, what)
         from locus.encoders import encode_texts, load_encoder
 
-        if self.encoder is None:
-            self.encoder = load_encoder(self.run.encoder)
+        with self.encoder_lock:
+            if self.encoder is None:
+                self.encoder = load_encoder(self.run.encoder)
         return ckpt.check_dim(encode_texts(self.encoder, list(texts), progress=False), self.run, what)
+
+    def warm_up(self) -> threading.Thread:
+        """Load the encoder (and run it once) in a background thread."""
+
+        def warm():
+            try:
+                self.encode(["warm-up"], "warm-up")
+            except Exception as exc:  # noqa: BLE001  (requests that need the encoder will say why)
+                log.warning("locus serve: the encoder %r cannot be loaded: %s", self.run.encoder, exc)
+
+        thread = threading.Thread(target=warm, name="locus-serve-warm-up", daemon=True)
+        thread.start()
+        return thread
 
     # ---- routing ---------------------------------------------------------------------------------
     def route(self, queries: list[str], models=None, top_k: int = 3) -> list[inference.Ranking]:

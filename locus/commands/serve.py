@@ -142,7 +142,7 @@ def run(args) -> int:
         settings.max_body_bytes = int(args.max_body_mb * 2**20)
     if args.backends is not None:
         settings.backends = serve.read_backends(args.backends, pool)
-    pool.encode(["warm-up"], "warm-up")  # the encoder is loaded before the first request, not by it
+    pool.warm_up()  # loads the encoder in the background, so the first request does not wait as long
     print(
         f"serving {args.run} ({pool.size()} models, {len(pool.added)} added) on http://{args.host}:{args.port} "
         f"(admin endpoints: {'token required' if token else 'open, loopback only'}; "
