@@ -47,6 +47,7 @@ MAX_PROMPT_CHARS = 100_000  # characters of one query, prompt or chat message (4
 MAX_EVALUATIONS = 100_000  # scored prompts in one /v1/models request (413 above)
 MAX_BODY_BYTES = 10 * 2**20  # request body (413 above, by its Content-Length or as it is read)
 BATCH_QUERIES = 64  # queries of concurrent /v1/route requests encoded and scored in one pass
+PREDICT_BLOCK = 16  # queries per predictor pass (padded): a fixed shape, so batching does not change results
 BATCH_WAIT_MS = 2.0  # under load, how long the batcher waits for more requests
 CHAT_ALIAS = "locus-auto"  # the chat-completions model name that routes
 BACKEND_TIMEOUT = 60.0  # seconds a backend may take to connect / between two chunks
@@ -237,9 +238,22 @@ class Pool:
             return out
 
     def _logits(self, vectors: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """Logits [queries x candidates] in blocks of PREDICT_BLOCK queries (the last one padded): a matrix
+        product's last bits depend on its shape, so a fixed shape makes a query's logits the same alone or
+        batched with others, at any position."""
         if self.can_embed and np.isin(candidates, self.run.model_ids).sum() < len(candidates):
-            return self.run.method.logits_for_embeddings(vectors, self._embeddings(candidates))
-        return self.run.method.predict_logits(vectors, candidates)  # only the run's models: as `locus route`
+            z = self._embeddings(candidates)
+            predict = lambda v: self.run.method.logits_for_embeddings(v, z)  # noqa: E731
+        else:  # only the run's models: as `locus route`
+            predict = lambda v: self.run.method.predict_logits(v, candidates)  # noqa: E731
+        out = []
+        for start in range(0, len(vectors), PREDICT_BLOCK):
+            block = vectors[start : start + PREDICT_BLOCK]
+            n = len(block)
+            if n < PREDICT_BLOCK:
+                block = np.concatenate([block, np.zeros((PREDICT_BLOCK - n, block.shape[1]), block.dtype)])
+            out.append(predict(block)[:n])
+        return np.concatenate(out)
 
     def _embeddings(self, ids) -> np.ndarray:
         by_id = {int(m): self.run_z[i] for i, m in enumerate(self.run_ids)}

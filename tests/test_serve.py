@@ -65,6 +65,19 @@ def ranking_of(body):
     return [{"query": r["query"], "ranking": r["ranking"]} for r in body["results"]]
 
 
+def same_routing(got, want):
+    """The same models in the same order; probabilities equal up to float32 rounding (the service scores queries
+    in fixed-size blocks, `locus route` all at once: a matrix product's last bits depend on its shape)."""
+    assert [[(m["id"], m["name"]) for m in r["ranking"]] for r in got] == [
+        [(m["id"], m["name"]) for m in r["ranking"]] for r in want
+    ]
+    assert [r["query"] for r in got] == [r["query"] for r in want]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(
+            [m["p_correct"] for m in g["ranking"]], [m["p_correct"] for m in w["ranking"]], rtol=1e-6
+        )
+
+
 def test_health_models_and_route_equal_locus_route(service, run_dir):  # noqa: F811
     c = service.client
     health = c.get("/healthz").json()
@@ -76,13 +89,13 @@ def test_health_models_and_route_equal_locus_route(service, run_dir):  # noqa: F
     r = c.post("/v1/route", json={"queries": queries, "top_k": 5})
     assert r.status_code == 200, r.text
     body = r.json()
-    assert ranking_of(body) == expected(run_dir, queries, top_k=5)
+    same_routing(ranking_of(body), expected(run_dir, queries, top_k=5))
     for res in body["results"]:
         assert res["chosen"] == res["ranking"][0]
         assert all(0 < m["p_correct"] < 1 for m in res["ranking"])
     # a subset of models, by name, short name and id; default top_k = 3 as `locus route`
     r = c.post("/v1/route", json={"queries": queries, "models": ["org/model-3", "MODEL-1", 4, "0"]})
-    assert ranking_of(r.json()) == expected(run_dir, queries, models=["org/model-3", "model-1", "4", "0"])
+    same_routing(ranking_of(r.json()), expected(run_dir, queries, models=["org/model-3", "model-1", "4", "0"]))
     assert all(len(res["ranking"]) == 3 for res in r.json()["results"])
 
 
