@@ -1,22 +1,17 @@
 """`locus serve`: routing with one trained run as an HTTP service (FastAPI on uvicorn).
 
-The run is loaded once; its query encoder and model embeddings stay in memory. Endpoints:
+The run, its encoder and model embeddings are loaded once. ``GET /healthz``; ``POST /v1/route`` ``{queries,
+models?, top_k?}`` ranks models per query as ``locus route`` (concurrent requests micro-batched: :class:`Batcher`);
+``GET /v1/models``; ``POST /v1/models`` ``{name, evaluations: [{prompt, score}], replace?}`` embeds a new model in
+one forward pass (LOCUS runs; prompts of the run's data set reuse their stored encodings) and ``DELETE
+/v1/models/{name}`` removes one, both kept in ``POOL_FILE`` in the pool directory (atomic writes, tied to the run
+by its weights' SHA-256); ``POST /v1/chat/completions`` (OpenAI-compatible) routes the last user message of model
+``locus-auto`` and forwards the request to the chosen model's backend (:class:`Proxy`); ``GET /metrics``
+(Prometheus text).
 
-- ``GET /healthz``: status, run, number of models;
-- ``POST /v1/route`` ``{queries, models?, top_k?}``: per query the ranked models with P(correct) and the chosen
-  one (one encoding pass per request; :func:`locus.inference.rank`, as ``locus route``);
-- ``GET /v1/models``: the pool (the run's models and the models added live);
-- ``POST /v1/models`` ``{name, evaluations: [{prompt, score}], replace?}``: embed a new model from its scored
-  prompts in one forward pass (as ``locus embed``; LOCUS runs) and add it to the pool; ``DELETE
-  /v1/models/{name}`` removes an added model. Added models are kept in ``POOL_FILE`` in the pool directory
-  (atomic writes), tied to the run by its weights' SHA-256, so a restart serves the same pool;
-- ``GET /metrics``: Prometheus text format (requests and errors per endpoint and status, latency, queries routed
-  and the chosen model's count per model, pool size).
-
-Admin endpoints (adding and deleting models) need ``Authorization: Bearer TOKEN`` whenever a token is set;
-a non-loopback bind without a token is refused (:func:`check_bind`). Every error is a JSON body
-``{"error": "<one line>"}`` with a 4xx status; an unexpected failure is a 500 with a one-line body and the
-traceback in the server's log only.
+Admin endpoints need ``Authorization: Bearer TOKEN`` whenever a token is set; a non-loopback bind without one
+is refused (:func:`check_bind`). Every error is a JSON body ``{"error": "<one line>"}``; an unexpected failure
+is a 500 whose traceback stays in the server's log.
 """
 
 import asyncio
