@@ -42,6 +42,7 @@ MAX_PROMPT_CHARS = 100_000  # characters of one query, prompt or chat message (4
 MAX_EVALUATIONS = 100_000  # scored prompts in one /v1/models request (413 above)
 MAX_BODY_BYTES = 10 * 2**20  # request body (413 above, by its Content-Length or as it is read)
 BATCH_QUERIES = 64  # queries of concurrent /v1/route requests encoded and scored in one pass
+ENCODE_BATCH = 16  # texts per encoder forward pass: larger ones pad more and run slower per text on a CPU
 PREDICT_BLOCK = 16  # queries per predictor pass (padded): a fixed shape, so batching does not change results
 BATCH_WAIT_MS = 2.0  # under load, how long the batcher waits for more requests
 CHAT_ALIAS = "locus-auto"  # the chat-completions model name that routes
@@ -167,7 +168,7 @@ class Pool:
         with self.encoder_lock:
             if self.encoder is None:
                 self.encoder = load_encoder(self.run.encoder)
-        return ckpt.check_dim(encode_texts(self.encoder, list(texts), progress=False), self.run, what)
+        return ckpt.check_dim(encode_texts(self.encoder, list(texts), ENCODE_BATCH, progress=False), self.run, what)
 
     def warm_up(self) -> threading.Thread:
         """Load the encoder (and run it once) in a background thread."""

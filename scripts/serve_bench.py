@@ -5,7 +5,8 @@
 Starts `python -m locus serve` for each run (a LOCUS run and, side by side, a kNN-router run of the same data)
 on free loopback ports and measures over real HTTP, each phase bounded by `--requests` and `--seconds`:
 - single-query `POST /v1/route`, one request at a time (p50, p99);
-- `--clients` concurrent clients (routed queries/s, errors, p50/p99, the server's RSS before and after);
+- `--clients` concurrent clients in two halves (routed queries/s, errors, p50/p99, the server's RSS before and
+  after each half);
 - `POST /v1/models` (hot-add, LOCUS only) from 128 prompts of the data set (their stored encodings are reused)
   and from 128 new prompts (encoded), median of `--adds`;
 - `locus route` as one process per call (`--process-calls` calls) for contrast.
@@ -181,13 +182,16 @@ def main(argv=None) -> int:
         server = Server(run, env)
         try:
             lat = sequential(server.base, prompts, args.requests, args.seconds)
-            rss_before = rss_mb(server.proc.pid)
-            done, errors, elapsed, conc = concurrent(server.base, prompts, args.clients, args.seconds)
-            rss_after = rss_mb(server.proc.pid)
+            rss = [rss_mb(server.proc.pid)]
+            done, errors, elapsed, conc = 0, 0, 0.0, []
+            for _ in range(2):  # two halves: RSS after each tells growth that levels off from a leak
+                d, e, t, c = concurrent(server.base, prompts, args.clients, args.seconds / 2)
+                done, errors, elapsed, conc = done + d, errors + e, elapsed + t, conc + c
+                rss.append(rss_mb(server.proc.pid))
             adds = hot_adds(server.base, train, train, args.adds) if label == "locus" else None
         finally:
             server.stop()
-        rows.append((label, lat, done, errors, elapsed, conc, rss_before, rss_after, adds))
+        rows.append((label, lat, done, errors, elapsed, conc, rss, adds))
     procs = process_calls(args.run, prompts, args.process_calls, env) if args.process_calls else []
 
     print(f"locus serve on {cpu_model()}, {os.cpu_count()} CPU(s); data {args.data}")
@@ -206,9 +210,9 @@ def main(argv=None) -> int:
         ">= 200",
     )
     line(f"{args.clients} clients: p50 / p99 (ms)", [f"{pct(r[5], 50):.0f} / {pct(r[5], 99):.0f}" for r in rows])
-    line("server RSS before -> after load (MB)", [f"{r[6]:.0f} -> {r[7]:.0f}" for r in rows], "no growth")
+    line("server RSS before -> half -> all of the load (MB)", [" -> ".join(f"{v:.0f}" for v in r[6]) for r in rows], "")
     for kind, what in (("pool", "128 pool prompts (stored encodings)"), ("new", "128 new prompts (encoded)")):
-        cells = [f"{statistics.median(r[8][kind]):.1f} (of {len(r[8][kind])})" if r[8] else "n/a" for r in rows]
+        cells = [f"{statistics.median(r[7][kind]):.1f} (of {len(r[7][kind])})" if r[7] else "n/a" for r in rows]
         line(f"hot-add from {what}, median (ms)", cells, "<= 50" if kind == "pool" else "")
     if procs:
         print(
