@@ -17,6 +17,7 @@ is a 500 whose traceback stays in the server's log.
 import asyncio
 import hmac
 import ipaddress
+import json
 import logging
 import math
 import threading
@@ -361,7 +362,6 @@ class Pool:
             raise DataError(f"--pool-dir {self.pool_dir}: not writable; give a directory this user can write.")
 
     def _load(self) -> None:
-        import json
 
         path = self.path
         if not path.exists():
@@ -690,7 +690,6 @@ BACKEND_KEYS = {"base_url", "model", "api_key_env"}
 def read_backends(path: Path, pool: Pool, environ=None) -> dict[str, Backend]:
     """``{pool model name: Backend}`` from a JSON or YAML file ``{name: {base_url, model, api_key_env?}}``;
     every problem is a one-line ConfigError naming the file and the entry."""
-    import json
     import os
     from urllib.parse import urlsplit
 
@@ -824,7 +823,7 @@ class Proxy:
         finally:
             await response.aclose()
         try:
-            data = __import__("json").loads(raw)
+            data = json.loads(raw)
         except ValueError:
             data = None
         if not isinstance(data, dict):
@@ -842,7 +841,6 @@ class Proxy:
 
     async def _relay(self, backend: Backend, response):
         """The backend's SSE bytes in order; a failure mid-stream ends it with an SSE error event."""
-        import json
 
         import httpx
 
@@ -1082,7 +1080,6 @@ def create_app(pool: Pool, token: str | None = None, settings: Settings | None =
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
-        import json
 
         try:
             body = json.loads(await request.body())

@@ -424,3 +424,19 @@ def _quiet_post(url, body):
         httpx.post(url, json=body, timeout=10)
     except httpx.HTTPError:
         pass
+
+
+def test_default_data_paths_follow_the_project_layout(tmp_path):
+    """A run records its data set relative to the project (results/data/NAME); the encodings lie beside it."""
+    from types import SimpleNamespace
+
+    directory = tmp_path / "proj" / "results" / "runs" / "syn" / "enc" / "locus" / "n8" / "d4" / "s0"
+    (tmp_path / "proj" / "results" / "data" / "syn").mkdir(parents=True)
+    run = SimpleNamespace(config={"dataset": "results/data/syn"}, directory=directory, encoder="enc")
+    data, enc = serve.default_data_paths(run)
+    assert data == tmp_path / "proj" / "results" / "data" / "syn"
+    assert enc == tmp_path / "proj" / "results" / "encodings" / "syn" / "enc.parquet"
+    assert serve.default_data_paths(SimpleNamespace(config={"dataset": "results/data/gone"}, directory=directory)) == (
+        None,
+        None,
+    )
