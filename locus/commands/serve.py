@@ -12,7 +12,10 @@ from locus.constants import PRECISIONS
 from locus.errors import ConfigError
 
 NAME = "serve"
-HELP = "serve a trained run over HTTP: POST /v1/route ranks its models for queries; POST /v1/models adds a model"
+HELP = (
+    "serve a trained run over HTTP: POST /v1/route ranks its models for queries; POST /v1/models adds a model; "
+    "POST /v1/chat/completions routes and forwards to OpenAI-compatible backends"
+)
 
 
 def port_arg(text: str) -> int:
@@ -49,6 +52,65 @@ def add_arguments(parser) -> None:
         default=None,
         help="arithmetic of the forward passes (LOCUS runs; default: the run's precision parameter)",
     )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="the run's data set directory: adding a model reuses the stored encodings of its prompts "
+        "(default: the data set the run records, when it exists here)",
+    )
+    parser.add_argument(
+        "--encodings",
+        type=Path,
+        default=None,
+        help="that data set's encodings (locus encode; default: results/encodings/{dataset}/{encoder}.parquet "
+        "beside the data set, when it exists)",
+    )
+    parser.add_argument(
+        "--backends",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="JSON/YAML {pool model name: {base_url, model, api_key_env?}}: the OpenAI-compatible backends "
+        "POST /v1/chat/completions forwards to",
+    )
+    parser.add_argument(
+        "--chat-alias", default=None, help="the chat-completions model name that routes (default locus-auto)"
+    )
+    parser.add_argument(
+        "--backend-timeout", type=positive(float), default=None, help="seconds a backend may take (default 60)"
+    )
+    parser.add_argument(
+        "--max-queries", type=positive(int), default=None, help="queries per /v1/route request (default 256)"
+    )
+    parser.add_argument(
+        "--max-prompt-chars",
+        type=positive(int),
+        default=None,
+        help="characters per query, prompt or chat message (default 100000)",
+    )
+    parser.add_argument(
+        "--max-body-mb", type=positive(float), default=None, help="request body size in MiB (default 10)"
+    )
+    parser.add_argument(
+        "--batch-queries",
+        type=positive(int),
+        default=None,
+        help="queries of concurrent /v1/route requests encoded in one pass (default 64)",
+    )
+
+
+def positive(kind):
+    def parse(text: str):
+        try:
+            value = kind(str(text).strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
+        return value
+
+    return parse
 
 
 def token_from_env(var: str | None) -> str | None:
@@ -65,13 +127,30 @@ def run(args) -> int:
 
     token = token_from_env(args.token_env)
     serve.check_bind(args.host, token)
-    pool = serve.load(args.run, args.pool_dir, args.precision)
+    pool = serve.load(args.run, args.pool_dir, args.precision, args.data, args.encodings)
+    settings = serve.Settings()
+    for option, attr in [
+        ("chat_alias", "chat_alias"),
+        ("backend_timeout", "backend_timeout"),
+        ("max_queries", "max_queries"),
+        ("max_prompt_chars", "max_prompt_chars"),
+        ("batch_queries", "batch_queries"),
+    ]:
+        if getattr(args, option) is not None:
+            setattr(settings, attr, getattr(args, option))
+    if args.max_body_mb is not None:
+        settings.max_body_bytes = int(args.max_body_mb * 2**20)
+    if args.backends is not None:
+        settings.backends = serve.read_backends(args.backends, pool)
+    pool.warm_up()  # loads the encoder in the background, so the first request does not wait as long
     print(
         f"serving {args.run} ({pool.size()} models, {len(pool.added)} added) on http://{args.host}:{args.port} "
-        f"(admin endpoints: {'token required' if token else 'open, loopback only'})",
+        f"(admin endpoints: {'token required' if token else 'open, loopback only'}; "
+        f"{len(settings.backends)} chat backend(s); "
+        f"{len(pool.stored.rows) if pool.stored else 0} stored prompt encodings)",
         flush=True,
     )
-    server = serve.make_server(serve.create_app(pool, token), args.host, args.port)
+    server = serve.make_server(serve.create_app(pool, token, settings), args.host, args.port)
     # uvicorn shuts down gracefully on SIGINT / SIGTERM, then re-raises the signal: a stop is not an error
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
