@@ -281,3 +281,31 @@ def load_checkpoint(run_dir):
     for name in (CONFIG_FILE, WEIGHTS_FILE):
         check_belongs(run_dir, name)
     return checkpoint
+
+
+calibration_file = "calibration.json"  # written beside a finished run by `locus calibrate` (not a run file)
+
+
+def run_identity(run_dir) -> dict:
+    """What ties a file written after training to this run: the SHA-256 of its weights (config.json) and
+    of its metrics.json (which records the SHA-256 of every other file of the run)."""
+    from locus.weights import CHECKSUM_KEY
+
+    config = read_config(run_dir)
+    read_metrics(run_dir)
+    weights_sha = config.get(CHECKSUM_KEY)
+    if not isinstance(weights_sha, str):
+        raise DataError(f"{Path(run_dir) / CONFIG_FILE}: no {CHECKSUM_KEY!r} entry; re-run the training rule.")
+    return {"weights_sha256": weights_sha, "metrics_sha256": sha256_file(Path(run_dir) / METRICS)}
+
+
+def read_calibration(run_dir, path=None):
+    """The run's calibration map (:class:`locus.calibration.Calibration`) from `path` (default the run
+    directory's ``calibration.json``), or None when that file does not exist; a file of another run, an
+    edited or damaged one is a DataError."""
+    from locus import calibration
+
+    path = Path(run_dir) / calibration_file if path is None else Path(path)
+    if not path.exists():
+        return None
+    return calibration.load(path, run_identity(run_dir), run=run_dir)
