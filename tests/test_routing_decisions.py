@@ -1,0 +1,141 @@
+"""`locus decisions selective|cost` on tiny calibrated runs: outputs written with the right columns and ranges,
+and the refusal of an uncalibrated run."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from locus import calibration, run_artifacts  # noqa: E402
+from locus.cli import main  # noqa: E402
+from locus.data.canonical import write_dataset  # noqa: E402
+from locus.data.encodings import data_fingerprint, write_encodings  # noqa: E402
+from locus.runs import execute  # noqa: E402
+
+COSTS = [0.1, 0.5, 2.0, 8.0]
+
+
+def write_data(root, seed=0):
+    """150 queries (90 train / 30 val / 30 test), 4 models of rising strength and cost; query vectors that
+    carry the per-query difficulty, so a kNN router learns something."""
+    rng = np.random.default_rng(seed)
+    n_q, n_m = 150, 4
+    queries = pd.DataFrame(
+        {
+            "prompt_id": np.arange(n_q),
+            "prompt": [f"question {i}" for i in range(n_q)],
+            "benchmark": "b",
+            "category": "b",
+            "split": ["train"] * 90 + ["val"] * 30 + ["test"] * 30,
+        }
+    )
+    models = pd.DataFrame({"model_id": np.arange(n_m), "name": [f"org/m{i}" for i in range(n_m)], "cost": COSTS})
+    ease = rng.uniform(-2, 2, n_q)
+    pid, mid = np.meshgrid(np.arange(n_q), np.arange(n_m), indexing="ij")
+    p = 1 / (1 + np.exp(-(ease[pid] + 0.8 * mid - 1.0)))
+    scores = pd.DataFrame(
+        {"prompt_id": pid.ravel(), "model_id": mid.ravel(), "score": (rng.random(p.size) < p.ravel()).astype(float)}
+    )
+    write_dataset(root / "data", queries, models, scores)
+    vectors = np.column_stack([ease, rng.normal(size=(n_q, 7))]).astype(np.float32)
+    write_encodings(
+        root / "enc.parquet",
+        np.arange(n_q),
+        vectors,
+        "toy",
+        False,
+        data_fingerprint(queries["prompt_id"], queries["prompt"]),
+    )
+    return root / "data", root / "enc.parquet"
+
+
+def calibrate(run, data):
+    """What `locus calibrate --run RUN` writes: a map fitted on the run's validation scores."""
+    from locus.data.canonical import read_dataset
+
+    prompt_ids, model_ids, logits = run_artifacts.read_scores(run, "val")
+    labels = read_dataset(data).label_matrix(prompt_ids, model_ids)
+    ok = ~np.isnan(labels)
+    groups = np.broadcast_to(prompt_ids[:, None], labels.shape)[ok]
+    cal, report = calibration.fit(logits[ok], (labels[ok] >= 0.5).astype(float), groups=groups)
+    calibration.save(cal, run / run_artifacts.calibration_file, run_artifacts.run_identity(run), report)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("decisions")
+    data, enc = write_data(root)
+    out = []
+    for seed in (0, 1):
+        run = root / f"knn_s{seed}"
+        execute("knn_router", {}, data, enc, 60, seed, run)
+        calibrate(run, data)
+        out.append(run)
+    bare = root / "bare"
+    execute("knn_router", {}, data, enc, 60, 0, bare)
+    return root, data, out, bare
+
+
+def test_selective_outputs(runs, tmp_path, capsys):
+    root, data, dirs, _ = runs
+    table, figure = tmp_path / "sel.tex", tmp_path / "rc.pdf"
+    args = ["decisions", "selective", "--runs", *map(str, dirs), "--data", str(data), "--table", str(table)]
+    assert main([*args, "--figure", str(figure), "--alphas", "0.2,0.4", "--bootstrap-resamples", "50"]) == 0
+    frame = pd.read_csv(tmp_path / "sel.csv")
+    assert len(frame) == 2 * 2  # alphas x fallbacks, one method
+    assert set(frame["fallback"]) == {"best_single", "abstain"} and (frame["n_seeds"] == 2).all()
+    assert frame["coverage"].between(0, 1).all() and frame["violation_freq"].between(0, 1).all()
+    assert (frame["n_checks"] == 100).all() and (frame["n_test_queries"] == 30).all()
+    assert frame.loc[frame["fallback"] == "abstain", "accuracy"].isna().all()
+    certified = frame.dropna(subset=["tau_mean"])
+    assert certified["tau_mean"].between(0, 1).all()
+    # a looser alpha never certifies a higher threshold (fixed-sequence from high to low)
+    by_alpha = frame[frame["fallback"] == "abstain"].set_index("alpha")
+    assert by_alpha.loc[0.4, "coverage"] >= by_alpha.loc[0.2, "coverage"]
+    text = table.read_text()
+    assert "Learn-then-Test" in text and "must be $\\le$ $\\delta$" in text and "NN router" in text
+    curve = pd.read_csv(tmp_path / "rc.csv")
+    assert curve["coverage"].between(0, 1).all() and curve["risk"].dropna().between(0, 1).all()
+    assert (tmp_path / "rc.png").stat().st_size > 0 and figure.stat().st_size > 0
+
+
+def test_cost_outputs(runs, tmp_path):
+    root, data, dirs, _ = runs
+    table, figure = tmp_path / "aiq.tex", tmp_path / "cq.pdf"
+    args = ["decisions", "cost", "--runs", *map(str, dirs), "--data", str(data), "--table", str(table)]
+    assert main([*args, "--figure", str(figure), "--lambdas", "8", "--bootstrap-resamples", "40"]) == 0
+    frame = pd.read_csv(tmp_path / "aiq.csv")
+    assert frame["kind"].tolist() == ["method", "oracle", "best_single", "mix"]
+    assert frame["aiq"].between(0, 1).all() and (frame["aiq_ci_low"] <= frame["aiq"] + 1e-12).all()
+    assert (frame["aiq"] <= frame["aiq_ci_high"] + 1e-12).all() and (frame["cost_source"] == "cost").all()
+    oracle = frame.set_index("kind").loc["oracle", "aiq"]
+    assert oracle >= frame["aiq"].max() - 1e-12  # nothing beats the oracle
+    points = pd.read_csv(tmp_path / "cq.csv")
+    assert set(points["series"]) == {"method", "oracle", "single", "mix"}
+    singles = points[points["series"] == "single"]
+    assert sorted(singles["cost"]) == pytest.approx(COSTS) and singles["quality"].between(0, 1).all()
+    method = points[points["series"] == "method"]
+    assert method["cost"].iat[-1] == pytest.approx(min(COSTS))  # the largest lambda: always the cheapest
+    assert "models' cost column" in table.read_text()
+
+
+def test_uncalibrated_run_is_refused(runs, tmp_path, capsys):
+    _, data, _, bare = runs
+    args = ["decisions", "cost", "--runs", str(bare), "--data", str(data), "--table", str(tmp_path / "t.tex")]
+    assert main([*args, "--figure", str(tmp_path / "f.pdf")]) == 2
+    err = capsys.readouterr().err
+    assert "locus calibrate --run" in err and str(bare) in err and not list(tmp_path.iterdir())
+    sel = [
+        "decisions",
+        "selective",
+        "--runs",
+        *map(str, runs[2]),
+        "--data",
+        str(data),
+        "--table",
+        str(tmp_path / "t.tex"),
+    ]
+    assert main([*sel, "--figure", str(tmp_path / "f.pdf"), "--delta", "1.5"]) == 2
+    assert "delta must be a number in (0, 1)" in capsys.readouterr().err
