@@ -21,6 +21,7 @@ include: "workflow/rules/views.smk"
 include: "workflow/rules/onboarding.smk"
 include: "workflow/rules/regeneration.smk"
 include: "workflow/rules/timing.smk"
+include: "workflow/rules/decisions.smk"
 
 
 rule all:
@@ -45,3 +46,5 @@ rule all:
         # time complexity (timing.smk)
         "results/figures/time_complexity.pdf",
         "results/tables/precision_effect.tex",
+        # routing decisions from calibrated probabilities: selective routing and cost-quality (decisions.smk)
+        DECISIONS_TARGETS,
