@@ -139,3 +139,67 @@ def test_uncalibrated_run_is_refused(runs, tmp_path, capsys):
     ]
     assert main([*sel, "--figure", str(tmp_path / "f.pdf"), "--delta", "1.5"]) == 2
     assert "delta must be a number in (0, 1)" in capsys.readouterr().err
+
+
+@pytest.fixture
+def fake_encoder(monkeypatch):
+    """Deterministic 8-d stand-in for the run's encoder (the kNN runs were trained on 8-d toy vectors)."""
+    from locus import checkpoint
+
+    def encode(encoder, texts, batch_size=64):
+        return np.array([np.random.default_rng(len(t)).normal(size=8) for t in texts], dtype=np.float32)
+
+    monkeypatch.setattr(checkpoint, "encode_queries", encode)
+
+
+def route(run, *extra):
+    return main(["route", "--checkpoint", str(run), "a short query", "a much longer query text here", *extra])
+
+
+def test_route_selective_on_a_calibrated_run(runs, fake_encoder, capsys):
+    from locus import decisions
+    from locus.data.canonical import read_dataset
+
+    _, data, dirs, _ = runs
+    assert route(dirs[0], "--calibrated", "--alpha", "0.3", "--delta", "0.1") == 0
+    out = capsys.readouterr().out
+    # the threshold printed is the one Learn-then-Test certifies from the run's validation split
+    ids, model_ids, logits = run_artifacts.read_scores(dirs[0], "val")
+    labels = read_dataset(data).label_matrix(ids, model_ids)
+    probs = run_artifacts.read_calibration(dirs[0]).probabilities(logits)
+    tau = decisions.learn_then_test_threshold(probs, labels, 0.3, 0.1)
+    assert f"tau = {tau:.2f}" in out and "alpha = 0.3" in out and "fallback: org/m" in out
+    assert sum(line.startswith("query ") for line in out.splitlines()) == 2 and out.count("  -> ") == 2
+    assert out.count("[routed]") + out.count("[fell back]") == 2
+    # a level nothing can meet: no threshold, every query abstains
+    assert route(dirs[0], "--calibrated", "--alpha", "0.001", "--fallback", "abstain") == 0
+    out = capsys.readouterr().out
+    assert "none certified" in out and out.count("-> abstain [abstained]") == 2
+
+
+def test_route_cost_aware(runs, fake_encoder, capsys):
+    _, data, dirs, _ = runs
+    assert route(dirs[0], "--calibrated", "--cost-weight", "1000") == 0
+    out = capsys.readouterr().out
+    assert out.count("-> org/m0 (id 0") == 2 and f"column 'cost' of {data}/models.parquet" in out
+    assert route(dirs[0], "--min-prob", "0") == 0  # every model qualifies: the cheapest
+    assert capsys.readouterr().out.count("-> org/m0 (id 0") == 2
+    assert route(dirs[0], "--cost-weight", "0") == 0  # lambda 0: the most likely model, as the ranking says
+    out = capsys.readouterr().out
+    firsts = [line.split()[-1] for line in out.splitlines() if line.startswith("   1. ")]
+    chosen = [line.split()[1] for line in out.splitlines() if line.startswith("  -> ")]
+    assert firsts == chosen
+
+
+def test_route_option_errors(runs, fake_encoder, capsys):
+    _, _, dirs, bare = runs
+    assert route(bare, "--calibrated") == 2
+    err = capsys.readouterr().err
+    assert f"locus calibrate --run {bare}" in err and err.count("\n") == 1
+    assert route(dirs[0], "--alpha", "0.2", "--cost-weight", "1") == 2
+    assert "one routing policy" in capsys.readouterr().err
+    for bad in (["--alpha", "1.5"], ["--delta", "0"], ["--cost-weight", "-1"], ["--min-prob", "2"]):
+        assert route(dirs[0], *bad) == 2
+        assert "error: argument" in capsys.readouterr().err
+    assert route(dirs[0], "--alpha", "0.2", "--fallback", "gpt-9") == 2
+    assert "gpt-9" in capsys.readouterr().err
