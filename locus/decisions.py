@@ -265,8 +265,9 @@ def aiq(costs, qualities, max_cost: float | None = None) -> float:
     costs = check_costs(costs)
     hull = nondecreasing_hull(costs, qualities)
     end = float(np.max(costs) if max_cost is None else max_cost)
-    if end < hull[-1, 0] or end <= 0:
+    if end < hull[-1, 0] * (1 - 1e-9) or end <= 0:  # a mean of equal costs may exceed its value by a rounding
         raise ConfigError(f"max_cost {max_cost!r} must be > 0 and at least the largest cost on the hull.")
+    end = max(end, float(hull[-1, 0]))
     hull = np.vstack([hull, [end, hull[-1, 1]]])
     area = float(np.sum(np.diff(hull[:, 0]) * (hull[1:, 1] + hull[:-1, 1]) / 2.0))
     return area / end

@@ -359,7 +359,10 @@ def cost_quality(
 # --------------------------------------------------------------------------------------------------
 # outputs
 # --------------------------------------------------------------------------------------------------
-COST_LABELS = {"cost": "the models' cost column", "params_b": "proxy: parameters in billions, params_b"}
+COST_LABELS = {
+    "cost": "the models' cost column",
+    "params_b": "params_b, parameters in billions (a proxy: no cost column)",
+}
 
 
 def _describe(runs, data_label: str) -> str:
@@ -426,12 +429,13 @@ def write_cost(runs, data, table_out, figure_out, n_lambdas, n_boot, seed, confi
         f"Improvement in Quality): area under the non-decreasing convex hull of the (mean cost, accuracy) points, "
         f"extended flat to the largest model cost ({summary['max_cost']:g}), divided by it (\\%). References: the "
         f"oracle with $\\lambda$ swept, the best single model chosen on validation, and random mixes of two models "
-        f"(the hull of the single models); the curve of a router starts at its cheapest point, so a single model at the "
+        f"(the hull of the single models' test points: an optimistic reference, as the best mix is read off the test "
+        f"split); the curve of a router starts at its cheapest point, so a single model at the "
         f"largest cost has AIQ 0 by this definition. Intervals: {100 * confidence:g}\\% percentile bootstrap over the "
         f"{summary['n_test_queries']} test queries ({n_boot} resamples, seed {seed}; seeds averaged per query)."
     )
     write_text(table_out, render.aiq_table(frame, caption))
     write_csv(frame, table_out.with_suffix(".csv"))
-    title = f"Accuracy vs cost on test, {label}, n = {runs[0].train_size}; cost: {cost}"
+    title = f"Accuracy vs cost on test, {label}, n = {runs[0].train_size}; cost = {cost}"
     render.write_figure(render.cost_quality_figure(points, title, cost), points, figure_out)
     return frame, points

@@ -137,7 +137,12 @@ def cost_quality_figure(points: pd.DataFrame, title: str, cost_label: str):
         )
     finite = points["cost"][np.isfinite(points["cost"]) & (points["cost"] > 0)]
     if len(finite) and finite.max() / finite.min() > 20:
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())  # 2x10^0, 3x10^0, ... overlap on a short axis
     ax.set_xlabel(f"mean cost per query ({cost_label})")
     ax.set_ylabel("accuracy (%)")
     ax.legend(fontsize=7, loc="lower right")
