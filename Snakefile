@@ -21,6 +21,7 @@ include: "workflow/rules/views.smk"
 include: "workflow/rules/onboarding.smk"
 include: "workflow/rules/regeneration.smk"
 include: "workflow/rules/timing.smk"
+include: "workflow/rules/calibration.smk"
 include: "workflow/rules/decisions.smk"
 
 
@@ -46,5 +47,8 @@ rule all:
         # time complexity (timing.smk)
         "results/figures/time_complexity.pdf",
         "results/tables/precision_effect.tex",
+        # calibrated correctness probabilities, raw vs calibrated on test (calibration.smk)
+        "results/tables/calibration.tex",
+        "results/figures/reliability.pdf",
         # routing decisions from calibrated probabilities: selective routing and cost-quality (decisions.smk)
         DECISIONS_TARGETS,

@@ -38,7 +38,7 @@ VERSION = 1
 MIN_PAIRS = 2 * CV_FOLDS  # fewer validation pairs (or a single class): the identity map is kept
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
+def sigmoid(x: np.ndarray) -> np.ndarray:
     out = np.empty_like(x)
     pos = x >= 0
     out[pos] = 1.0 / (1.0 + np.exp(-x[pos]))
@@ -80,7 +80,7 @@ class Calibration:
             return np.clip(np.interp(x, self.knots_x, self.knots_y), EPS, 1 - EPS)
         if self.kind == "temperature":
             x = x / self.temperature + self.bias
-        return _sigmoid(x.reshape(-1)).reshape(x.shape)
+        return sigmoid(x.reshape(-1)).reshape(x.shape)
 
     def to_dict(self) -> dict:
         out = {"kind": self.kind}
@@ -130,30 +130,61 @@ def brier(probs, correct) -> float:
     return float(np.mean((p - y) ** 2)) if p.size else math.nan
 
 
-def _bins(p: np.ndarray, bins: int) -> list[np.ndarray]:
-    """Indices of `bins` equal-mass bins (sizes differ by at most one) in ascending probability; ties are
-    split by position (stable sort), so the bins stay equal-mass when a step map repeats values."""
+def _bin_of_sorted(w: np.ndarray, bins: int) -> np.ndarray:
+    """Equal-mass bins of pairs in ascending probability with weights `w` (rows: weightings, e.g.
+    bootstrap resamples): a pair goes to the bin holding the midpoint of its weight on the cumulative
+    scale, so unit weights give bins whose sizes differ by at most one. Ties are split by position
+    (stable sort): a step map repeating a value still gets equal-mass bins."""
+    cum = np.cumsum(w, axis=-1)
+    total = cum[..., -1:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        b = np.floor((cum - w / 2) / total * bins)
+    return np.clip(np.nan_to_num(b), 0, bins - 1).astype(np.int64)
+
+
+def _check_bins(bins) -> int:
     if int(bins) < 1:
         raise ValueError(f"bins must be >= 1, got {bins}")
-    order = np.argsort(p, kind="stable")
-    return [b for b in np.array_split(order, min(int(bins), max(p.size, 1))) if b.size]
+    return int(bins)
 
 
 def reliability(probs, correct, bins: int = BINS) -> pd.DataFrame:
-    """Per equal-mass bin: ``bin`` (0-based, ascending probability), ``mean_prob``, ``frac_correct``, ``count``."""
+    """Per non-empty equal-mass bin: ``bin`` (0-based, ascending probability), ``mean_prob``,
+    ``frac_correct``, ``count``."""
     p, y = _pairs(probs, correct)
-    rows = [(i, float(p[b].mean()), float(y[b].mean()), int(b.size)) for i, b in enumerate(_bins(p, bins))]
-    return pd.DataFrame(rows, columns=["bin", "mean_prob", "frac_correct", "count"])
+    bins = _check_bins(bins)
+    order = np.argsort(p, kind="stable")
+    b = _bin_of_sorted(np.ones(p.size), bins)
+    count = np.bincount(b, minlength=bins)
+    keep = count > 0
+    with np.errstate(invalid="ignore"):
+        mean_p = np.bincount(b, weights=p[order], minlength=bins) / count
+        frac = np.bincount(b, weights=y[order], minlength=bins) / count
+    frame = pd.DataFrame({"bin": np.arange(bins), "mean_prob": mean_p, "frac_correct": frac, "count": count})
+    return frame[keep].reset_index(drop=True)
 
 
 def ece(probs, correct, bins: int = BINS) -> float:
     """Expected calibration error over `bins` equal-mass bins: sum of |mean_prob - frac_correct| weighted
     by each bin's share of the pairs."""
-    table = reliability(probs, correct, bins)
-    if table.empty:
-        return math.nan
-    w = table["count"].to_numpy() / table["count"].sum()
-    return float(np.sum(w * np.abs(table["mean_prob"] - table["frac_correct"]).to_numpy()))
+    p, y = _pairs(probs, correct)
+    return float(ece_weighted(p, y, np.ones((1, p.size)), bins)[0]) if p.size else math.nan
+
+
+def ece_weighted(probs, correct, weights, bins: int = BINS) -> np.ndarray:
+    """:func:`ece` under each row of `weights` [k x pairs] (pair multiplicities, e.g. of a bootstrap
+    resample of queries), bins equal in weight: one value per row (NaN for a row of zero weight)."""
+    p, y = _pairs(probs, correct)
+    bins = _check_bins(bins)
+    w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+    if w.shape[1] != p.size:
+        raise ValueError(f"weights have {w.shape[1]} columns for {p.size} pairs")
+    order = np.argsort(p, kind="stable")
+    w = w[:, order]
+    b = _bin_of_sorted(w, bins) + bins * np.arange(len(w))[:, None]
+    gap = np.bincount(b.ravel(), weights=(w * (p - y)[order]).ravel(), minlength=len(w) * bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.abs(gap.reshape(len(w), bins)).sum(axis=1) / w.sum(axis=1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -168,7 +199,7 @@ def fit_temperature(logits, correct) -> Calibration:
     def loss(theta):
         a, b = math.exp(theta[0]), theta[1]
         z = a * x + b
-        g = _sigmoid(z) - y  # d loss / d z
+        g = sigmoid(z) - y  # d loss / d z
         return float(np.mean(np.logaddexp(0.0, z) - y * z)), np.array([np.mean(g * a * x), np.mean(g)])
 
     res = minimize(loss, np.zeros(2), jac=True, method="L-BFGS-B", bounds=[(-10.0, 10.0), (-50.0, 50.0)])

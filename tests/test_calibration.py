@@ -7,6 +7,7 @@ import json
 import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from locus import calibration, run_artifacts
@@ -151,3 +152,155 @@ def test_read_calibration_of_a_run(tiny, tmp_path):
     (run / "metrics.json").write_text((run / "metrics.json").read_text() + " ")  # another file, same content
     with pytest.raises(DataError, match="fitted for another run"):
         run_artifacts.read_calibration(run)
+
+
+def test_weighted_ece_is_the_ece_of_the_weighted_pairs():
+    p, y = calibrated_sample(n=997, seed=7)
+    p = 0.5 + 0.8 * (p - 0.5) ** 3 * 4  # some miscalibration, so the ECE is not ~0
+    keep = np.random.default_rng(8).random(p.size) < 0.6
+    w = np.stack([np.ones(p.size), keep.astype(float)])
+    got = calibration.ece_weighted(p, y, w, bins=7)
+    assert got[0] == pytest.approx(ece(p, y, bins=7))
+    assert got[1] == pytest.approx(ece(p[keep], y[keep], bins=7))
+    assert got[1] != pytest.approx(got[0])
+
+
+@pytest.fixture(scope="module")
+def calibrated_runs(tiny, tmp_path_factory):
+    """The tiny LOCUS run and a kNN run of seeds 0 and 1, each calibrated by `locus calibrate`."""
+    from locus.cli import main
+    from locus.runs import execute
+
+    root = tmp_path_factory.mktemp("calibrated")
+    runs = [root / "locus_s0"]
+    shutil.copytree(tiny / "run", runs[0])
+    for seed in (0, 1):
+        runs.append(root / f"knn_s{seed}")
+        execute("knn_router", {}, tiny / "data", tiny / "enc.parquet", 30, seed, runs[-1])
+    for run in runs:
+        assert main(["calibrate", "--run", str(run), "--data", str(tiny / "data")]) == 0
+    return tiny, runs
+
+
+def test_calibrate_command_writes_the_runs_map(calibrated_runs, capsys):
+    tiny, runs = calibrated_runs
+    for run in runs:
+        doc = json.loads((run / "calibration.json").read_text())
+        cal = run_artifacts.read_calibration(run)
+        assert cal is not None and cal.kind == doc["fit"]["chosen"] == doc["map"]["kind"]
+        assert doc["run"] == run_artifacts.run_identity(run)
+        # fitted on validation only: 15 val queries x 6 models, folds over the 15 queries
+        assert doc["fit"]["n_pairs"] == 90 and doc["fit"]["n_groups"] == 15
+        assert set(doc["fit"]["cv_log_loss"]) == set(calibration.KINDS)
+    # a map copied from another run is refused, with the one-line fix
+    other = runs[1] / "calibration.json"
+    shutil.copy(other, runs[2] / "calibration.json")
+    with pytest.raises(DataError, match=rf"fitted for another run .*re-run `locus calibrate --run {runs[2]}`\.$"):
+        run_artifacts.read_calibration(runs[2])
+    from locus.cli import main
+
+    assert main(["calibrate", "--run", str(runs[2]), "--data", str(tiny / "data")]) == 0
+    assert run_artifacts.read_calibration(runs[2]) is not None
+    # the data set is the run's own: a missing directory is named before any work
+    assert main(["calibrate", "--run", str(runs[0]), "--data", str(tiny / "absent")]) == 2
+    assert "absent" in capsys.readouterr().err
+
+
+def test_calibration_report_writes_table_and_reliability_figure(calibrated_runs, tmp_path):
+    from locus.cli import main
+    from locus.experiments.calibration import CSV_COLUMNS, POINT_COLUMNS
+
+    tiny, runs = calibrated_runs
+    out, fig = tmp_path / "tables" / "calibration.tex", tmp_path / "figures" / "reliability.pdf"
+    common = ["calibration-report", "--runs", *map(str, runs), "--data", str(tiny / "data")]
+    common += ["--bootstrap-resamples", "200", "--data-label", "tiny set"]
+    assert main([*common, "--out", str(out), "--figure", str(fig)]) == 0
+    for path in (out, out.with_suffix(".csv"), fig, fig.with_suffix(".png"), fig.with_suffix(".csv")):
+        assert path.is_file() and path.stat().st_size > 0
+    frame = pd.read_csv(out.with_suffix(".csv"))
+    assert frame.columns.tolist() == CSV_COLUMNS
+    assert frame["method"].tolist() == ["locus"] * 3 + ["knn_router"] * 3
+    assert frame["metric"].tolist() == ["ece", "brier", "log_loss"] * 2
+    assert frame["n_seeds"].tolist() == [1] * 3 + [2] * 3
+    assert (frame["n_test_queries"] == 15).all() and (frame["n_test_pairs"] == 90).all()
+    assert (frame["train_size"] == 30).all() and (frame["bins"] == 15).all()
+    ece_rows = frame[frame["metric"] == "ece"]
+    assert ece_rows[["raw", "calibrated"]].stack().between(0, 1).all()
+    assert frame[frame["metric"] == "brier"][["raw", "calibrated"]].stack().between(0, 1).all()
+    assert (frame[["raw", "calibrated"]] >= 0).all().all()
+    np.testing.assert_allclose(frame["diff"], frame["calibrated"] - frame["raw"])
+    assert (frame["ci_low"] <= frame["ci_high"]).all()
+    means = frame[frame["metric"] != "ece"]  # percentile intervals of mean differences hold the estimate
+    assert ((means["ci_low"] <= means["diff"] + 1e-12) & (means["diff"] <= means["ci_high"] + 1e-12)).all()
+    # the numbers are the runs' own: the locus row's raw Brier recomputed from its test scores and labels
+    from locus.data.canonical import read_dataset
+
+    data = read_dataset(tiny / "data")
+    ids, mids, logits = run_artifacts.read_scores(runs[0], "test")
+    y = (data.label_matrix(ids, mids) >= 0.5).astype(float)
+    assert frame.loc[1, "raw"] == pytest.approx(brier(1 / (1 + np.exp(-logits.astype(float))), y))
+    points = pd.read_csv(fig.with_suffix(".csv"))
+    assert points.columns.tolist() == POINT_COLUMNS
+    assert set(points["kind"]) == {"raw", "calibrated"}
+    assert points.groupby(["method", "kind"])["count"].sum().to_dict() == {
+        ("knn_router", "calibrated"): 180,
+        ("knn_router", "raw"): 180,
+        ("locus", "calibrated"): 90,
+        ("locus", "raw"): 90,
+    }
+    tex = out.read_text()
+    assert "fitted on its validation pairs only" in tex and "200 resamples" in tex and "15 equal-mass" in tex
+    assert "tiny set" in tex and "seed(s) 0, 1" in tex
+    # the same inputs give the same numbers (seeded resampling)
+    again = tmp_path / "again.tex"
+    assert main([*common, "--out", str(again), "--figure", str(tmp_path / "again.pdf")]) == 2  # one CSV for both
+    assert main([*common, "--out", str(again), "--figure", str(tmp_path / "again_fig.pdf")]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(again.with_suffix(".csv")), frame)
+
+
+def test_calibration_report_needs_calibrated_runs(tiny, tmp_path, capsys):
+    from locus.cli import main
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny / "run", run)
+    argv = ["calibration-report", "--runs", str(run), "--data", str(tiny / "data")]
+    argv += ["--out", str(tmp_path / "t.tex"), "--figure", str(tmp_path / "f.pdf")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"missing; run `locus calibrate --run {run}` first" in err and err.count("\n") == 1
+    assert not (tmp_path / "t.tex").exists()
+
+
+def _snakemake(tmp_path, *args):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-n", "--directory", str(tmp_path)]
+    return subprocess.run([*cmd, *args], cwd=repo, capture_output=True, text=True, timeout=600)
+
+
+def test_workflow_calibrates_the_runs_of_the_report(tmp_path):
+    from pathlib import Path
+
+    import yaml
+
+    repo = Path(__file__).resolve().parents[1]
+    schema = yaml.safe_load((repo / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    assert schema["properties"]["calibration"]["properties"]["bins"]["default"] == calibration.BINS
+    tiny = repo / "tests" / "configs" / "tiny.yaml"  # train_sizes [32, 64]: the report takes the smallest
+    res = _snakemake(tmp_path, "results/tables/calibration.tex", "--configfile", str(tiny))
+    assert res.returncode == 0, res.stderr[-3000:] + res.stdout[-3000:]
+    out = res.stdout
+    for method, dim in (("locus", 16), ("embedllm", 16), ("knn_router", 0), ("kmeans_router", 0)):
+        run = f"results/runs/synthetic/all-MiniLM-L6-v2/{method}/n32/d{dim}/s0"
+        assert f"{run}/calibration.json" in out and f"locus calibrate --run {run} --data results/data/synthetic" in out
+    assert "/n64/" not in out.split("rule calibration_report:")[1].split("\n\n")[0]
+    assert "--bins 15 --bootstrap-resamples 2000" in out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("calibration: {train_size: 999}\n")
+    res = _snakemake(tmp_path, "--configfile", str(bad))
+    assert res.returncode != 0
+    assert "calibration.train_size 999 must be one of train_sizes [256, 512, 1024]" in res.stderr + res.stdout
+    assert "Traceback" not in res.stderr + res.stdout

@@ -1,13 +1,14 @@
 # Routing decisions from calibrated probabilities (locus decisions): selective routing with a risk certified
 # on validation by Learn-then-Test, and cost-aware routing (accuracy vs cost, AIQ). Inputs: every
-# by_dataset_methods run (every seed) at decisions.train_size with its calibration.json (calibrate_run in
+# by_dataset_methods run (every seed) at decisions.train_size (null: the smallest of train_sizes) with its calibration.json (calibrate_run in
 # calibration.smk) and the data set (labels; the models' cost column, else params_b). Seconds: submit host.
 import shlex
 
 DEC = config["decisions"]
-if int(DEC["train_size"]) not in config["train_sizes"]:
+DEC_N = min(config["train_sizes"]) if DEC["train_size"] is None else int(DEC["train_size"])
+if DEC_N not in config["train_sizes"]:
     _config_error(
-        f"decisions.train_size {DEC['train_size']} must be one of train_sizes {config['train_sizes']} "
+        f"decisions.train_size {DEC_N} must be one of train_sizes {config['train_sizes']} "
         "(the runs of the tables are used); change one of them"
     )
 DECISIONS_TARGETS = ["results/tables/selective_routing.tex", "results/tables/aiq.tex"]
@@ -20,7 +21,7 @@ localrules:
 
 def decisions_inputs():
     """The runs' calibration, scores and metrics at decisions.train_size (every seed), and the data set."""
-    sizes = [int(DEC["train_size"])]
+    sizes = [DEC_N]
     return {
         "data": data_files(DATASET),
         "calibration": run_files_named(BY_DATASET_METHODS, sizes, _artifacts.calibration_file),

@@ -1,0 +1,66 @@
+"""`locus calibration-report`: raw vs calibrated correctness probabilities of runs on the test split."""
+
+from __future__ import annotations
+
+import argparse
+
+from locus.cli import comma_list, existing_dir, int_at_least, output_file
+from locus.constants import BOOTSTRAP_RESAMPLES
+
+NAME = "calibration-report"
+HELP = (
+    "ECE, Brier and log-loss of calibrated runs (raw vs calibrated, paired bootstrap over test queries): "
+    "a table (LaTeX + CSV) and a reliability diagram (PDF + PNG + CSV)"
+)
+
+
+def level(text: str) -> float:
+    """An argparse type: a confidence level strictly between 0 and 1."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (e.g. 0.95), got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (e.g. 0.95), got {value}")
+    return value
+
+
+level.__name__ = "confidence level"
+
+
+def add_arguments(p) -> None:
+    p.add_argument(
+        "--runs",
+        nargs="+",
+        required=True,
+        type=existing_dir("run directory"),
+        help="run directories of one training size, each with its calibration.json (`locus calibrate`)",
+    )
+    p.add_argument(
+        "--data", required=True, type=existing_dir("data set directory"), help="the runs' canonical data set"
+    )
+    p.add_argument("--out", required=True, type=output_file((".tex",)), help="output table .tex (the CSV beside it)")
+    p.add_argument(
+        "--figure", required=True, type=output_file((".pdf",)), help="reliability diagram .pdf (PNG and CSV beside it)"
+    )
+    p.add_argument("--methods", type=comma_list, default=None, help="methods in row order (default: all present)")
+    p.add_argument("--data-label", default=None, help="data set name for the caption (default: the directory name)")
+    p.add_argument("--bins", type=int_at_least(1), default=15, help="equal-mass bins of the ECE (default 15)")
+    p.add_argument(
+        "--bootstrap-resamples",
+        type=int_at_least(1),
+        default=BOOTSTRAP_RESAMPLES,
+        help=f"paired bootstrap resamples of the test queries (default {BOOTSTRAP_RESAMPLES})",
+    )
+    p.add_argument("--bootstrap-seed", type=int_at_least(0), default=0, help="seed of the resampling (default 0)")
+    p.add_argument("--confidence", type=level, default=0.95, help="confidence level of the intervals (default 0.95)")
+
+
+def run(args) -> int:
+    from locus.experiments import calibration
+    from locus.experiments.bootstrap import Settings
+
+    settings = Settings(n_resamples=args.bootstrap_resamples, seed=args.bootstrap_seed, confidence=args.confidence)
+    calibration.write(args.runs, args.data, args.out, args.figure, args.methods, args.data_label, args.bins, settings)
+    print(f"wrote {args.out} (.csv) and {args.figure} (.png, .csv)")
+    return 0

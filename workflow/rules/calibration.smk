@@ -1,0 +1,69 @@
+# Calibrated correctness probabilities: `calibrate_run` fits any run's map (RUN/calibration.json) on its
+# validation pairs only; `calibration_report` compares raw and calibrated probabilities on test for every
+# by_dataset_methods run (every seed) at calibration.train_size (table + reliability diagram).
+
+
+localrules:
+    calibration_report,
+
+
+CAL = config["calibration"]
+CAL_N = min(config["train_sizes"]) if CAL["train_size"] is None else int(CAL["train_size"])
+if CAL_N not in config["train_sizes"]:
+    _config_error(
+        f"calibration.train_size {CAL_N} must be one of train_sizes {config['train_sizes']} "
+        "(the runs of the tables are calibrated); change one of them or leave it null (the smallest)"
+    )
+_CAL_BOOT = config["bootstrap"]
+
+
+rule calibrate_run:
+    input:
+        data=data_files("{dataset}"),
+        run=[f"{RUN_DIR}/{name}" for name in ("config.json", "model.safetensors", "scores_val.parquet", "metrics.json")],
+    output:
+        f"{RUN_DIR}/{_artifacts.calibration_file}",
+    log:
+        f"results/logs/calibrate/{RUN_DIR.removeprefix('results/runs/')}.log",
+    benchmark:
+        f"results/benchmarks/calibrate/{RUN_DIR.removeprefix('results/runs/')}.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        data=input_dir("data"),
+        run=input_dir("run"),
+    shell:
+        "{LOCUS} calibrate --run {params.run:q} --data {params.data:q} > {log} 2>&1"
+
+
+rule calibration_report:
+    input:
+        data=data_files(DATASET),
+        calibration=run_files_named(BY_DATASET_METHODS, [CAL_N], _artifacts.calibration_file),
+        scores=run_files_named(BY_DATASET_METHODS, [CAL_N], _artifacts.scores_file("test")),
+        metrics=run_metrics(BY_DATASET_METHODS, [CAL_N]),
+    output:
+        tex="results/tables/calibration.tex",
+        csv="results/tables/calibration.csv",
+        pdf="results/figures/reliability.pdf",
+        png="results/figures/reliability.png",
+        points="results/figures/reliability.csv",
+    log:
+        "results/logs/calibration/report.log",
+    benchmark:
+        "results/benchmarks/calibration/report.tsv"
+    params:
+        runs=lambda w, input: " ".join(shlex.quote(os.path.dirname(m)) for m in input.metrics),
+        methods=",".join(BY_DATASET_METHODS),
+        label=dataset_label(DATASET),
+        data=input_dir("data", quote=True),
+        bins=int(CAL["bins"]),
+        bootstrap=(
+            f"--bootstrap-resamples {int(_CAL_BOOT['n_resamples'])} --bootstrap-seed {int(_CAL_BOOT['seed'])} "
+            f"--confidence {float(_CAL_BOOT['confidence'])}"
+        ),
+    shell:
+        "{LOCUS} calibration-report --runs {params.runs} --data {params.data} --methods {params.methods} "
+        "--data-label {params.label:q} --bins {params.bins} {params.bootstrap} --out {output.tex} "
+        "--figure {output.pdf} > {log} 2>&1"
