@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from locus import calibration, run_artifacts  # noqa: E402
+from locus import run_artifacts  # noqa: E402
 from locus.cli import main  # noqa: E402
 from locus.data.canonical import write_dataset  # noqa: E402
 from locus.data.encodings import data_fingerprint, write_encodings  # noqa: E402
@@ -51,15 +51,9 @@ def write_data(root, seed=0):
 
 
 def calibrate(run, data):
-    """What `locus calibrate --run RUN` writes: a map fitted on the run's validation scores."""
-    from locus.data.canonical import read_dataset
-
-    prompt_ids, model_ids, logits = run_artifacts.read_scores(run, "val")
-    labels = read_dataset(data).label_matrix(prompt_ids, model_ids)
-    ok = ~np.isnan(labels)
-    groups = np.broadcast_to(prompt_ids[:, None], labels.shape)[ok]
-    cal, report = calibration.fit(logits[ok], (labels[ok] >= 0.5).astype(float), groups=groups)
-    calibration.save(cal, run / run_artifacts.calibration_file, run_artifacts.run_identity(run), report)
+    """`locus calibrate --run RUN`: the map fitted on the run's validation pairs -> RUN/calibration.json."""
+    assert main(["calibrate", "--run", str(run), "--data", str(data)]) == 0
+    assert run_artifacts.read_calibration(run) is not None
 
 
 @pytest.fixture(scope="module")
