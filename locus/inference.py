@@ -302,7 +302,9 @@ class Policy:
             if v is not None
         ]
         if len(given) > 1:
-            raise DataError(
+            from locus.errors import ConfigError
+
+            raise ConfigError(
                 f"give one routing policy, not {' and '.join(given)}: --alpha (selective), --cost-weight or --min-prob."
             )
         return given[0] if given else "argmax"
