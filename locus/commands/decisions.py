@@ -60,8 +60,9 @@ def run(args) -> int:
         )
         for r in frame.to_dict("records"):
             print(
-                f"{r['method']:<14} alpha={r['alpha']:<5g} {r['fallback']:<12} tau={r['tau_mean']:.2f} "
-                f"coverage={100 * r['coverage']:.1f}% risk={100 * r['test_risk']:.1f}% "
+                f"{r['method']:<14} alpha={r['alpha']:<5g} {r['fallback']:<12} "
+                + ("tau=none " if r["n_none"] == r["n_seeds"] else f"tau={r['tau_mean']:.2f} ")
+                + f"coverage={100 * r['coverage']:.1f}% risk={100 * r['test_risk']:.1f}% "
                 f"violations={100 * r['violation_freq']:.1f}%"
             )
     else:

@@ -39,19 +39,20 @@ def selective_table(frame: pd.DataFrame, caption: str) -> str:
         "\\label{tab:selective_routing}",
         "\\small",
         "\\setlength{\\tabcolsep}{4pt}",
-        "\\begin{tabular}{@{}llcrrrr@{}}",
+        "\\begin{tabular}{@{}llcrrrrr@{}}",
         "\\toprule",
-        "Approach & Fallback & $\\tau$ (val) & Coverage (\\%) & Risk (\\%) & Accuracy (\\%) & Violations (\\%) \\\\",
+        "Approach & Fallback & $\\tau$ (val) & Coverage (\\%) & $n$ & Risk (\\%) & Accuracy (\\%) & Violations (\\%) \\\\",
     ]
     for alpha, group in frame.groupby("alpha", sort=True):
         lines += [
             "\\midrule",
-            f"\\multicolumn{{7}}{{@{{}}l}}{{$\\alpha$ = {alpha:g}, $\\delta$ = {group['delta'].iat[0]:g}}} \\\\",
+            f"\\multicolumn{{8}}{{@{{}}l}}{{$\\alpha$ = {alpha:g}, $\\delta$ = {group['delta'].iat[0]:g}}} \\\\",
         ]
         for r in group.to_dict("records"):
             lines.append(
                 f"{latex_label(r['method'])} & {escape(FALLBACK_LABELS.get(r['fallback'], r['fallback']))} & {_tau(r)} & "
-                f"{_pct(r['coverage'])} & {_pct(r['test_risk'])} & {_pct(r['accuracy'])} & {_pct(r['violation_freq'])} \\\\"
+                f"{_pct(r['coverage'])} & {r['n_routed']:.0f} & {_pct(r['test_risk'])} & {_pct(r['accuracy'])} & "
+                f"{_pct(r['violation_freq'])} \\\\"
             )
     lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}", ""]
     return "\n".join(lines)
