@@ -46,10 +46,12 @@ rule selective_routing:
     input:
         **decisions_inputs(),
     output:
-        tex="results/tables/selective_routing.tex",
+        tex=report(
+            "results/tables/selective_routing.tex", caption="../report/selective_routing.rst", category="Decisions"
+        ),
         csv="results/tables/selective_routing.csv",
         pdf="results/figures/risk_coverage.pdf",
-        png="results/figures/risk_coverage.png",
+        png=report("results/figures/risk_coverage.png", caption="../report/risk_coverage.rst", category="Decisions"),
         points="results/figures/risk_coverage.csv",
     log:
         "results/logs/decisions/selective_routing.log",
@@ -71,10 +73,10 @@ rule cost_quality:
     input:
         **decisions_inputs(),
     output:
-        tex="results/tables/aiq.tex",
+        tex=report("results/tables/aiq.tex", caption="../report/aiq.rst", category="Decisions"),
         csv="results/tables/aiq.csv",
         pdf="results/figures/cost_quality.pdf",
-        png="results/figures/cost_quality.png",
+        png=report("results/figures/cost_quality.png", caption="../report/cost_quality.rst", category="Decisions"),
         points="results/figures/cost_quality.csv",
     log:
         "results/logs/decisions/cost_quality.log",
