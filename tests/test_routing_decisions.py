@@ -197,3 +197,27 @@ def test_route_option_errors(runs, fake_encoder, capsys):
         assert "error: argument" in capsys.readouterr().err
     assert route(dirs[0], "--alpha", "0.2", "--fallback", "gpt-9") == 2
     assert "gpt-9" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "yaml_text,message",
+    [
+        ("decisions: {train_size: 999}\n", r"decisions.train_size 999 must be one of train_sizes"),
+        ("decisions: {alphas: [0.1, 1.5]}\n", r"decisions.alphas\[1\]: 1.5 is greater than or equal to the maximum"),
+        ("decisions: {delta: 0}\n", r"decisions.delta: 0 is less than or equal to the minimum"),
+    ],
+)
+def test_decisions_config_errors_at_dag_build_time(tmp_path, yaml_text, message):
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml_text)
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "-n", "--directory", str(tmp_path)]
+    res = subprocess.run([*cmd, "--configfile", str(bad)], cwd=repo, capture_output=True, text=True, timeout=600)
+    out = res.stderr + res.stdout
+    assert res.returncode != 0 and re.search(message, out), out[-3000:]
+    assert len(re.findall(r"^config error: ", out, re.M)) == 1 and "Traceback" not in out, out[-3000:]
