@@ -35,6 +35,7 @@ CV_FOLDS = 5
 CV_SEED = 0
 FORMAT = "locus-calibration"
 VERSION = 1
+_SCAN_ELEMENTS = 1_000_000  # values per array held at once by ece_resampled (8 MB)
 MIN_PAIRS = 2 * CV_FOLDS  # fewer validation pairs (or a single class): the identity map is kept
 
 
@@ -173,18 +174,86 @@ def ece(probs, correct, bins: int = BINS) -> float:
 
 def ece_weighted(probs, correct, weights, bins: int = BINS) -> np.ndarray:
     """:func:`ece` under each row of `weights` [k x pairs] (pair multiplicities, e.g. of a bootstrap
-    resample of queries), bins equal in weight: one value per row (NaN for a row of zero weight)."""
+    resample of queries), bins equal in weight: one value per row (NaN for a row of zero weight).
+
+    Per row: the bins are cut where the cumulative weight at the pairs' midpoints (``2 * cum - w``, which
+    never decreases) crosses multiples of ``2 * total / bins`` (:func:`_bin_of_sorted`'s rule), and each
+    bin's gap sum(w * (p - y)) is a difference of one cumulative sum, so a row costs a few passes."""
     p, y = _pairs(probs, correct)
     bins = _check_bins(bins)
     w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
-    if w.shape[1] != p.size:
-        raise ValueError(f"weights have {w.shape[1]} columns for {p.size} pairs")
+    if w.ndim != 2 or w.shape[1] != p.size:
+        raise ValueError(f"weights must be [k x {p.size}] for {p.size} pairs, got {w.shape}")
     order = np.argsort(p, kind="stable")
     w = w[:, order]
-    b = _bin_of_sorted(w, bins) + bins * np.arange(len(w))[:, None]
-    gap = np.bincount(b.ravel(), weights=(w * (p - y)[order]).ravel(), minlength=len(w) * bins)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.abs(gap.reshape(len(w), bins)).sum(axis=1) / w.sum(axis=1)
+    gap = np.zeros((len(w), p.size + 1))
+    np.cumsum(w * (p - y)[order], axis=1, out=gap[:, 1:])
+    mid2 = np.cumsum(w, axis=1)
+    total = mid2[:, -1].copy() if p.size else np.zeros(len(w))
+    mid2 *= 2
+    mid2 -= w
+    steps = np.arange(bins + 1) * 2.0 / bins
+    out = np.full(len(w), math.nan)
+    for r in np.nonzero(total > 0)[0]:
+        edges = np.searchsorted(mid2[r], steps * total[r], side="left")
+        edges[-1] = p.size  # zero-weight pairs past the last midpoint: the last bin (they add nothing)
+        out[r] = np.abs(np.diff(gap[r, edges])).sum() / total[r]
+    return out
+
+
+def ece_resampled(probs, correct, groups, counts, bins: int = BINS, block: int | None = None) -> np.ndarray:
+    """``ece_weighted(probs, correct, counts[:, groups], bins)`` for `counts` [k x groups] (each group's
+    multiplicity in k resamples; `groups`: the group index 0.. of every pair, e.g. its query) without the
+    k x pairs weights: the pairs in ascending probability are cut into blocks of `block` (default
+    sqrt(pairs)); each resample's cumulative weight and gap at every block start is one matrix product
+    with the groups' per-block counts, and only the block holding each bin edge is scanned pair by pair."""
+    p, y = _pairs(probs, correct)
+    bins = _check_bins(bins)
+    g = np.asarray(groups).reshape(-1)
+    counts = np.atleast_2d(np.asarray(counts, dtype=np.float64))
+    if g.shape != p.shape or (g.size and (g.min() < 0 or g.max() >= counts.shape[1])):
+        raise ValueError(f"groups must give each of the {p.size} pairs an index below {counts.shape[1]}")
+    n = p.size
+    out = np.full(len(counts), math.nan)
+    if n == 0:
+        return out
+    order = np.argsort(p, kind="stable")
+    gs, ds = g[order].astype(np.int64), (p - y)[order]
+    k = int(block) if block else max(1, math.isqrt(n))
+    nb = -(-n // k)
+    starts_w = np.zeros((nb + 1, counts.shape[1]))  # [block start x group]: the group's pairs before it
+    starts_d = np.zeros((nb + 1, counts.shape[1]))  # ... and the sum of their p - y
+    np.add.at(starts_w, (np.arange(n) // k + 1, gs), 1.0)
+    np.add.at(starts_d, (np.arange(n) // k + 1, gs), ds)
+    starts_w, starts_d = np.cumsum(starts_w, axis=0), np.cumsum(starts_d, axis=0)
+    pad = (nb + 1) * k - n  # one block of zero-weight pairs past the end: every scan stays in range
+    gs = np.concatenate([gs, np.zeros(pad, dtype=np.int64)])
+    ds = np.concatenate([ds, np.zeros(pad)])
+    real = np.concatenate([np.ones(n), np.zeros(pad)])
+    steps = np.arange(1, bins) * 2.0 / bins
+    scan = np.arange(k + 1)  # the block holding an edge and the next block's first pair
+    rows_at_once = max(1, _SCAN_ELEMENTS // max(1, (bins - 1) * (k + 1), nb + 1))
+    for lo in range(0, len(counts), rows_at_once):
+        c = counts[lo : lo + rows_at_once]
+        w_at, d_at = c @ starts_w.T, c @ starts_d.T  # [rows x block starts]
+        total = w_at[:, -1]
+        edge_gap = np.zeros((len(c), bins + 1))
+        edge_gap[:, -1] = d_at[:, -1]
+        if bins > 1:
+            t = steps[None, :] * total[:, None]  # edges on the midpoint scale 2 * cum - w
+            # the last block starting below each edge: the edge's pair is in it or is the next block's first
+            b = np.stack([np.searchsorted(2 * w_at[r], t[r], side="left") - 1 for r in range(len(c))])
+            b = np.clip(b, 0, nb - 1)
+            idx = b[..., None] * k + scan  # [rows x edges x k + 1] pair positions
+            w = np.take_along_axis(c, gs[idx].reshape(len(c), -1), axis=1).reshape(idx.shape) * real[idx]
+            before = np.cumsum(w, axis=-1) - w  # weight of the scanned pairs before each one
+            base = np.take_along_axis(w_at, b, axis=1)[..., None]
+            first = np.argmax(2 * (base + before) + w >= t[..., None], axis=-1)[..., None]
+            gap_before = np.cumsum(w * ds[idx], axis=-1) - w * ds[idx]
+            edge_gap[:, 1:-1] = np.take_along_axis(d_at, b, axis=1) + np.take_along_axis(gap_before, first, -1)[..., 0]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[lo : lo + len(c)] = np.where(total > 0, np.abs(np.diff(edge_gap, axis=1)).sum(axis=1) / total, math.nan)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------

@@ -12,6 +12,9 @@ by :func:`locus.runs.execute`) holds exactly :func:`run_files` of its method:
 - ``metrics.json``: val and test metrics, reference rows, the run settings and training counts;
 - ``log.csv``: per-epoch / per-step / per-candidate log (one summary row for methods without one).
 
+Beside them, written later by ``locus calibrate``: ``calibration.json`` (:data:`calibration_file`, not one
+of :func:`run_files`), read by :func:`read_calibration` and tied to the run by :func:`run_identity`.
+
 Every reader raises :class:`~locus.errors.DataError` naming the run directory and the fix (re-run the
 training rule) for a missing or malformed file.
 

@@ -304,3 +304,20 @@ def test_workflow_calibrates_the_runs_of_the_report(tmp_path):
     assert res.returncode != 0
     assert "calibration.train_size 999 must be one of train_sizes [256, 512, 1024]" in res.stderr + res.stdout
     assert "Traceback" not in res.stderr + res.stdout
+
+
+@pytest.mark.parametrize("block", [None, 1, 4, 10_000])
+@pytest.mark.parametrize("bins", [1, 3, 15])
+def test_resampled_ece_equals_the_weighted_one(block, bins):
+    rng = np.random.default_rng(9)
+    groups = np.repeat(np.arange(40), 6)
+    p = np.round(rng.random(groups.size) ** 2, 2)  # many ties
+    y = (rng.random(p.size) < np.sqrt(p)).astype(float)
+    counts = rng.multinomial(40, np.full(40, 1 / 40), size=30).astype(float)
+    counts[0] = 0  # an empty resample: undefined
+    counts[1, :39], counts[1, 39] = 0, 40  # one query drawn 40 times
+    got = calibration.ece_resampled(p, y, groups, counts, bins, block)
+    want = calibration.ece_weighted(p, y, counts[:, groups], bins)
+    assert np.isnan(got[0]) and np.isnan(want[0])
+    np.testing.assert_allclose(got[1:], want[1:], rtol=1e-12, atol=1e-14)
+    assert calibration.ece_resampled(p, y, groups, np.ones((1, 40)), bins, block)[0] == pytest.approx(ece(p, y, bins))

@@ -23,7 +23,7 @@ def add_arguments(parser) -> None:
         "--out",
         type=output_file((".json",)),
         default=None,
-        help="output JSON (default RUN/calibration.json, the file `locus route --calibrated` reads)",
+        help="output JSON (default RUN/calibration.json, where readers of the run look for it)",
     )
 
 

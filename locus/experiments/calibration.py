@@ -8,9 +8,9 @@ raw vs calibrated probabilities on the test split (`locus calibration-report`).
   (equal-mass bins), Brier and log-loss of sigmoid(logit) ("raw") and of the run's map ("calibrated"),
   means over seeds, and calibrated - raw with a paired percentile bootstrap interval over test queries:
   every resample draws queries with replacement (all models of a query together), the same draw for
-  raw and calibrated, every seed and every method (seeded multinomial counts, so ECE is recomputed per
-  resample with weights instead of copies). Writes the table (LaTeX + CSV) and the reliability diagram
-  (PDF + PNG + CSV of the plotted bins, seeds pooled).
+  raw and calibrated, every seed and every method (seeded multinomial counts of the queries; ECE per
+  resample by :func:`locus.calibration.ece_resampled`). Writes the table (LaTeX + CSV) and the
+  reliability diagram (PDF + PNG + CSV of the plotted bins, seeds pooled).
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ CSV_COLUMNS = [
     "confidence",
 ]
 POINT_COLUMNS = ["method", "label", "kind", "bin", "mean_prob", "frac_correct", "count"]
-_MAX_ELEMENTS = 4_000_000  # resample x pair weights held at once (32 MB)
 
 
 def _split_matrix(run_dir, data, data_dir, fingerprint: str, split: str):
@@ -183,10 +182,7 @@ def _run_values(r: _Run, kind: str, counts: np.ndarray, n_queries: int, bins: in
         per_query = np.bincount(r.rows, weights=loss, minlength=n_queries)
         with np.errstate(invalid="ignore", divide="ignore"):
             out[m] = (float(loss.mean()), (counts @ per_query) / (counts @ per_query_n))
-    chunk = max(1, _MAX_ELEMENTS // max(p.size, 1))
-    boot = np.concatenate(
-        [calibration.ece_weighted(p, y, counts[i : i + chunk][:, r.rows], bins) for i in range(0, len(counts), chunk)]
-    )
+    boot = calibration.ece_resampled(p, y, r.rows, counts, bins)
     out["ece"] = (calibration.ece(p, y, bins), boot)
     return out
 
@@ -324,7 +320,10 @@ def reliability_figure(points: pd.DataFrame, frame: pd.DataFrame, data_label: st
     for ax, method in zip(axes.ravel(), methods):
         ece = frame[(frame["method"] == method) & (frame["metric"] == "ece")].iloc[0]
         ax.plot([0, 1], [0, 1], ls="--", lw=0.8, color="0.5", label="perfect calibration")
-        for kind, style in (("raw", {"color": "0.45", "marker": "o", "ls": ":"}), ("calibrated", {"marker": "s"})):
+        for kind, style in (
+            ("raw", {"color": "black", "marker": "o", "mfc": "none", "ls": ":"}),
+            ("calibrated", {"marker": "s"}),
+        ):
             sel = points[(points["method"] == method) & (points["kind"] == kind)]
             if kind == "calibrated":
                 style["color"] = color(method) or "C0"
