@@ -23,6 +23,7 @@ include: "workflow/rules/active_onboarding.smk"
 include: "workflow/rules/regeneration.smk"
 include: "workflow/rules/timing.smk"
 include: "workflow/rules/calibration.smk"
+include: "workflow/rules/decisions.smk"
 
 
 rule all:
@@ -53,3 +54,5 @@ rule all:
         # calibrated correctness probabilities, raw vs calibrated on test (calibration.smk)
         "results/tables/calibration.tex",
         "results/figures/reliability.pdf",
+        # routing decisions from calibrated probabilities: selective routing and cost-quality (decisions.smk)
+        DECISIONS_TARGETS,

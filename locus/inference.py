@@ -1,5 +1,6 @@
-"""Using a trained run: embed a new model from its scored prompts (``locus embed``) and rank a run's
-models for query texts (``locus route``).
+"""Using a trained run: embed a new model from its scored prompts (``locus embed``), rank a run's models
+for query texts and decide where each goes (``locus route``: argmax, selective routing with a threshold
+certified on the run's validation split, or cost-aware routing; :mod:`locus.decisions`).
 
 Input files are checked here and every problem names the file, the rows and the fix
 (:class:`~locus.errors.DataError`). Texts are encoded with :func:`locus.checkpoint.encode_queries`
@@ -226,9 +227,21 @@ def route(
     top_k: int = 3,
     encoder: str | None = None,
     precision: str | None = None,
+    calibrated: bool = False,
 ) -> list[Ranking]:
     """The `top_k` most likely correct models (of `models`, default all) of the run for each query (LOCUS
-    runs: predicted in `precision` when given)."""
+    runs: predicted in `precision` when given; probabilities from the run's calibration.json with
+    `calibrated`)."""
+    run_dir, texts, candidates, logits, probs = _predict(
+        checkpoint, queries, file, models, encoder, precision, calibrated
+    )
+    if not calibrated:  # ranked by the logits themselves (the sigmoid can tie distinct large logits)
+        return rank(texts, logits, candidates, run_dir.name, top_k)
+    return rank(texts, probs, candidates, run_dir.name, top_k, probabilities=True)
+
+
+def _predict(checkpoint, queries, file, models, encoder, precision, calibrated):
+    """(checkpoint, query texts, candidate model ids, logits and P(correct) [queries x candidates])."""
     from locus import run_artifacts as ra
 
     run_dir = ra.load_checkpoint(checkpoint)  # checks that its files belong to one run
@@ -238,7 +251,165 @@ def route(
     if len(candidates) == 0:
         raise DataError("--models names no model; give model ids or names, or leave --models out for all.")
     vectors = encode_checked(run_dir, texts, encoder, "route")
-    return rank(texts, run_dir.method.predict_logits(vectors, candidates), candidates, run_dir.name, top_k)
+    logits = run_dir.method.predict_logits(vectors, candidates)
+    return run_dir, texts, candidates, logits, probability_map(checkpoint, calibrated)(logits)
+
+
+def probability_map(checkpoint, calibrated: bool):
+    """logits -> P(correct): the run's calibration.json with `calibrated` (a DataError naming the fix when it
+    is missing), else the sigmoid of the logit."""
+    from locus import run_artifacts as ra
+
+    if not calibrated:
+        return lambda logits: 1.0 / (1.0 + np.exp(-np.clip(np.asarray(logits, dtype=np.float64), -40, 40)))
+    cal = ra.read_calibration(checkpoint)
+    if cal is None:
+        raise DataError(
+            f"{Path(checkpoint) / ra.calibration_file}: missing; --calibrated needs the run's calibration: run "
+            f"`locus calibrate --run {checkpoint}` first (or leave out --calibrated)."
+        )
+    return cal.probabilities
+
+
+@dataclass
+class Decision:
+    """One query's routing decision: the chosen model (None: abstained), whether the policy fell back, why,
+    and the ranking of the candidates."""
+
+    query: str
+    chosen: tuple | None  # (model_id, name, probability) or None when abstaining
+    fell_back: bool
+    reason: str
+    ranking: Ranking
+
+
+@dataclass
+class Policy:
+    """A routing policy of `locus route`: selective (alpha, delta, fallback) or cost-aware (cost_weight or
+    min_prob); `data`: the data set for validation labels and costs (default: the one the run records)."""
+
+    alpha: float | None = None
+    delta: float = 0.1
+    fallback: str = "best_single"
+    cost_weight: float | None = None
+    min_prob: float | None = None
+    data: Path | None = None
+
+    def kind(self) -> str:
+        given = [
+            k
+            for k, v in (("selective", self.alpha), ("cost-weight", self.cost_weight), ("min-prob", self.min_prob))
+            if v is not None
+        ]
+        if len(given) > 1:
+            from locus.errors import ConfigError
+
+            raise ConfigError(
+                f"give one routing policy, not {' and '.join(given)}: --alpha (selective), --cost-weight or --min-prob."
+            )
+        return given[0] if given else "argmax"
+
+
+def _run_data(checkpoint, run_dir, data: Path | None):
+    """The data set of the run: `data`, else the directory recorded in its config.json (checked by fingerprint)."""
+    from locus import run_artifacts as ra
+    from locus.data.canonical import read_dataset
+    from locus.data.encodings import data_fingerprint
+
+    where = Path(data) if data is not None else Path(str(run_dir.config.get("dataset", "")))
+    if data is None and not where.is_dir():
+        raise DataError(
+            f"{checkpoint}: the data set it records ({where}) is not here; pass the run's data set with --data DIR "
+            "(validation labels and model costs are read from it)."
+        )
+    dataset = read_dataset(where)
+    fingerprint = data_fingerprint(dataset.queries["prompt_id"], dataset.queries["prompt"])
+    ra.check_same_data(
+        checkpoint, run_dir.config.get("data_fingerprint"), fingerprint, where, "pass its own data set with --data"
+    )
+    return where, dataset
+
+
+def decide(
+    checkpoint: Path,
+    queries,
+    policy: Policy,
+    file: Path | None = None,
+    models: list[str] | None = None,
+    top_k: int = 3,
+    encoder: str | None = None,
+    precision: str | None = None,
+    calibrated: bool = False,
+) -> tuple[list[Decision], str]:
+    """Decisions of `policy` for each query, and one line saying how (the certified threshold, where the
+    costs were read). Selective: tau certified now by Learn-then-Test on the run's validation split
+    (:func:`locus.decisions.learn_then_test_threshold`, its scores_val.parquet and the data set's labels)."""
+    from locus import decisions
+    from locus import run_artifacts as ra
+    from locus.data.canonical import model_costs, resolve_model
+    from locus.errors import ConfigError
+    from locus.evaluation import best_single_model
+
+    kind = policy.kind()
+    run_dir, texts, candidates, _, probs = _predict(checkpoint, queries, file, models, encoder, precision, calibrated)
+    rankings = rank(texts, probs, candidates, run_dir.name, top_k, probabilities=True)
+    what = "calibrated" if calibrated else "uncalibrated (sigmoid of the logit; --calibrated uses calibration.json)"
+    if kind == "argmax":
+        cols, fell, note = (
+            np.argmax(probs, axis=1),
+            np.zeros(len(texts), bool),
+            f"most likely model, {what} probabilities",
+        )
+    else:
+        where, data = _run_data(checkpoint, run_dir, policy.data)
+        if kind == "selective":
+            val_ids, val_models, val_logits = ra.read_scores(checkpoint, "val")
+            pos = np.searchsorted(val_models, candidates)
+            val_probs = probability_map(checkpoint, calibrated)(val_logits[:, pos])
+            labels = data.label_matrix(val_ids, candidates)
+            val_probs = np.where(np.isnan(labels), np.nan, val_probs)
+            tau = decisions.learn_then_test_threshold(val_probs, labels, policy.alpha, policy.delta)
+            if policy.fallback == "abstain":
+                fb, fb_text = "abstain", "abstain"
+            else:
+                if policy.fallback == "best_single":
+                    fb = best_single_model(labels)
+                else:
+                    names = {int(m): run_dir.name(m) for m in candidates}
+                    try:
+                        fb = int(np.flatnonzero(candidates == resolve_model(policy.fallback, names, "--fallback"))[0])
+                    except ConfigError as exc:
+                        raise DataError(f"{exc} (the candidates of --models, or every model of the run)") from None
+                fb_text = run_dir.name(candidates[fb])
+            cols, routed = decisions.selective_choice(probs, tau, fb)
+            fell = ~routed
+            tau_text = "none certified: every query falls back" if tau == decisions.NONE else f"tau = {tau:.2f}"
+            note = (
+                f"selective routing: {tau_text} (Learn-then-Test on the {len(val_ids)} validation queries of "
+                f"{checkpoint}, alpha = {policy.alpha:g}, delta = {policy.delta:g}; {what} probabilities); fallback: {fb_text}"
+            )
+        else:
+            costs, column = model_costs(data.models, candidates, f"{where}/models.parquet")
+            if kind == "cost-weight":
+                cols = decisions.choose_cost_weighted(probs, costs, policy.cost_weight)
+                fell = np.zeros(len(texts), bool)
+                rule = f"max P - {policy.cost_weight:g} x cost"
+            else:
+                cols = decisions.choose_cheapest_above(probs, costs, policy.min_prob)
+                fell = ~(probs >= policy.min_prob).any(axis=1)  # no model reaches p: the most likely one
+                rule = f"cheapest model with P >= {policy.min_prob:g} (else the most likely)"
+            note = (
+                f"cost-aware routing: {rule}; costs: column {column!r} of {where}/models.parquet; {what} probabilities"
+            )
+    out = []
+    for q, text in enumerate(texts):
+        c = int(cols[q])
+        chosen = (
+            None if c == decisions.ABSTAIN else (int(candidates[c]), run_dir.name(candidates[c]), float(probs[q, c]))
+        )
+        reason = "abstained" if chosen is None else ("fell back" if fell[q] else "routed")
+        out.append(Decision(text, chosen, bool(fell[q]), reason, rankings[q]))
+    return out, note
 
 
 def encode_checked(run_dir, texts, encoder: str | None, what: str) -> np.ndarray:
@@ -248,13 +419,17 @@ def encode_checked(run_dir, texts, encoder: str | None, what: str) -> np.ndarray
     return ckpt.check_dim(ckpt.encode_queries(encoder or run_dir.encoder, list(texts)), run_dir, what)
 
 
-def rank(texts, logits: np.ndarray, candidates, name, top_k: int) -> list[Ranking]:
+def rank(texts, logits: np.ndarray, candidates, name, top_k: int, probabilities: bool = False) -> list[Ranking]:
     """Rankings of the `top_k` `candidates` (model ids; `name(id)` gives the name) per query from their logits
-    [queries x candidates], best first, with the probability of a correct answer (ties: candidate order)."""
-    prob = 1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -40, 40)))
+    [queries x candidates] (or probabilities, with `probabilities`), best first, with the probability of a
+    correct answer (ties: candidate order)."""
+    if probabilities:
+        prob = np.asarray(logits, dtype=np.float64)
+    else:
+        prob = 1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -40, 40)))
     k = max(1, min(top_k, len(candidates)))
     out = []
     for qi, text in enumerate(texts):
-        order = np.argsort(-logits[qi], kind="stable")[:k]
+        order = np.argsort(-np.asarray(logits[qi], dtype=np.float64), kind="stable")[:k]
         out.append(Ranking(text, [(int(candidates[j]), name(candidates[j]), float(prob[qi, j])) for j in order]))
     return out

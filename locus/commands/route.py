@@ -1,7 +1,11 @@
-"""`locus route`: rank a run's models for query texts by predicted probability of a correct answer."""
+"""`locus route`: rank a run's models for query texts by predicted probability of a correct answer, and say
+which model each query goes to: the most likely one (default), selective routing (``--alpha``: a threshold
+certified on the run's validation split, else ``--fallback``), or cost-aware routing (``--cost-weight`` /
+``--min-prob``, costs from the data set's models). ``--calibrated`` uses the run's calibration.json."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from locus.cli import comma_list, existing_dir, positive_int
@@ -9,6 +13,33 @@ from locus.constants import PRECISIONS
 
 NAME = "route"
 HELP = "rank the models of a trained run for one or more queries (predicted probability of a correct answer)"
+
+
+def _level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {value}")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {value}")
+    return value
+
+
+def _probability(text: str) -> float:
+    value = _non_negative(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
+    return value
 
 
 def add_arguments(parser) -> None:
@@ -29,23 +60,68 @@ def add_arguments(parser) -> None:
         help="arithmetic of the forward pass (LOCUS runs; default: the run's precision parameter, "
         "float32 unless trained otherwise); bfloat16 is faster on CPUs with AVX512-BF16/AMX",
     )
+    parser.add_argument(
+        "--calibrated",
+        action="store_true",
+        help="probabilities from the run's calibration.json (written by `locus calibrate --run RUN`)",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=_level,
+        default=None,
+        help="selective routing: the most likely model answers when its probability reaches a threshold "
+        "certified now on the run's validation split (Learn-then-Test) to keep its error rate <= ALPHA",
+    )
+    parser.add_argument("--delta", type=_level, default=0.1, help="selective: allowed failure probability (0.1)")
+    parser.add_argument(
+        "--fallback",
+        default="best_single",
+        help="selective: where the other queries go: best_single (best on validation), abstain or a model name",
+    )
+    parser.add_argument(
+        "--cost-weight", type=_non_negative, default=None, help="cost-aware: the model maximising P - LAMBDA x cost"
+    )
+    parser.add_argument(
+        "--min-prob", type=_probability, default=None, help="cost-aware: the cheapest model with P >= p"
+    )
+    parser.add_argument(
+        "--data",
+        type=existing_dir("data set directory"),
+        default=None,
+        help="the run's data set (validation labels for --alpha, model costs for --cost-weight / --min-prob: its "
+        "`cost` column, else params_b); default: the directory recorded in the run's config.json",
+    )
 
 
 def run(args) -> int:
-    from locus.inference import route
+    from locus.inference import Policy, decide, route
 
-    rankings = route(
-        args.checkpoint,
-        args.queries,
+    policy = Policy(args.alpha, args.delta, args.fallback, args.cost_weight, args.min_prob, args.data)
+    common = dict(
         file=args.file,
         models=args.models,
         top_k=args.top_k,
         encoder=args.encoder,
         precision=args.precision,
+        calibrated=args.calibrated,
     )
-    for qi, r in enumerate(rankings, 1):
-        short = r.query if len(r.query) <= 70 else r.query[:67] + "..."
-        print(f"query {qi}: {short}")
-        for rank, (mid, name, p) in enumerate(r.models, 1):
-            print(f"  {rank:>2}. p={p:.3f}  {mid:>4}  {name}")
+    if policy.kind() == "argmax":  # the ranking alone: the first model is the one routed to
+        if args.calibrated:
+            print(f"probabilities: calibrated ({args.checkpoint}/calibration.json)")
+        for qi, r in enumerate(route(args.checkpoint, args.queries, **common), 1):
+            _print_ranking(qi, r.query, r.models)
+        return 0
+    decisions, note = decide(args.checkpoint, args.queries, policy, **common)
+    print(note)
+    for qi, d in enumerate(decisions, 1):
+        _print_ranking(qi, d.query, d.ranking.models)
+        chosen = "abstain" if d.chosen is None else f"{d.chosen[1]} (id {d.chosen[0]}, P(correct) {d.chosen[2]:.3f})"
+        print(f"  -> {chosen} [{d.reason}]")
     return 0
+
+
+def _print_ranking(qi: int, query: str, models) -> None:
+    short = query if len(query) <= 70 else query[:67] + "..."
+    print(f"query {qi}: {short}")
+    for rank, (mid, name, p) in enumerate(models, 1):
+        print(f"  {rank:>2}. p={p:.3f}  {mid:>4}  {name}")

@@ -1,8 +1,8 @@
 """The canonical on-disk format of evaluation data, and its validating reader and atomic writer.
 
 A data set is a directory of ``queries.parquet`` (``prompt_id``, ``prompt``, ``benchmark``, ``category``,
-``split`` ∈ train/val/test), ``models.parquet`` (``model_id``, ``name``, optional ``params_b``, ``family``,
-``tags`` joined by ``;``), ``scores.parquet`` (long ``prompt_id, model_id, score`` in [0, 1]), for synthetic
+``split`` ∈ train/val/test), ``models.parquet`` (``model_id``, ``name``, optional ``params_b``, ``cost`` per
+query, ``family``, ``tags`` joined by ``;``), ``scores.parquet`` (long ``prompt_id, model_id, score`` in [0, 1]), for synthetic
 data ``truth.parquet`` (:mod:`locus.data.truth`), and ``dataset.json`` (:data:`MANIFEST`: sizes and SHA-256
 of the files, a fingerprint of the set, its options). They are written as one set
 (:func:`locus.atomic.write_file_set`); :func:`read_dataset` refuses files that do not match their manifest
@@ -447,6 +447,32 @@ def read_truth(data_dir: str | Path, data=None) -> pd.DataFrame | None:
             f"{path}: {len(truth)} rows, but {directory / MANIFEST} records {manifest['truth'].get('rows')}; {REBUILD}."
         )
     return truth
+
+
+def model_costs(models: pd.DataFrame, model_ids, where: str) -> tuple[np.ndarray, str]:
+    """(cost per query of each of `model_ids`, which column gave it): the models' ``cost`` column when the data
+    set has one, else the documented proxy ``params_b`` (parameters in billions); neither, or a model
+    without a usable value, is a DataError naming `where` and the fix."""
+    ids = pd.Index(models["model_id"].to_numpy(np.int64))
+    pos = ids.get_indexer(np.asarray(model_ids, dtype=np.int64))
+    if (pos < 0).any():
+        raise DataError(f"{where}: model ids {np.asarray(model_ids)[pos < 0][:5].tolist()} are not in the data set.")
+    for column in ("cost", "params_b"):
+        if column in models.columns:
+            values = pd.to_numeric(models[column], errors="coerce").to_numpy(np.float64, na_value=np.nan)[pos]
+            bad = ~(np.isfinite(values) & (values >= 0))
+            if bad.any():
+                names = models["name"].astype(str).to_numpy()[pos][bad][:5].tolist()
+                raise DataError(
+                    f"{where}: column {column!r} has no usable value (a number >= 0) for {int(bad.sum())} model(s), "
+                    f"e.g. {names}; cost-aware routing needs a cost for every model: fill in the {column!r} column "
+                    f"of models.parquet (or a `cost` column in the csv source)."
+                )
+            return values, column
+    raise DataError(
+        f"{where}: models.parquet has neither a 'cost' nor a 'params_b' column; cost-aware routing needs one: add "
+        f"a `cost` column (cost per query, constant per model) to your evaluations file and rebuild the data set."
+    )
 
 
 def truth_matrix(truth: pd.DataFrame, prompt_ids, model_ids) -> np.ndarray:

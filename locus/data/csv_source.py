@@ -5,7 +5,9 @@ Columns (header names are matched exactly):
 * required: ``prompt`` (the query text), ``model`` (a model name), ``score`` (a number in [0, 1];
   1 = correct; ``true``/``false`` in any letter case are read as 1/0, also mixed with numbers);
 * optional: ``benchmark`` (default ``all``), ``category`` (default: the benchmark), ``split``
-  (``train``/``val``/``test``, any letter case; drawn when the column is absent).
+  (``train``/``val``/``test``, any letter case; drawn when the column is absent), ``cost`` (the model's cost
+  per query in any unit, a number >= 0, the same on every row of a model; empty cells are allowed where
+  another row of the model gives it; written to models.parquet for cost-aware routing).
 
 How cells are read, how queries, model ids and splits are formed and how errors name rows: :func:`build`.
 Duplicate pairs and split overlaps are resolved by the data-set options (:mod:`locus.data.canonical`).
@@ -29,7 +31,7 @@ log = logging.getLogger(__name__)
 
 NAME = "csv"
 REQUIRED = ("prompt", "model", "score")
-OPTIONAL = ("benchmark", "category", "split")
+OPTIONAL = ("benchmark", "category", "split", "cost")
 DEFAULT_BENCHMARK = "all"
 PARAMS = {
     "path": Param(
@@ -128,6 +130,8 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     names = sorted(model.unique()) if p["model_order"] == "sorted" else list(pd.unique(model))
     models = pd.DataFrame({"model_id": np.arange(len(names), dtype=np.int64), "name": names})
     model_ids = pd.Index(names).get_indexer(model)
+    if "cost" in df.columns:
+        models["cost"] = _model_costs(df["cost"], model_ids, names, where)
     scores = pd.DataFrame(
         {
             "prompt_id": prompt_codes.astype(np.int64),
@@ -351,6 +355,39 @@ def _scores(values: pd.Series, where: _Where) -> np.ndarray:
             f"pairs instead of leaving the score empty."
         )
     return num
+
+
+def _model_costs(values: pd.Series, model_ids: np.ndarray, names, where: _Where) -> np.ndarray:
+    """One cost per model from the rows' ``cost`` cells: numbers >= 0 (empty cells ignored), the same on every
+    row of a model; a model whose rows disagree or give none is refused, naming the rows."""
+    raw = _as_text(values).str.strip() if not pd.api.types.is_numeric_dtype(values) else values
+    empty = (raw.astype(str).str.strip() == "").to_numpy() | pd.isna(values).to_numpy()
+    num = pd.to_numeric(raw.where(~empty), errors="coerce").to_numpy(np.float64, na_value=np.nan)
+    with np.errstate(invalid="ignore"):
+        bad = ~empty & ~(np.isfinite(num) & (num >= 0))
+    if bad.any():
+        shown = ", ".join(repr(v) for v in values[bad].tolist()[:_SHOW])
+        raise DataError(
+            f"{where.path}: column 'cost' must be a number >= 0 (cost per query, any unit); bad value(s) {shown} in "
+            f"{where(bad)}. Fix them, or leave the cell empty where another row of the model gives its cost."
+        )
+    out = np.full(len(names), np.nan)
+    for m, name in enumerate(names):
+        rows = (model_ids == m) & ~empty
+        distinct = np.unique(num[rows])
+        if len(distinct) == 0:
+            raise DataError(
+                f"{where.path}: model {name!r} has no cost on any of its rows ({where(model_ids == m)}); give its "
+                f"cost per query on at least one row, or drop the `cost` column."
+            )
+        if len(distinct) > 1:
+            raise DataError(
+                f"{where.path}: column 'cost' must be constant per model, but model {name!r} has {len(distinct)} "
+                f"values {distinct[:_SHOW].tolist()} in {where(rows)}; give one cost per model (per-query costs "
+                f"are not supported)."
+            )
+        out[m] = distinct[0]
+    return out
 
 
 def _splits(df: pd.DataFrame, where: _Where) -> pd.Series:

@@ -215,7 +215,8 @@ def known_splits(queries: pd.DataFrame, splits, path: str) -> None:
 
 
 def model_metadata(models: pd.DataFrame, path: str) -> None:
-    """Optional columns: params_b a number >= 0 (or missing); family / tags text (or missing)."""
+    """Optional columns: params_b a number >= 0 (or missing); cost a number >= 0 for every model (cost per
+    query, any unit); family / tags text (or missing)."""
     if "params_b" in models.columns:
         num = pd.to_numeric(models["params_b"], errors="coerce")
         bad = (models["params_b"].notna() & num.isna()) | (num < 0) | np.isinf(num.to_numpy(np.float64, na_value=0))
@@ -224,6 +225,18 @@ def model_metadata(models: pd.DataFrame, path: str) -> None:
                 f"{path}: column 'params_b' (parameters in billions) must be a number >= 0 or empty; "
                 f"bad for model_id {format_ids(models.loc[bad, 'model_id'])}: "
                 f"{models.loc[bad, 'params_b'].tolist()[:SHOW]}."
+            )
+    if "cost" in models.columns:
+        num = pd.to_numeric(models["cost"], errors="coerce") if not pd.api.types.is_bool_dtype(models["cost"]) else None
+        values = np.full(len(models), np.nan) if num is None else num.to_numpy(np.float64, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(values) | (values < 0)
+        if bad.any():
+            raise DataError(
+                f"{path}: column 'cost' (cost per query, any unit) must be a finite number >= 0 for every model; "
+                f"bad for model_id {format_ids(models.loc[bad, 'model_id'])}: "
+                f"{[format_value(v) for v in models.loc[bad, 'cost'].tolist()[:SHOW]]}. Give every model its cost, "
+                f"or drop the column (cost experiments then use params_b)."
             )
     for col in ("family", "tags"):
         if col in models.columns:

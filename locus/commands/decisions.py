@@ -1,0 +1,85 @@
+"""`locus decisions`: routing decisions of trained, calibrated runs (one training size; every seed given).
+
+- ``selective``: Learn-then-Test thresholds certified on validation, their test coverage / risk and the
+  violation frequency (``--table OUT.tex`` + .csv) and the risk-coverage curves (``--figure OUT.pdf`` + .png, .csv);
+- ``cost``: accuracy vs mean cost with the cost weight swept (``--figure``) and AIQ with bootstrap intervals
+  (``--table``). Costs: the data set's ``cost`` column, else ``params_b``.
+
+Each run needs its ``calibration.json`` (``locus calibrate --run RUN``). Definitions:
+:mod:`locus.experiments.routing_decisions`, :mod:`locus.decisions`.
+"""
+
+from __future__ import annotations
+
+from locus.cli import comma_list, existing_dir, int_at_least, number_list, output_file
+
+NAME = "decisions"
+HELP = "selective routing with a certified risk, and cost-aware routing (AIQ), from calibrated runs"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("kind", choices=("selective", "cost"), help="which experiment")
+    p.add_argument("--runs", nargs="+", required=True, type=existing_dir("run directory"), help="run directories")
+    p.add_argument("--data", required=True, type=existing_dir("data set directory"), help="the runs' data set")
+    p.add_argument("--table", required=True, type=output_file((".tex",)), help="OUT.tex (+ .csv beside it)")
+    p.add_argument("--figure", required=True, type=output_file((".pdf",)), help="OUT.pdf (+ .png, .csv)")
+    p.add_argument("--data-label", default=None, help="the data set's name in captions and titles")
+    p.add_argument("--alphas", type=number_list(float, 0, 1), default=[0.05, 0.1, 0.2, 0.3], help="risk levels")
+    p.add_argument("--delta", type=float, default=0.1, help="allowed probability of a violated guarantee")
+    p.add_argument(
+        "--fallbacks",
+        type=comma_list,
+        default=["best_single", "abstain"],
+        help="best_single (chosen on validation), abstain, or model names",
+    )
+    p.add_argument("--lambdas", type=int_at_least(2), default=30, help="cost weights swept (cost)")
+    p.add_argument("--bootstrap-resamples", type=int_at_least(1), default=200, help="resamples of test queries")
+    p.add_argument("--bootstrap-seed", type=int_at_least(0), default=0, help="seed of the resampling")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level of the AIQ intervals (cost)")
+
+
+def run(args) -> int:
+    from locus.errors import ConfigError
+    from locus.experiments import routing_decisions as rd
+
+    if not 0 < args.confidence < 1:
+        raise ConfigError(f"--confidence must be in (0, 1), got {args.confidence}")
+    runs, data = rd.load_runs(args.runs, args.data)
+    if args.kind == "selective":
+        frame, _ = rd.write_selective(
+            runs,
+            data,
+            args.table,
+            args.figure,
+            args.alphas,
+            args.delta,
+            args.fallbacks,
+            args.bootstrap_resamples,
+            args.bootstrap_seed,
+            args.data_label,
+        )
+        for r in frame.to_dict("records"):
+            print(
+                f"{r['method']:<14} alpha={r['alpha']:<5g} {r['fallback']:<12} "
+                + ("tau=none " if r["n_none"] == r["n_seeds"] else f"tau={r['tau_mean']:.2f} ")
+                + f"coverage={100 * r['coverage']:.1f}% risk={100 * r['test_risk']:.1f}% "
+                f"violations={100 * r['violation_freq']:.1f}%"
+            )
+    else:
+        frame, _ = rd.write_cost(
+            runs,
+            data,
+            args.table,
+            args.figure,
+            args.lambdas,
+            args.bootstrap_resamples,
+            args.bootstrap_seed,
+            args.confidence,
+            args.data_label,
+        )
+        for r in frame.to_dict("records"):
+            print(
+                f"{r['router']:<40} AIQ={100 * r['aiq']:.2f}% [{100 * r['aiq_ci_low']:.2f}, {100 * r['aiq_ci_high']:.2f}]"
+            )
+    print(f"wrote {args.table} (+ .csv) and {args.figure} (+ .png, .csv)")
+    return 0

@@ -1,0 +1,128 @@
+"""locus.decisions: Learn-then-Test thresholds, risk-coverage, cost-aware choices and AIQ on cases whose
+answer is known."""
+
+import math
+
+import numpy as np
+import pytest
+
+from locus import decisions as d
+from locus.errors import ConfigError
+
+
+def draw(rng, n, low=0.5):
+    """n queries x 3 models: model 1 is the top one with P(correct) = p ~ U(low, 1) (calibrated: its correctness
+    is Bernoulli(p)); the others have lower probabilities. True risk among routed at tau: (1 - tau) / 2."""
+    p = rng.uniform(low, 1.0, n)
+    probs = np.column_stack([p - 0.2, p, p - 0.4])
+    correct = np.column_stack([rng.random(n) < p - 0.2, rng.random(n) < p, rng.random(n) < p - 0.4]).astype(float)
+    return probs, correct
+
+
+def true_risk(tau):
+    """E[1 - p | p >= tau] for p ~ U(0.5, 1) (tau inside [0.5, 1]; below 0.5 every query is routed)."""
+    t = max(tau, 0.5)
+    return (1 - t) / 2
+
+
+def test_ltt_violation_frequency_is_at_most_delta_and_naive_threshold_violates_more():
+    rng = np.random.default_rng(0)
+    alpha, delta, sims = 0.1, 0.1, 400
+    ltt_viol, naive_viol = 0, 0
+    for _ in range(sims):
+        probs, correct = draw(rng, 300)
+        tau = d.learn_then_test_threshold(probs, correct, alpha, delta)
+        ltt_viol += tau != d.NONE and true_risk(tau) > alpha
+        # naive: the smallest threshold whose validation risk is <= alpha (no correction for the noise)
+        curve = d.risk_coverage_curve(probs, correct, d.DEFAULT_GRID)
+        ok = curve["tau"][curve["risk"] <= alpha]
+        naive = ok.min() if len(ok) else d.NONE
+        naive_viol += naive != d.NONE and true_risk(naive) > alpha
+    # binomial noise of the frequency over 400 draws: sd <= sqrt(0.1 * 0.9 / 400) = 0.015
+    assert ltt_viol / sims <= delta + 0.045
+    assert naive_viol / sims > ltt_viol / sims + 0.15
+    assert naive_viol / sims > 0.3
+
+
+def test_ltt_certifies_a_useful_threshold_and_none_when_impossible():
+    rng = np.random.default_rng(1)
+    probs, correct = draw(rng, 2000)
+    tau = d.learn_then_test_threshold(probs, correct, 0.1, 0.1)
+    assert 0.8 <= tau <= 0.9  # true risk (1 - tau) / 2 <= 0.1 exactly from 0.8; LTT stays close above it
+    # every model always wrong: nothing can be certified
+    assert d.learn_then_test_threshold(probs, np.zeros_like(correct), 0.1, 0.1) == d.NONE
+    # always right with enough queries: everything routed (tau = 0)
+    assert d.learn_then_test_threshold(probs, np.ones_like(correct), 0.1, 0.1) == 0.0
+    # too few queries to certify even without errors: (1 - 0.1)^n > 0.1 for n < 22
+    assert d.min_routed(0.1, 0.1) == 22
+    assert d.learn_then_test_threshold(probs[:21], np.ones_like(correct[:21]), 0.1, 0.1) == d.NONE
+
+
+def test_binomial_p_value_by_hand():
+    assert d.binomial_p_value(0, 2, 0.5) == pytest.approx(0.25)
+    assert d.binomial_p_value(1, 3, 0.5) == pytest.approx(0.5)
+    assert d.binomial_p_value(0, 0, 0.5) == 1.0
+
+
+@pytest.mark.parametrize("alpha,delta", [(0, 0.1), (1, 0.1), (0.1, 0), (0.1, 1.5), ("x", 0.1), (0.1, math.nan)])
+def test_bad_alpha_delta(alpha, delta):
+    probs, correct = draw(np.random.default_rng(0), 20)
+    with pytest.raises(ConfigError, match="must be a number in \\(0, 1\\)"):
+        d.learn_then_test_threshold(probs, correct, alpha, delta)
+
+
+def test_selective_choice_and_outcome():
+    probs = np.array([[0.9, 0.2], [0.3, 0.6], [0.1, 0.95], [np.nan, 0.4]])
+    correct = np.array([[1, 0], [1, 0], [0, 1], [0, 1]], dtype=float)
+    cols, routed = d.selective_choice(probs, 0.6, fallback=0)
+    assert cols.tolist() == [0, 1, 1, 0] and routed.tolist() == [True, True, True, False]
+    out = d.selective_outcome(probs, correct, 0.6, fallback=0)
+    assert out["coverage"] == 0.75 and out["risk"] == pytest.approx(1 / 3) and out["accuracy"] == 0.5
+    cols, _ = d.selective_choice(probs, 0.6, "abstain")
+    assert cols[3] == d.ABSTAIN and math.isnan(d.selective_outcome(probs, correct, 0.6, "abstain")["accuracy"])
+    curve = d.risk_coverage_curve(probs, correct)
+    assert curve["tau"].tolist() == [0.95, 0.9, 0.6, 0.4]
+    assert curve["coverage"].tolist() == [0.25, 0.5, 0.75, 1.0]
+    assert np.allclose(curve["risk"], [0, 0, 1 / 3, 1 / 4])
+
+
+def test_cost_weighted_choice():
+    probs = np.array([[0.9, 0.8, 0.3], [0.2, 0.5, 0.4], [0.6, np.nan, 0.55]])
+    costs = np.array([10.0, 2.0, 1.0])
+    assert d.choose_cost_weighted(probs, costs, 0).tolist() == np.nanargmax(probs, axis=1).tolist()
+    assert d.choose_cost_weighted(probs, costs, 1e3).tolist() == [2, 2, 2]  # the cheapest
+    # lam = 0.02: 0.9 - 0.2 = 0.7 < 0.8 - 0.04: model 1 wins the first query
+    assert d.choose_cost_weighted(probs, costs, 0.02).tolist() == [1, 1, 2]
+    assert d.choose_cheapest_above(probs, costs, 0.5).tolist() == [1, 1, 2]
+    assert d.choose_cheapest_above(probs, costs, 0.95).tolist() == [0, 1, 0]  # none reaches it: argmax
+    q, c = d.quality_and_cost([1, 1, 2], np.array([[1, 1, 0], [0, 0, 1], [1, 0, 1]], float), costs)
+    assert q == pytest.approx(2 / 3) and c == pytest.approx(5 / 3)
+    grid = d.lambda_grid(costs, 10)
+    assert grid[0] == 0 and len(grid) == 10
+    assert d.choose_cost_weighted(probs, costs, grid[-1]).tolist() == [2, 2, 2]
+
+
+@pytest.mark.parametrize("lam", [-0.1, math.inf, "a"])
+def test_bad_lambda(lam):
+    with pytest.raises(ConfigError, match="lambda"):
+        d.choose_cost_weighted(np.ones((1, 2)), [1, 2], lam)
+
+
+@pytest.mark.parametrize("costs", [[-1.0, 2.0], [np.nan, 1.0], [1.0]])
+def test_bad_costs(costs):
+    with pytest.raises(ConfigError, match="costs"):
+        d.choose_cost_weighted(np.ones((1, 2)), costs, 0.1)
+
+
+def test_aiq_by_hand():
+    # hull of (1, 0.5), (2, 0.7), (4, 0.6): (1, 0.5) -> (2, 0.7), then flat at 0.7 to cost 4;
+    # area = (0.5 + 0.7) / 2 * 1 + 0.7 * 2 = 2.0; AIQ = 2.0 / 4 = 0.5
+    assert d.aiq([1, 2, 4], [0.5, 0.7, 0.6]) == pytest.approx(0.5)
+    assert d.nondecreasing_hull([1, 2, 4], [0.5, 0.7, 0.6]).tolist() == [[1, 0.5], [2, 0.7]]
+    # a point under the chord is not on the hull: (1, 0.2), (2, 0.3), (3, 0.8) -> chord from 1 to 3
+    # area = (0.2 + 0.8) / 2 * 2 = 1.0, / 3
+    assert d.aiq([1, 2, 3], [0.2, 0.3, 0.8]) == pytest.approx(1 / 3)
+    # one point, extended flat to a common max cost 4: 0.6 * (4 - 2) / 4
+    assert d.aiq([2], [0.6], max_cost=4) == pytest.approx(0.3)
+    with pytest.raises(ConfigError):
+        d.aiq([1, -2], [0.5, 0.6])
