@@ -89,9 +89,11 @@ class Pool:
     """A loaded run (:class:`locus.checkpoint.Checkpoint`) with the models added to it, persisted in
     `pool_dir` (None: kept in memory only). Thread-safe: one lock guards the pool and the forward passes."""
 
-    def __init__(self, run, pool_dir: Path | None = None, stored: "StoredEncodings | None" = None):
+    def __init__(self, run, pool_dir: Path | None = None, stored: "StoredEncodings | None" = None, calibration=None):
         self.run = run
         self.stored = stored
+        # the run's calibration map (locus.calibration.Calibration) or None: P(correct) = sigmoid(logit)
+        self.calibration = calibration
         self.encoder = None  # the sentence encoder, loaded on first use
         self.encoder_lock = threading.Lock()
         self.pool_dir = Path(pool_dir) if pool_dir is not None else None
@@ -231,7 +233,11 @@ class Pool:
                     queries, _, top_k = requests[i]
                     part = logits[at : at + len(queries)]
                     at += len(queries)
-                    out[i] = inference.rank(queries, part, candidates[i], view.name, top_k)
+                    if self.calibration is None:
+                        out[i] = inference.rank(queries, part, candidates[i], view.name, top_k)
+                    else:
+                        probs = self.calibration.probabilities(part)
+                        out[i] = inference.rank(queries, probs, candidates[i], view.name, top_k, probabilities=True)
             return out
 
     def _logits(self, vectors: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -1042,6 +1048,7 @@ def create_app(pool: Pool, token: str | None = None, settings: Settings | None =
             "method": pool.run.method.name,
             "models": pool.size(),
             "added": len(pool.added),
+            "calibration": pool.calibration.kind if pool.calibration is not None else None,
         }
 
     @app.get("/metrics")
@@ -1154,4 +1161,4 @@ def load(
         data, encodings = default_data_paths(checkpoint)
         if data is not None and encodings is not None and encodings.is_file():
             stored = load_stored(checkpoint, data, encodings)
-    return Pool(checkpoint, pool_dir, stored)
+    return Pool(checkpoint, pool_dir, stored, calibration=ra.read_calibration(run))

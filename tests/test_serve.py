@@ -402,3 +402,29 @@ def test_concurrent_routing_while_models_are_added(service):
     assert all(code == 200 and n[0] == n[1] and 5 <= n[0] <= 9 for code, n in results)
     models = service.client.get("/v1/models").json()["models"]
     assert sorted(m["id"] for m in models) == list(range(9))  # ids handed out once each
+
+
+def test_a_calibrated_run_serves_calibrated_probabilities(run_dir, fake_encoder, tmp_path):  # noqa: F811
+    """With RUN/calibration.json the service ranks and reports P(correct) from the map, as `locus route
+    --calibrated`; without it, the sigmoid of the logit (the test above)."""
+    import shutil
+
+    from locus import calibration, run_artifacts
+
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    cal = calibration.Calibration("temperature", temperature=3.0, bias=-0.5)
+    calibration.save(cal, run / run_artifacts.calibration_file, run_artifacts.run_identity(run))
+    svc = Service(run)
+    try:
+        assert svc.client.get("/healthz").json()["calibration"] == "temperature"
+        queries = ["first query", "second query"]
+        body = svc.client.post("/v1/route", json={"queries": queries, "top_k": 5}).json()
+        want = expected(run, queries, top_k=5, calibrated=True)
+        same_routing(ranking_of(body), want)
+        raw = expected(run, queries, top_k=5)
+        assert not np.allclose(
+            [m["p_correct"] for m in ranking_of(body)[0]["ranking"]], [m["p_correct"] for m in raw[0]["ranking"]]
+        )
+    finally:
+        svc.stop()
