@@ -221,3 +221,26 @@ def test_decisions_config_errors_at_dag_build_time(tmp_path, yaml_text, message)
     out = res.stderr + res.stdout
     assert res.returncode != 0 and re.search(message, out), out[-3000:]
     assert len(re.findall(r"^config error: ", out, re.M)) == 1 and "Traceback" not in out, out[-3000:]
+
+
+def test_violations_resample_validation_not_test():
+    """The guarantee is over the draw of the validation data: each check re-certifies tau on a resample of the
+    validation queries and reads the risk on the whole test split. A validation split that certifies the same
+    tau in every resample, with a test risk just below alpha, never violates (resampling the test queries
+    instead would count test noise as violations, about a third of the time here)."""
+    from locus.experiments.routing_decisions import RunProbs, selective
+
+    n_val, n_test = 400, 100
+    val_probs = np.full((n_val, 2), [0.9, 0.1])
+    val_correct = np.tile([1.0, 0.0], (n_val, 1))  # the top model is always right on validation
+    test_probs = np.full((n_test, 2), [0.9, 0.1])
+    test_correct = np.tile([1.0, 0.0], (n_test, 1))
+    test_correct[:18, 0] = 0.0  # test risk 0.18, just below alpha = 0.2
+    run = RunProbs("r", "knn_router", 0, 32, np.arange(2), val_probs, val_correct, test_probs, test_correct, "identity")
+    table, _ = selective([run], None, [0.2], 0.1, ["abstain"], n_boot=50, seed=0)
+    row = table.iloc[0]
+    assert row["test_risk"] == pytest.approx(0.18) and row["coverage"] == 1.0
+    assert row["violation_freq"] == 0.0 and row["n_checks"] == 50
+    test_correct[:25, 0] = 0.0  # test risk 0.25 > alpha: every check violates
+    run = RunProbs("r", "knn_router", 0, 32, np.arange(2), val_probs, val_correct, test_probs, test_correct, "identity")
+    assert selective([run], None, [0.2], 0.1, ["abstain"], n_boot=50, seed=0)[0].iloc[0]["violation_freq"] == 1.0
