@@ -3,8 +3,8 @@ cost-aware routing, from each run's calibrated probabilities (``RUN/calibration.
 
 - :func:`selective`: per run, alpha and fallback the Learn-then-Test threshold certified on VALIDATION
   (:func:`locus.decisions.learn_then_test_threshold`), its test coverage and error among routed queries, and how
-  often the guarantee fails over seeds x bootstrap resamples of the validation queries (tau re-certified on
-  each, risk on test); the risk-coverage curves.
+  often the guarantee fails over seeds x random re-splits of the validation and test queries (tau certified on
+  one part, risk on the other); the risk-coverage curves.
 - :func:`cost_quality`: accuracy against mean cost per query with lambda swept (P - lambda * cost), beside the
   oracle, each single model and the frontier of random mixes of two models; AIQ (:func:`locus.decisions.aiq`)
   with percentile bootstrap intervals over test queries.
@@ -175,14 +175,17 @@ def _bootstrap_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
 
 def selective(runs, data, alphas, delta, fallbacks, n_boot: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(table rows :data:`SELECTIVE_COLUMNS`, risk-coverage curve rows). Violations: the guarantee is over the
-    draw of the validation data, so each check re-certifies tau on a bootstrap resample of the validation
-    queries and measures the risk among routed queries on the whole test split (a threshold that routes nothing
-    never violates)."""
+    draw of the validation data from the population the test queries come from, so each check splits the
+    validation and test queries together at random into a certification part (the validation split's size) and
+    an evaluation part, certifies tau on the first and measures the error among routed queries on the second (a
+    threshold that routes nothing never violates). The reported tau, coverage and risk use the splits as they are."""
     for a in alphas:
         decisions.check_level("alpha", a)
     delta = decisions.check_level("delta", delta)
     n_test = runs[0].test_probs.shape[0]
-    val_idx = _bootstrap_indices(runs[0].val_probs.shape[0], n_boot, seed)
+    n_val = runs[0].val_probs.shape[0]
+    rng = np.random.default_rng(seed)
+    splits = [rng.permutation(n_val + n_test) for _ in range(n_boot)]  # the same for every method and seed
     rows, curves = [], []
     for method in methods_of(runs):
         mine = [r for r in runs if r.method == method]
@@ -193,15 +196,14 @@ def selective(runs, data, alphas, delta, fallbacks, n_boot: int, seed: int) -> t
             taus = [decisions.learn_then_test_threshold(r.val_probs, r.val_correct, alpha, delta) for r in mine]
             checks = []
             for r in mine:
-                top, p_top = decisions.top_choice(r.test_probs)
-                err = 1.0 - decisions.binary(r.test_correct)[np.arange(n_test), top]
-                labelled = ~np.isnan(err)
-                for b in range(n_boot):
-                    tau_b = decisions.learn_then_test_threshold(
-                        r.val_probs[val_idx[b]], r.val_correct[val_idx[b]], alpha, delta
-                    )
-                    routed = (p_top >= tau_b) & labelled
-                    checks.append(bool(routed.any()) and float(err[routed].mean()) > alpha)
+                probs, correct = np.vstack([r.val_probs, r.test_probs]), np.vstack([r.val_correct, r.test_correct])
+                top, p_top = decisions.top_choice(probs)
+                err = 1.0 - decisions.binary(correct)[np.arange(len(probs)), top]
+                for perm in splits:
+                    cert, held = perm[:n_val], perm[n_val:]
+                    tau_b = decisions.learn_then_test_threshold(probs[cert], correct[cert], alpha, delta)
+                    routed = held[(p_top[held] >= tau_b) & ~np.isnan(err[held])]
+                    checks.append(len(routed) > 0 and float(err[routed].mean()) > alpha)
             viol = float(np.mean(checks))
             finite = [t for t in taus if t != decisions.NONE]
             for fb in fallbacks:
@@ -405,11 +407,12 @@ def write_selective(runs, data, table_out, figure_out, alphas, delta, fallbacks,
         f"Coverage, risk (error among routed queries) and accuracy (all queries, fallback included; -- with "
         f"abstain) on the {frame['n_test_queries'].iat[0] if len(frame) else 0} test queries, mean over seeds. "
         f"Violations: the share of the {frame['n_checks'].iat[0] if len(frame) else 0} checks (seeds $\\times$ "
-        f"{n_boot} bootstrap resamples of the validation queries, seed {seed}; each certifies its own $\\tau$) whose "
-        f"error among routed test queries exceeds $\\alpha$: it estimates P(risk $>$ $\\alpha$) over the draw of the "
-        f"validation data, which the guarantee bounds by $\\delta$ = {delta:g}, so it must be $\\le$ $\\delta$ up to "
-        f"noise. The test risk is itself an estimate ($n$: routed test queries, mean over seeds): with few routed "
-        f"queries a risk just below $\\alpha$ can read above it. A threshold that routes nothing never violates."
+        f"{n_boot} random splits of the validation and test queries together into a part of the validation split's "
+        f"size, which certifies its own $\\tau$, and the rest, seed {seed}) whose error among routed queries of the "
+        f"rest exceeds $\\alpha$: it estimates P(risk $>$ $\\alpha$) over the draw of the validation data, which the "
+        f"guarantee bounds by $\\delta$ = {delta:g}, so it must be $\\le$ $\\delta$ up to noise (the risk of the rest "
+        f"is itself an estimate; $n$: routed test queries, mean over seeds). The calibration maps were fitted on the "
+        f"validation split. A threshold that routes nothing never violates."
     )
     write_text(table_out, render.selective_table(frame, caption))
     write_csv(frame, table_out.with_suffix(".csv"))
