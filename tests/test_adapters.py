@@ -774,3 +774,19 @@ def test_a_very_long_prompt_is_valid(tmp_path):
     path.write_text("prompt,model,score\n" + "\n".join(rows) + "\n", encoding="utf-8")
     queries, _, _ = csv_source.build({"path": str(path)})
     assert long in set(queries["prompt"]) and csv_source.FIELD_SIZE_LIMIT >= 2**20
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("codegemma-7b", 7.0),
+        ("gemma-2-9b-it", 9.0),
+        ("llama-3.1-nemotron-51b-instruct", 51.0),
+        ("llama3-chatqa-1.5-70b", 70.0),
+        ("Qwen/Qwen1.5-0.5B-Chat", 0.5),
+        ("gpt-4o", None),
+    ],
+)
+def test_llmrouter_parameter_count_from_the_model_name(name, params):
+    got = llmrouter.params_from_name(name)
+    assert np.isnan(got) if params is None else got == params

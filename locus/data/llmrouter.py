@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -107,7 +108,13 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     queries[ORIGIN_ROW] = [it[5] for it in items]  # item index in that JSON list
 
     names = sorted({name for it in items for name in it[3]})
-    models = pd.DataFrame({"model_id": np.arange(len(names), dtype=np.int64), "name": names})
+    models = pd.DataFrame(
+        {
+            "model_id": np.arange(len(names), dtype=np.int64),
+            "name": names,
+            "params_b": [params_from_name(n) for n in names],
+        }
+    )
     scores = _score_frame(items, names, directory)
 
     queries = _draw_val(queries, p["val_fraction"], p["seed"])
@@ -115,6 +122,16 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         scores = scores.assign(score=(scores["score"] >= 0.5).astype(np.float64))
     columns = ["prompt_id", "prompt", "benchmark", "category", "split", ORIGIN, ORIGIN_ROW]
     return queries[columns].reset_index(drop=True), models, scores.reset_index(drop=True)
+
+
+_SIZE = re.compile(r"(?:^|[-_/])(\d+(?:\.\d+)?)b(?=$|[-_])", re.IGNORECASE)
+
+
+def params_from_name(name: str) -> float:
+    """Parameters in billions from a model name's size token (``llama3-chatqa-1.5-70b`` -> 70.0; NaN without
+    one): the cost proxy of cost-aware routing, as LLMRouter's data carries no cost."""
+    sizes = _SIZE.findall(str(name))
+    return float(sizes[-1]) if sizes else float("nan")
 
 
 # ---------------------------------------------------------------------------------------------
