@@ -237,6 +237,22 @@ def test_cli_update_and_check(results, tmp_path):
 
 
 FIGURES = {  # hand-made CSVs in the layout each figure writes (columns trimmed to those the blocks read)
+    "tables/calibration.csv": """method,label,metric,raw,calibrated,diff,ci_low,ci_high,maps
+locus,LOCUS,ece,0.04,0.01,-0.03,-0.04,-0.01,isotonic
+locus,LOCUS,brier,0.22,0.21,-0.01,-0.02,0.01,isotonic
+knn_router,kNN router,ece,0.03,0.029,-0.001,-0.01,0.008,temperature
+""",
+    "tables/selective_routing.csv": """method,alpha,delta,fallback,n_seeds,tau_mean,n_none,coverage,test_risk,accuracy,\
+violation_freq,n_checks
+locus,0.1,0.1,best_single,2,,2,0.0,,0.75,0.02,400
+locus,0.3,0.1,best_single,2,0.8,1,0.25,0.2,0.74,0.12,400
+locus,0.3,0.1,abstain,2,0.8,1,0.25,0.2,,0.12,400
+""",
+    "tables/aiq.csv": """router,kind,aiq,aiq_ci_low,aiq_ci_high,max_cost,cost_source
+locus,method,0.60,0.55,0.65,70,params_b
+knn_router,method,0.50,0.45,0.54,70,params_b
+oracle,oracle,0.9,0.85,0.95,70,params_b
+""",
     "figures/active_onboarding.csv": """selector,k,accuracy,kind
 random,8,0.60,cell
 random,128,0.70,cell
@@ -333,6 +349,16 @@ isotonic,locus,64,0.7,,
             "evalset-robustness",
             "routing 74.1%, correctness 68.0%; best single model (chosen on validation) 75.1%.",
         ),
+        (
+            "calibration",
+            "| LOCUS | 0.040 → 0.010, −0.030 [−0.040, −0.010] | 0.220 → 0.210, −0.010 [−0.020, +0.010] | – | isotonic |",
+        ),
+        ("calibration", "significantly for 1 of 2 methods (LOCUS)."),
+        ("selective-routing", "| LOCUS | 0.10 | none | 0.0 | – | 75.0 | 0.020 |"),
+        ("selective-routing", "| LOCUS | 0.30 | 0.80 (1 none) | 25.0 | 20.0 | 74.0 | 0.120 |"),
+        ("selective-routing", "over 400 random re-splits of validation and test"),
+        ("aiq", "| LOCUS | 0.600 [0.550, 0.650] |"),
+        ("aiq", "Highest method AIQ: LOCUS."),
         ("active-onboarding", "| anchor | 65.00 | 71.00 |"),
         ("active-onboarding", "| anchor | 8 | −5.00 [−8.00, −2.00] | 128 | +1.00 [0.00, +2.00] |"),
         ("active-onboarding", "a quarter of the evaluations: anchor."),

@@ -698,6 +698,128 @@ def block_active_onboarding(src):
     )
 
 
+def _diff_ci(row: dict, path: Path, scale: float = 1.0, decimals: int = 3) -> str:
+    vals = [_float(row[c], path, c) * scale for c in ("diff", "ci_low", "ci_high")]
+    return f"{fmt(vals[0], decimals, True)} [{fmt(vals[1], decimals, True)}, {fmt(vals[2], decimals, True)}]"
+
+
+def block_calibration(src):
+    """Raw vs calibrated test ECE, Brier score and log-loss per method, with paired bootstrap intervals."""
+    rel = "tables/calibration.csv"
+    path = src.path(rel)
+    rows = read_rows(path, ("method", "label", "metric", "raw", "calibrated", "diff", "ci_low", "ci_high", "maps"))
+    if not rows:
+        raise DataError(f"{path}: no rows; rebuild it")
+    body, helped = [], []
+    for method in _unique(r["method"] for r in rows):
+        by = {r["metric"]: r for r in rows if r["method"] == method}
+        cells = []
+        for metric in ("ece", "brier", "log_loss"):
+            r = by.get(metric)
+            if r is None:
+                cells.append("–")
+                continue
+            raw, cal = (_float(r[c], path, c) for c in ("raw", "calibrated"))
+            cells.append(f"{fmt(raw, 3)} → {fmt(cal, 3)}, {_diff_ci(r, path)}")
+        if "ece" in by and _float(by["ece"]["ci_high"], path, "ci_high") < 0:
+            helped.append(by["ece"]["label"])
+        body.append([next(iter(by.values()))["label"], *cells, next(iter(by.values()))["maps"]])
+    n = len(body)
+    verdict = f"Calibration lowers the test ECE significantly for {len(helped)} of {n} methods" + (
+        f" ({', '.join(helped)})." if helped and len(helped) < n else "."
+    )
+    return md_table(["method", "ECE raw → calibrated, Δ [95% CI]", "Brier", "log-loss", "map"], body) + [
+        "",
+        verdict,
+        "",
+        provenance(src, [rel]),
+    ]
+
+
+def block_selective(src):
+    """Selective routing per method and alpha: the certified threshold, coverage, test risk, accuracy with
+    the fallback and how often the guarantee failed."""
+    rel = "tables/selective_routing.csv"
+    path = src.path(rel)
+    need = ("method", "alpha", "delta", "fallback", "tau_mean", "n_none", "n_seeds", "coverage", "test_risk")
+    rows = read_rows(path, need + ("accuracy", "violation_freq", "n_checks"))
+    rows = [r for r in rows if r["fallback"] == "best_single"] or [r for r in rows if r["fallback"] != "abstain"]
+    if not rows:
+        raise DataError(f"{path}: no rows with a model fallback; rebuild it")
+    body, worst = [], 0.0
+    for r in rows:
+        viol = _float(r["violation_freq"], path, "violation_freq")
+        worst = max(worst, viol)
+        none, seeds = int(_float(r["n_none"], path, "n_none")), int(_float(r["n_seeds"], path, "n_seeds"))
+        tau = (
+            "none"
+            if none == seeds
+            else fmt(_float(r["tau_mean"], path, "tau_mean"), 2) + (f" ({none} none)" if none else "")
+        )
+        risk = "–" if r["test_risk"] == "" else fmt(100 * _float(r["test_risk"], path, "test_risk"), 1)
+        body.append(
+            [
+                plain_label(r["method"]),
+                fmt(_float(r["alpha"], path, "alpha"), 2),
+                tau,
+                fmt(100 * _float(r["coverage"], path, "coverage"), 1),
+                risk,
+                fmt(100 * _float(r["accuracy"], path, "accuracy"), 1),
+                fmt(viol, 3),
+            ]
+        )
+    delta = fmt(_float(rows[0]["delta"], path, "delta"), 2)
+    checks = int(_float(rows[0]["n_checks"], path, "n_checks"))
+    return md_table(
+        [
+            "method",
+            "α",
+            "τ (validation)",
+            "coverage %",
+            "test risk %",
+            "accuracy % (fallback: best single)",
+            "violations",
+        ],
+        body,
+    ) + [
+        "",
+        f"δ = {delta}; violations over {checks} random re-splits of validation and test (τ certified on one part, risk "
+        f"on the other); the largest is {fmt(worst, 3)}.",
+        "",
+        provenance(src, [rel]),
+    ]
+
+
+def block_aiq(src):
+    """AIQ (area under the cost-quality frontier over the largest cost) per router, with bootstrap intervals."""
+    rel = "tables/aiq.csv"
+    path = src.path(rel)
+    rows = read_rows(path, ("router", "kind", "aiq", "aiq_ci_low", "aiq_ci_high", "max_cost", "cost_source"))
+    if not rows:
+        raise DataError(f"{path}: no rows; rebuild it")
+    body = []
+    for r in rows:
+        name = plain_label(r["router"]) if r["kind"] == "method" else r["router"]
+        vals = [_float(r[c], path, c) for c in ("aiq", "aiq_ci_low", "aiq_ci_high")]
+        body.append([name, f"{fmt(vals[0], 3)} [{fmt(vals[1], 3)}, {fmt(vals[2], 3)}]"])
+    methods = [r for r in rows if r["kind"] == "method"]
+    best = max(methods, key=lambda r: _float(r["aiq"], path, "aiq")) if methods else None
+    note = (
+        f"Cost per query: `{rows[0]['cost_source']}` (largest {fmt(_float(rows[0]['max_cost'], path, 'max_cost'), 2)})."
+    )
+    if best is not None:
+        overlap = [
+            plain_label(r["router"])
+            for r in methods
+            if r is not best
+            and _float(r["aiq_ci_high"], path, "aiq_ci_high") >= _float(best["aiq_ci_low"], path, "aiq_ci_low")
+        ]
+        note += f" Highest method AIQ: {plain_label(best['router'])}" + (
+            f"; its interval overlaps those of {', '.join(overlap)}." if overlap else "."
+        )
+    return md_table(["router", "AIQ [95% CI]"], body) + ["", note, "", provenance(src, [rel])]
+
+
 def block_regeneration(src):
     """EmbedLLM embeddings re-learned with the decoder frozen, against LOCUS's one-pass re-embedding."""
     rel = "figures/relearn_embedllm_heatmap_test_disagreement.csv"
@@ -1003,6 +1125,18 @@ BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
     "onboarding": (
         block_onboarding,
         "figures/sample_eff_ood_test.csv: held-out models embedded from k evaluations",
+    ),
+    "calibration": (
+        block_calibration,
+        "tables/calibration.csv: raw vs calibrated probabilities on test",
+    ),
+    "selective-routing": (
+        block_selective,
+        "tables/selective_routing.csv: certified thresholds and the guarantee",
+    ),
+    "aiq": (
+        block_aiq,
+        "tables/aiq.csv: area under the cost-quality frontier",
     ),
     "active-onboarding": (
         block_active_onboarding,
