@@ -783,8 +783,8 @@ def block_selective(src):
         body,
     ) + [
         "",
-        f"δ = {delta}; violations over {checks} random re-splits of validation and test (τ certified on one part, risk "
-        f"on the other); the largest is {fmt(worst, 3)}.",
+        f"δ = {delta}; violations: share of {checks} checks (seeds × random re-splits of validation and test; τ "
+        f"certified on one part, risk on the other) whose risk exceeds α; the largest is {fmt(worst, 3)}.",
         "",
         provenance(src, [rel]),
     ]
