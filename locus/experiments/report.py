@@ -669,13 +669,14 @@ def block_active_onboarding(src):
                 *k_and_diff(r, "k_not_worse", "k_not_worse_diff"),
             ]
         )
-    ref = reach[0]
+    ref = next((r for r in reach if r["selector"] == "random"), reach[0])  # the reference selector
     ref_k = _num_label(ref["reference_k"])
     target = fmt(100 * _float(ref["reference_accuracy"], tpath, "reference_accuracy"), 2)
     fast = [
         r["selector"]
         for r in reach
-        if r["k_reach"] != ""
+        if r is not ref
+        and r["k_reach"] != ""
         and _float(r["k_reach"], tpath, "k_reach") <= _float(ref["reference_k"], tpath, "reference_k") / 4
     ]
     verdict = (
