@@ -86,6 +86,32 @@ def number_list(kind=float, low=None, high=None):
     return parse
 
 
+def level(text: str) -> float:
+    """An argparse type: a confidence level strictly between 0 and 1."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (e.g. 0.95), got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (e.g. 0.95), got {value}")
+    return value
+
+
+level.__name__ = "confidence level"
+
+
+def add_bootstrap_arguments(p, resamples: int, what: str = "the test queries") -> None:
+    """--bootstrap-resamples, --bootstrap-seed and --confidence of a command with paired bootstrap intervals."""
+    p.add_argument(
+        "--bootstrap-resamples",
+        type=int_at_least(1),
+        default=resamples,
+        help=f"paired bootstrap resamples of {what} (default {resamples})",
+    )
+    p.add_argument("--bootstrap-seed", type=int_at_least(0), default=0, help="seed of the resampling (default 0)")
+    p.add_argument("--confidence", type=level, default=0.95, help="confidence level of the intervals (default 0.95)")
+
+
 def positive_number(text: str) -> float:
     """An argparse type: a number > 0."""
     try:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
-
-from locus.cli import comma_list, existing_dir, int_at_least, output_file
+from locus.cli import add_bootstrap_arguments, comma_list, existing_dir, int_at_least, output_file
 from locus.constants import BOOTSTRAP_RESAMPLES
 
 NAME = "calibration-report"
@@ -12,20 +10,6 @@ HELP = (
     "ECE, Brier and log-loss of calibrated runs (raw vs calibrated, paired bootstrap over test queries): "
     "a table (LaTeX + CSV) and a reliability diagram (PDF + PNG + CSV)"
 )
-
-
-def level(text: str) -> float:
-    """An argparse type: a confidence level strictly between 0 and 1."""
-    try:
-        value = float(str(text).strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (e.g. 0.95), got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (e.g. 0.95), got {value}")
-    return value
-
-
-level.__name__ = "confidence level"
 
 
 def add_arguments(p) -> None:
@@ -46,14 +30,7 @@ def add_arguments(p) -> None:
     p.add_argument("--methods", type=comma_list, default=None, help="methods in row order (default: all present)")
     p.add_argument("--data-label", default=None, help="data set name for the caption (default: the directory name)")
     p.add_argument("--bins", type=int_at_least(1), default=15, help="equal-mass bins of the ECE (default 15)")
-    p.add_argument(
-        "--bootstrap-resamples",
-        type=int_at_least(1),
-        default=BOOTSTRAP_RESAMPLES,
-        help=f"paired bootstrap resamples of the test queries (default {BOOTSTRAP_RESAMPLES})",
-    )
-    p.add_argument("--bootstrap-seed", type=int_at_least(0), default=0, help="seed of the resampling (default 0)")
-    p.add_argument("--confidence", type=level, default=0.95, help="confidence level of the intervals (default 0.95)")
+    add_bootstrap_arguments(p, BOOTSTRAP_RESAMPLES)
 
 
 def run(args) -> int:

@@ -11,7 +11,7 @@ Each run needs its ``calibration.json`` (``locus calibrate --run RUN``). Definit
 
 from __future__ import annotations
 
-from locus.cli import comma_list, existing_dir, int_at_least, number_list, output_file
+from locus.cli import comma_list, existing_dir, int_at_least, level, number_list, output_file
 
 NAME = "decisions"
 HELP = "selective routing with a certified risk, and cost-aware routing (AIQ), from calibrated runs"
@@ -35,15 +35,12 @@ def add_arguments(p) -> None:
     p.add_argument("--lambdas", type=int_at_least(2), default=30, help="cost weights swept (cost)")
     p.add_argument("--bootstrap-resamples", type=int_at_least(1), default=200, help="resamples of test queries")
     p.add_argument("--bootstrap-seed", type=int_at_least(0), default=0, help="seed of the resampling")
-    p.add_argument("--confidence", type=float, default=0.95, help="interval level of the AIQ intervals (cost)")
+    p.add_argument("--confidence", type=level, default=0.95, help="interval level of the AIQ intervals (cost)")
 
 
 def run(args) -> int:
-    from locus.errors import ConfigError
     from locus.experiments import routing_decisions as rd
 
-    if not 0 < args.confidence < 1:
-        raise ConfigError(f"--confidence must be in (0, 1), got {args.confidence}")
     runs, data = rd.load_runs(args.runs, args.data)
     if args.kind == "selective":
         frame, _ = rd.write_selective(

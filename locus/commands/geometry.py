@@ -18,7 +18,7 @@ Definitions: :mod:`locus.geometry.distances`, :mod:`locus.geometry.families`, :m
 
 from __future__ import annotations
 
-from locus.cli import existing_dir, int_at_least, output_file
+from locus.cli import existing_dir, int_at_least, level, output_file
 
 NAME = "geometry"
 HELP = "embedding geometry: distance vs disagreement, model families, neighbour proxies, fallback routing"
@@ -89,7 +89,7 @@ def add_arguments(p):
         default=0,
         help="seed of the bootstrap resampling and of the permutations (default 0)",
     )
-    p.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
+    p.add_argument("--confidence", type=level, default=0.95, help="interval level (default 0.95)")
     p.add_argument(
         "--reference-method",
         default="locus",

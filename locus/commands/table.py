@@ -9,27 +9,11 @@ method: embedding dimension or query encoder, compared to ``--reference-setting`
 
 from __future__ import annotations
 
-import argparse
-
-from locus.cli import comma_list, existing_dir, existing_file, int_at_least, output_file
+from locus.cli import add_bootstrap_arguments, comma_list, existing_dir, existing_file, output_file
 from locus.constants import ABLATION_KINDS, BOOTSTRAP_RESAMPLES, SCORED_SPLITS, TABLE_KINDS
 
 NAME = "table"
 HELP = "render a comparison table (LaTeX + CSV, with paired bootstrap CIs) from runs' metrics.json files"
-
-
-def level(text: str) -> float:
-    """An argparse type: a confidence level strictly between 0 and 1."""
-    try:
-        value = float(str(text).strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (e.g. 0.95), got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (e.g. 0.95), got {value}")
-    return value
-
-
-level.__name__ = "confidence level"
 
 
 def add_arguments(p):
@@ -96,14 +80,7 @@ def add_arguments(p):
         help="method every approach's bootstrap difference is taken to (default locus; not for the "
         "ablation kinds: see --reference-setting)",
     )
-    p.add_argument(
-        "--bootstrap-resamples",
-        type=int_at_least(1),
-        default=BOOTSTRAP_RESAMPLES,
-        help=f"paired bootstrap resamples of the test queries (default {BOOTSTRAP_RESAMPLES})",
-    )
-    p.add_argument("--bootstrap-seed", type=int_at_least(0), default=0, help="seed of the resampling (default 0)")
-    p.add_argument("--confidence", type=level, default=0.95, help="confidence level of the intervals (default 0.95)")
+    add_bootstrap_arguments(p, BOOTSTRAP_RESAMPLES)
 
 
 def run(args) -> int:
