@@ -86,6 +86,16 @@ def number_list(kind=float, low=None, high=None):
     return parse
 
 
+def size_list(text: str) -> list[int]:
+    """An argparse type: comma-separated whole numbers >= 1 (sorted, duplicates dropped)."""
+    if not any(s.strip() for s in str(text).split(",")):
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers >= 1, e.g. 64,256, got {text!r}")
+    return sorted({positive_int(item) for item in comma_list(text)})
+
+
+size_list.__name__ = "list of sizes"
+
+
 def level(text: str) -> float:
     """An argparse type: a confidence level strictly between 0 and 1."""
     try:

@@ -5,22 +5,10 @@ each selector reaches random selection's accuracy at the largest k (table).
 
 from __future__ import annotations
 
-from locus.cli import comma_list, existing_dir, existing_file, int_at_least, output_file
+from locus.cli import comma_list, existing_dir, existing_file, int_at_least, output_file, size_list
 
 NAME = "active-onboarding"
 HELP = "which queries to onboard a new model with: selectors vs k, accuracy and regret (figure + table)"
-
-
-def _sizes(text: str) -> list[int]:
-    import argparse
-
-    try:
-        values = [int(x) for x in comma_list(text)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"evaluation counts must be >= 1, got {text!r}")
-    return values
 
 
 def add_arguments(p) -> None:
@@ -32,7 +20,7 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--data", required=True, type=existing_dir("data set directory"), help="the run's data set")
     p.add_argument("--encodings", required=True, type=existing_file("encodings file"), help="the run's query encodings")
-    p.add_argument("--sizes", type=_sizes, default=[8, 16, 32, 64, 128], help="evaluations per held-out model")
+    p.add_argument("--sizes", type=size_list, default=[8, 16, 32, 64, 128], help="evaluations per held-out model")
     p.add_argument(
         "--selectors",
         type=comma_list,

@@ -12,6 +12,7 @@ from locus.cli import (
     output_dir,
     output_file,
     positive_int,
+    size_list,
     threads_arg,
 )
 
@@ -19,14 +20,6 @@ NAME = "bench"
 HELP = "measure LOCUS training, embedding and prediction speed on this machine"
 
 
-def size_list(text: str) -> list[int]:
-    """An argparse type: comma-separated whole numbers >= 1 (sorted, duplicates dropped)."""
-    if not any(s.strip() for s in str(text).split(",")):
-        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers >= 1, e.g. 64,256, got {text!r}")
-    return sorted({positive_int(item) for item in comma_list(text)})
-
-
-size_list.__name__ = "list of sizes"
 TIME_COMPLEXITY_SIZES = ("pool_sizes", "eval_sizes", "query_sizes")
 
 

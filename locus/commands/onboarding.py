@@ -4,22 +4,10 @@ correctness accuracy on their test queries. No training: :mod:`locus.experiments
 
 from __future__ import annotations
 
-from locus.cli import comma_list, existing_dir, existing_file, int_at_least, output_file
+from locus.cli import existing_dir, existing_file, int_at_least, output_file, size_list
 
 NAME = "onboarding"
 HELP = "held-out models embedded from k evaluations by LOCUS runs trained without them: heat map (PDF + PNG + CSV)"
-
-
-def _sizes(text: str) -> list[int]:
-    import argparse
-
-    try:
-        values = [int(x) for x in comma_list(text)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"evaluation counts must be >= 1, got {text!r}")
-    return values
 
 
 def add_arguments(p) -> None:
@@ -40,7 +28,7 @@ def add_arguments(p) -> None:
     p.add_argument("--encodings", required=True, type=existing_file("encodings file"), help="the runs' query encodings")
     p.add_argument(
         "--sizes",
-        type=_sizes,
+        type=size_list,
         default=[16, 32, 64, 128, 256, 512, 1024],
         help="evaluations each held-out model is embedded from (training-split queries)",
     )
