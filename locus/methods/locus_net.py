@@ -56,12 +56,6 @@ class Tokenizer(nn.Module):
         return a + (2.0 * y - 1.0) * b + self.score(y)
 
 
-def _add(out: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-    """out + residual, in place when that gives the same result (same dtype: under bfloat16 autocast a
-    float32 residual must promote the sum, as the out-of-place add does)."""
-    return out.add_(residual) if out.dtype == residual.dtype else out + residual
-
-
 class MAB(nn.Module):
     """Multi-head attention block of the authors' code: queries attend to keys/values X (masked keys)."""
 
@@ -76,8 +70,7 @@ class MAB(nn.Module):
         self.o = nn.Linear(dim, dim, bias=False)
         self.ln0 = nn.LayerNorm(dim)
         self.ln1 = nn.LayerNorm(dim)
-        # in-place ReLUs and residual adds (_add): the same arithmetic with fewer [B, n, d] temporaries
-        self.ffn = nn.Sequential(nn.Linear(dim, 2 * dim), nn.ReLU(inplace=True), nn.Linear(2 * dim, dim))
+        self.ffn = nn.Sequential(nn.Linear(dim, 2 * dim), nn.ReLU(), nn.Linear(2 * dim, dim))
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:  # [B, n, d] -> [B, h, n, d/h]
         b, n, d = x.shape
@@ -92,8 +85,8 @@ class MAB(nn.Module):
         mask = None if key_mask is None else key_mask[:, None, None, :]
         att = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         att = att.transpose(1, 2).reshape(batch, -1, x.shape[-1])
-        h = self.ln0(_add(self.o(att), query)).relu_()  # residual from the un-projected query; extra ReLU
-        return self.ln1(_add(self.ffn(h), h))
+        h = torch.relu(self.ln0(query + self.o(att)))  # residual from the un-projected query; extra ReLU
+        return self.ln1(h + self.ffn(h))
 
 
 class SAB(nn.Module):
