@@ -23,6 +23,7 @@ TARGETS = [  # = rule all of the tiny config (the report needs every file marked
     "results/figures/train_sample_eff.pdf",
     "results/tables/distance_correlation.tex",
     "results/tables/precision_effect.tex",
+    *(f"results/tables/{name}.tex" for name in ("calibration", "selective_routing", "aiq", "active_onboarding")),
     *(
         f"results/tables/{kind}_ablation_{metric}.tex"
         for kind in ("dim", "encoder")
@@ -47,6 +48,10 @@ TARGETS = [  # = rule all of the tiny config (the report needs every file marked
             "relearn_embedllm_heatmap_cosine_distance",
             "relearn_embedllm_heatmap_test_disagreement",
             "relearning_embedllm_embeddings",
+            "reliability",
+            "risk_coverage",
+            "cost_quality",
+            "active_onboarding",
         )
     ),
 ]

@@ -183,7 +183,9 @@ def test_rules_dry_run(tmp_path):
     rules = REPO / "workflow" / "rules"
     snakefile.write_text(
         f'configfile: "{REPO / "config" / "config.yaml"}"\n'
-        + "".join(f'include: "{rules / f}.smk"\n' for f in ("common", "data", "encode", "train", "regeneration"))
+        + "".join(
+            f'include: "{rules / f}.smk"\n' for f in ("common", "data", "encode", "train", "geometry", "regeneration")
+        )
         + "\nrule reg_all:\n    default_target: True\n    input: REG_TARGETS\n"
     )
     res = subprocess.run(
