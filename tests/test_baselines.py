@@ -18,6 +18,7 @@ from locus import evaluation, methods
 from locus.data.canonical import validate, write_dataset
 from locus.data.encodings import Encodings, data_fingerprint, write_encodings
 from locus.errors import ConfigError, DataError
+from locus.methods import base
 from locus.methods.base import EmbeddingMethod, FitData
 
 torch.set_num_threads(1)
@@ -215,6 +216,27 @@ def test_uses_torch_says_whether_the_fitted_method_holds_a_torch_network(fitted,
 def test_embed_refuses_bad_input(fitted, name, vectors, scores, message):
     with pytest.raises(DataError, match=message):
         fitted[name].embed(np.asarray(vectors, np.float32), np.asarray(scores, np.float32))
+
+
+@pytest.mark.parametrize("name", EMBEDDING)
+def test_embed_many_gives_each_set_what_embed_gives_it(toy, fitted, name, monkeypatch):
+    """Fitting several new models in one optimisation, in one block or split across blocks, gives each
+    its own embed() up to float rounding (the batched matrix products may sum in another order): every
+    row's loss, gradient and Adam update depend on its own set only."""
+    _, fd, enc = toy
+    method = fitted[name]
+    sets = []
+    for model_id, rows in zip(fd.model_ids[:3], [None, 5, 1]):
+        own = fd.train[fd.train["model_id"] == model_id].iloc[:rows]
+        sets.append((enc.take(own["prompt_id"]), own["score"].to_numpy(np.float32)))
+    alone = np.stack([method.embed(vectors, scores) for vectors, scores in sets])
+    np.testing.assert_allclose(method.embed_many(sets), alone, rtol=1e-5, atol=1e-5)
+    monkeypatch.setattr(base, "EMBED_BLOCK_ROWS", 6)  # blocks: [set 0], [set 1, set 2]
+    np.testing.assert_allclose(method.embed_many(sets), alone, rtol=1e-5, atol=1e-5)
+    with pytest.raises(DataError, match="at least one evaluation set"):
+        method.embed_many([])
+    with pytest.raises(DataError, match=r"\[0, 1\]"):
+        method.embed_many([sets[0], (sets[1][0], sets[1][1] + 2.0)])
 
 
 @pytest.mark.parametrize("name", EMBEDDING)

@@ -155,12 +155,9 @@ def regenerate(
     for kind, setting in settings_grid(n_ref, overlaps, sizes):
         single = kind == "same" or (kind == "subsample" and int(setting) >= n_ref)
         for r in range(1 if single else int(repeats)):
-            z = np.empty_like(ref.z_ref)
-            sizes_ = []
-            for i, mid in enumerate(ref.model_ids):
-                ids, scores = draw_set(ref, int(mid), kind, setting, r, seed)
-                z[i] = ref.embed(ids, scores)
-                sizes_.append(len(ids))
+            sets = [draw_set(ref, int(mid), kind, setting, r, seed) for mid in ref.model_ids]
+            z = ref.embed_many(sets).astype(ref.z_ref.dtype, copy=False)
+            sizes_ = [len(ids) for ids, _ in sets]
             dist = row_cosine_distances(ref.z_ref, z)
             dis, n_pairs = prediction_disagreement(original, logits_fn(phi, z), evaluated)
             rows.append(

@@ -201,6 +201,10 @@ class Reference:
         """One forward pass of the run's encoder over these (training-split) evaluations."""
         return self.method.embed(self.encodings.take(prompt_ids), np.asarray(scores, np.float32))
 
+    def embed_many(self, sets) -> np.ndarray:
+        """[k, dim]: :meth:`embed` of each (prompt ids, scores) of `sets`, fitted together where the method can."""
+        return self.method.embed_many([(self.encodings.take(ids), np.asarray(y, np.float32)) for ids, y in sets])
+
     def resolve(self, name: str, what: str) -> int:
         return resolve_model(name, self.names, what)
 

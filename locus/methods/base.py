@@ -43,6 +43,7 @@ from locus.data.validation import Param, check_params, defaults_of
 from locus.errors import ConfigError, DataError, LocusError
 
 SELECT_BY = ("val_routing", "val_bce", "val_acc")  # keys of locus.evaluation.validation_metrics
+EMBED_BLOCK_ROWS = 1 << 16  # evaluations fitted in one block by embed_many: bounds its memory
 
 
 def check_select_by(name: str, select_by) -> None:
@@ -231,6 +232,29 @@ class EmbeddingMethod(Method):
     @abstractmethod
     def _embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """:meth:`embed` on validated inputs (float32 [n, d_phi], float32 [n])."""
+
+    def embed_many(self, sets) -> np.ndarray:
+        """Embeddings float32 [k, dim] of k (new) models, each from its own scored queries: `sets` is a list
+        of (query_vectors [n_i, d_phi], scores [n_i]). Each row is what :meth:`embed` gives for its set (up to
+        float rounding);
+        methods that fit embeddings by gradient descent fit a block of sets at once (far fewer steps)."""
+        self._resolve_model_ids(None)
+        checked = [self._check_embed_inputs(vectors, scores) for vectors, scores in sets]
+        if not checked:
+            raise DataError(f"{self.name}: embed_many() needs at least one evaluation set.")
+        blocks, block, rows = [], [], 0
+        for pair in checked:  # consecutive sets up to EMBED_BLOCK_ROWS rows (a larger set alone)
+            if block and rows + len(pair[1]) > EMBED_BLOCK_ROWS:
+                blocks.append(block)
+                block, rows = [], 0
+            block.append(pair)
+            rows += len(pair[1])
+        blocks.append(block)
+        return np.concatenate([np.asarray(self._embed_many(b), dtype=np.float32) for b in blocks])
+
+    def _embed_many(self, sets: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        """:meth:`embed_many` of one block of validated sets; by default one :meth:`_embed` per set."""
+        return np.stack([self._embed(vectors, scores) for vectors, scores in sets])
 
     def _check_embed_inputs(self, query_vectors, scores) -> tuple[np.ndarray, np.ndarray]:
         what = f"{self.name}: embed()"

@@ -103,7 +103,7 @@ class EmbedLLM(tu.NetMethod, EmbeddingMethod):
         val = tu.ValidationSet(data.val, self.model_ids, data.encodings)
         self.d_phi = int(train.vectors.shape[1])
         self.net = self._build(len(self.model_ids), self.d_phi)
-        opt = torch.optim.Adam(self.net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
+        opt = torch.optim.Adam(self.net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"], fused=True)
         noise = float(p["noise"])
 
         def loss_of(batch: tu.QueryBatch) -> torch.Tensor:
@@ -128,20 +128,25 @@ class EmbedLLM(tu.NetMethod, EmbeddingMethod):
 
     def _embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """Fit one new model embedding on (query, score) pairs with W and MLP_psi frozen."""
-        x, y = torch.from_numpy(query_vectors), torch.from_numpy(scores)
+        return self._embed_many([(query_vectors, scores)])[0]
+
+    def _embed_many(self, sets: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        """Fit one new embedding per set, all in one optimisation (each as if alone), W and MLP_psi frozen."""
+        batch = tu.EvaluationSets.stack(sets)
         self.net.eval()
         with torch.no_grad():
-            qp = self.net.proj(x)
+            qp = self.net.proj(batch.vectors)
         gen = torch.Generator().manual_seed(self.seed)
-        init = torch.randn(int(self.params["dim"]), generator=gen)
+        init = torch.randn(int(self.params["dim"]), generator=gen).expand(len(sets), -1)
         frozen = [param for param in self.net.parameters() if param.requires_grad]
         for param in frozen:  # the decoder is frozen: no gradients flow into it
             param.requires_grad_(False)
         try:
             z = tu.fit_rows(
                 init,
-                lambda z: self.net.decoder(qp * z[None, :]).squeeze(-1),
-                y,
+                lambda z: self.net.decoder(qp * z[batch.owner]).squeeze(-1),
+                batch.scores,
+                batch.weight,
                 steps=self.params["embed_steps"],
                 lr=self.params["embed_lr"],
                 weight_decay=self.params["weight_decay"],

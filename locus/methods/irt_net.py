@@ -164,7 +164,7 @@ class IRTNet(tu.NetMethod, EmbeddingMethod):
         val = tu.ValidationSet(data.val, self.model_ids, data.encodings)
         self.d_phi = int(train.vectors.shape[1])
         self.net = self._build(len(self.model_ids), self.d_phi)
-        opt = torch.optim.Adam(self.net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
+        opt = torch.optim.Adam(self.net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"], fused=True)
         sched = torch.optim.lr_scheduler.ReduceLROnPlateau(
             opt, mode="min", factor=p["lr_factor"], patience=int(p["lr_patience"])
         )
@@ -201,16 +201,21 @@ class IRTNet(tu.NetMethod, EmbeddingMethod):
 
     def _embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """Fit theta for a (new) model on its scored queries with the query network frozen."""
-        x, y = torch.from_numpy(query_vectors), torch.from_numpy(scores)
+        return self._embed_many([(query_vectors, scores)])[0]
+
+    def _embed_many(self, sets: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        """Fit one theta per set, all in one optimisation (each as if alone), the query network frozen."""
+        batch = tu.EvaluationSets.stack(sets)
         self.net.eval()
         with torch.no_grad():
-            a, b, _ = self.net.query(x)
+            a, b, _ = self.net.query(batch.vectors)
         gen = torch.Generator().manual_seed(self.seed)
-        init = torch.randn(int(self.params["dim"]), generator=gen)
+        init = torch.randn(int(self.params["dim"]), generator=gen).expand(len(sets), -1)
         theta = tu.fit_rows(
             init,
-            lambda t: a @ t - b,
-            y,
+            lambda t: (a * t[batch.owner]).sum(-1) - b,
+            batch.scores,
+            batch.weight,
             steps=self.params["embed_steps"],
             lr=self.params["embed_lr"],
             weight_decay=self.params["weight_decay"],

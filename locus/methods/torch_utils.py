@@ -6,7 +6,8 @@
   not evaluated) plus the metric every trainer selects its checkpoint by;
 - :func:`train_early_stopping`: the epoch loop with early stopping on a validation metric,
   remembering the best weights (:class:`EarlyStopping`, which LOCUS's step loop uses too);
-- :func:`fit_rows`: fit a few free rows (new model embeddings) with everything else frozen;
+- :func:`fit_rows`: fit a few free rows (new model embeddings) with everything else frozen, one model or
+  several at once (:class:`EvaluationSets`);
 - :func:`state_arrays` / :func:`load_arrays`: a module's state dict as numpy arrays and back (saved by
   :mod:`locus.weights` through :meth:`locus.methods.base.Method.save`);
 - :func:`flush_denormals`: the CPU float mode every torch training in locus (LOCUS's too) runs in.
@@ -217,24 +218,50 @@ def fit_rows(
     init: torch.Tensor,
     logits_of: Callable[[torch.Tensor], torch.Tensor],
     targets: torch.Tensor,
+    weights: torch.Tensor,
     *,
     steps: int,
     lr: float,
     weight_decay: float,
 ) -> torch.Tensor:
-    """Fit free parameters `init` (e.g. one new model embedding) by full-batch Adam on BCE.
+    """Fit free rows `init` [k, dim] (new model embeddings) by full-batch Adam on a weighted sum of BCE.
 
-    `logits_of(params)` must compute the logits of every target with all other weights frozen.
-    Weight decay is Adam's L2 term, as in training. Returns the fitted tensor (detached).
+    `logits_of(params)` must compute the logits of every target with all other weights frozen. With each
+    row's targets weighted 1 / (their count) (:class:`EvaluationSets`), k rows are fitted together exactly
+    as each alone on its mean BCE would be: Adam updates every element on its own gradient. Weight decay
+    is Adam's L2 term, as in training. Returns the fitted tensor (detached).
     """
     params = init.clone().requires_grad_(True)
-    opt = torch.optim.Adam([params], lr=lr, weight_decay=weight_decay)
+    opt = torch.optim.Adam([params], lr=lr, weight_decay=weight_decay, fused=True)
     for _ in range(int(steps)):
         opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits_of(params), targets)
+        logits = logits_of(params)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, targets, weight=weights, reduction="sum")
         loss.backward()
         opt.step()
     return params.detach()
+
+
+@dataclass
+class EvaluationSets:
+    """Several models' evaluation sets stacked for one batched fit: every set's rows one after another,
+    `owner` = the set each row belongs to, `weight` = 1 / (its set's size)."""
+
+    vectors: torch.Tensor  # [rows, d_phi]
+    scores: torch.Tensor  # [rows]
+    owner: torch.Tensor  # [rows] int64
+    weight: torch.Tensor  # [rows]
+
+    @classmethod
+    def stack(cls, sets: list[tuple[np.ndarray, np.ndarray]]) -> "EvaluationSets":
+        sizes = np.array([len(s) for _, s in sets], dtype=np.int64)
+        owner = np.repeat(np.arange(len(sets), dtype=np.int64), sizes)
+        return cls(
+            torch.from_numpy(np.ascontiguousarray(np.concatenate([v for v, _ in sets]), dtype=np.float32)),
+            torch.from_numpy(np.concatenate([s for _, s in sets]).astype(np.float32)),
+            torch.from_numpy(owner),
+            torch.from_numpy((1.0 / sizes[owner]).astype(np.float32)),
+        )
 
 
 def state_arrays(module: torch.nn.Module) -> dict[str, np.ndarray]:
