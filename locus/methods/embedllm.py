@@ -126,35 +126,9 @@ class EmbedLLM(tu.NetMethod, EmbeddingMethod):
         )
         return self
 
-    def _embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        """Fit one new model embedding on (query, score) pairs with W and MLP_psi frozen."""
-        return self._embed_many([(query_vectors, scores)])[0]
-
     def _embed_many(self, sets: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-        """Fit one new embedding per set, all in one optimisation (each as if alone), W and MLP_psi frozen."""
-        batch = tu.EvaluationSets.stack(sets)
-        self.net.eval()
-        with torch.no_grad():
-            qp = self.net.proj(batch.vectors)
-        gen = torch.Generator().manual_seed(self.seed)
-        init = torch.randn(int(self.params["dim"]), generator=gen).expand(len(sets), -1)
-        frozen = [param for param in self.net.parameters() if param.requires_grad]
-        for param in frozen:  # the decoder is frozen: no gradients flow into it
-            param.requires_grad_(False)
-        try:
-            z = tu.fit_rows(
-                init,
-                lambda z: self.net.decoder(qp * z[batch.owner]).squeeze(-1),
-                batch.scores,
-                batch.weight,
-                steps=self.params["embed_steps"],
-                lr=self.params["embed_lr"],
-                weight_decay=self.params["weight_decay"],
-            )
-        finally:
-            for param in frozen:
-                param.requires_grad_(True)
-        return z.numpy().astype(np.float32)
+        """New model embeddings fitted on their (query, score) pairs with W and MLP_psi frozen."""
+        return self._fit_embeddings(sets, self.net.proj, lambda qp, z: self.net.decoder(qp * z).squeeze(-1))
 
 
 class EmbedLLMPlus(EmbedLLM):

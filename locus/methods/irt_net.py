@@ -199,25 +199,8 @@ class IRTNet(tu.NetMethod, EmbeddingMethod):
             )
         return self
 
-    def _embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        """Fit theta for a (new) model on its scored queries with the query network frozen."""
-        return self._embed_many([(query_vectors, scores)])[0]
-
     def _embed_many(self, sets: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-        """Fit one theta per set, all in one optimisation (each as if alone), the query network frozen."""
-        batch = tu.EvaluationSets.stack(sets)
-        self.net.eval()
-        with torch.no_grad():
-            a, b, _ = self.net.query(batch.vectors)
-        gen = torch.Generator().manual_seed(self.seed)
-        init = torch.randn(int(self.params["dim"]), generator=gen).expand(len(sets), -1)
-        theta = tu.fit_rows(
-            init,
-            lambda t: (a * t[batch.owner]).sum(-1) - b,
-            batch.scores,
-            batch.weight,
-            steps=self.params["embed_steps"],
-            lr=self.params["embed_lr"],
-            weight_decay=self.params["weight_decay"],
+        """Thetas of new models fitted on their scored queries with the query network frozen."""
+        return self._fit_embeddings(
+            sets, lambda x: self.net.query(x)[:2], lambda ab, theta: (ab[0] * theta).sum(-1) - ab[1]
         )
-        return theta.numpy().astype(np.float32)

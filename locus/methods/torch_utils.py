@@ -284,7 +284,8 @@ class NetMethod:
     """Shared by the torch embedding baselines (EmbedLLM, IRT-Net) that keep one module ``self.net``,
     built by ``self._build(n_models, d_phi)``, whose ``model_table`` (an nn.Embedding) holds one vector
     per model and whose ``matrix_logits(x, z)`` scores queries against model vectors: prediction,
-    model embeddings, and the state saved by :meth:`locus.methods.base.Method.save`."""
+    model embeddings, new models' embeddings fitted with the network frozen (:meth:`_fit_embeddings`), and
+    the state saved by :meth:`locus.methods.base.Method.save`."""
 
     def predict_logits(self, query_vectors: np.ndarray, model_ids=None) -> np.ndarray:
         pos = self._model_positions(model_ids)
@@ -293,6 +294,37 @@ class NetMethod:
         with torch.no_grad():
             z = self.net.model_table.weight[torch.from_numpy(pos)]
             return self.net.matrix_logits(x, z).numpy().astype(np.float32)
+
+    def _embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        return self._embed_many([(query_vectors, scores)])[0]
+
+    def _fit_embeddings(self, sets, features_of, logits_of) -> np.ndarray:
+        """One new model vector per set, fitted together (each as if alone) from the seed's N(0, 1) start
+        with the network frozen: `features_of(vectors)` gives the frozen per-row features once,
+        `logits_of(features, z_rows)` the logits of every row against its own set's vector."""
+        batch = EvaluationSets.stack(sets)
+        self.net.eval()
+        with torch.no_grad():
+            features = features_of(batch.vectors)
+        gen = torch.Generator().manual_seed(self.seed)
+        init = torch.randn(int(self.params["dim"]), generator=gen).expand(len(sets), -1)
+        frozen = [param for param in self.net.parameters() if param.requires_grad]
+        for param in frozen:  # no gradients flow into the network
+            param.requires_grad_(False)
+        try:
+            z = fit_rows(
+                init,
+                lambda z: logits_of(features, z[batch.owner]),
+                batch.scores,
+                batch.weight,
+                steps=self.params["embed_steps"],
+                lr=self.params["embed_lr"],
+                weight_decay=self.params["weight_decay"],
+            )
+        finally:
+            for param in frozen:
+                param.requires_grad_(True)
+        return z.numpy().astype(np.float32)
 
     def model_embeddings(self) -> tuple[np.ndarray, np.ndarray]:
         self._resolve_model_ids(None)
