@@ -122,6 +122,18 @@ def add_bootstrap_arguments(p, resamples: int, what: str = "the test queries") -
     p.add_argument("--confidence", type=level, default=0.95, help="confidence level of the intervals (default 0.95)")
 
 
+def add_hold_out_argument(p) -> None:
+    """--hold-out of the commands that embed held-out models: ``args.hold_out`` is None for the data set's
+    ``held_out`` column (the default), else the list of names."""
+    p.add_argument(
+        "--hold-out",
+        type=lambda text: None if text.strip() == "column" else comma_list(text),
+        default=None,
+        metavar="column|NAME,NAME,...",
+        help="the held-out models: 'column' = the data set's held_out column (default), else names",
+    )
+
+
 def positive_number(text: str) -> float:
     """An argparse type: a number > 0."""
     try:

@@ -5,7 +5,15 @@ each selector reaches random selection's accuracy at the largest k (table).
 
 from __future__ import annotations
 
-from locus.cli import comma_list, existing_dir, existing_file, int_at_least, output_file, size_list
+from locus.cli import (
+    add_hold_out_argument,
+    comma_list,
+    existing_dir,
+    existing_file,
+    int_at_least,
+    output_file,
+    size_list,
+)
 
 NAME = "active-onboarding"
 HELP = "which queries to onboard a new model with: selectors vs k, accuracy and regret (figure + table)"
@@ -29,12 +37,7 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--repeats", type=int_at_least(1), default=3, help="seeds per selector and k")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the selectors and the bootstrap")
-    p.add_argument(
-        "--hold-out",
-        default="column",
-        metavar="column|NAME,NAME,...",
-        help="the held-out models: 'column' = the data set's held_out column (default), else names",
-    )
+    add_hold_out_argument(p)
     p.add_argument("--out", required=True, type=output_file((".pdf",)), help="figure .pdf (.png and .csv beside it)")
     p.add_argument("--table", required=True, type=output_file((".tex",)), help="table .tex (.csv beside it)")
     p.add_argument("--threads", type=int_at_least(0, "0 = torch's default"), default=0, help="torch threads")
@@ -46,7 +49,6 @@ def run(args) -> int:
     from locus.params import set_threads
 
     set_threads(args.threads)
-    names = None if args.hold_out == "column" else [n.strip() for n in args.hold_out.split(",") if n.strip()]
     s = write_active_onboarding(
         args.run,
         args.data,
@@ -57,7 +59,7 @@ def run(args) -> int:
         args.selectors,
         repeats=args.repeats,
         seed=args.seed,
-        held_out_names=names,
+        held_out_names=args.hold_out,
         data_label=args.data_label,
     )
     grid = s["grid"].pivot(index="selector", columns="k", values="accuracy")

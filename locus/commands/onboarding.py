@@ -4,7 +4,7 @@ correctness accuracy on their test queries. No training: :mod:`locus.experiments
 
 from __future__ import annotations
 
-from locus.cli import existing_dir, existing_file, int_at_least, output_file, size_list
+from locus.cli import add_hold_out_argument, existing_dir, existing_file, int_at_least, output_file, size_list
 
 NAME = "onboarding"
 HELP = "held-out models embedded from k evaluations by LOCUS runs trained without them: heat map (PDF + PNG + CSV)"
@@ -34,12 +34,7 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--repeats", type=int_at_least(1), default=1, help="seeded draws per size")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the draws")
-    p.add_argument(
-        "--hold-out",
-        default="column",
-        metavar="column|NAME,NAME,...",
-        help="the held-out models: 'column' = the data set's held_out column (default), else names",
-    )
+    add_hold_out_argument(p)
     p.add_argument("--out", required=True, type=output_file((".pdf",)), help="output .pdf (.png and .csv beside it)")
     p.add_argument("--threads", type=int_at_least(0, "0 = torch's default"), default=0, help="torch threads")
     p.add_argument("--data-label", default=None, help="data set name for the title")
@@ -50,7 +45,6 @@ def run(args) -> int:
     from locus.params import set_threads
 
     set_threads(args.threads)
-    names = None if args.hold_out == "column" else [n.strip() for n in args.hold_out.split(",") if n.strip()]
     s = write_onboarding(
         args.runs,
         args.data,
@@ -59,7 +53,7 @@ def run(args) -> int:
         args.sizes,
         repeats=args.repeats,
         seed=args.seed,
-        held_out_names=names,
+        held_out_names=args.hold_out,
         data_label=args.data_label,
     )
     table = s["grid"].pivot(index="row", columns="k", values="accuracy").reindex([r["row"] for r in s["rows"]])
