@@ -386,16 +386,30 @@ def _describe(runs, data_label: str) -> str:
     )
 
 
-def write_selective(runs, data, table_out, figure_out, alphas, delta, fallbacks, n_boot, seed, data_label=None):
-    """results/tables/selective_routing.{tex,csv} and results/figures/risk_coverage.{pdf,png,csv}."""
-    from locus.atomic import write_text
+def _checked_outputs(table_out, figure_out) -> tuple[Path, Path]:
+    """The table and figure paths, refused (before any work) where they cannot be written."""
     from locus.outputs import check_outputs
-    from locus.render import decisions as render
-    from locus.render import write_csv
     from locus.render.figures import output_paths
 
     table_out, figure_out = Path(table_out), Path(figure_out)
     check_outputs([table_out, table_out.with_suffix(".csv"), *list(output_paths(figure_out).values())[:3]])
+    return table_out, figure_out
+
+
+def _write(table_out: Path, tex: str, frame) -> None:
+    """The table's .tex and its .csv beside it."""
+    from locus.atomic import write_text
+    from locus.render import write_csv
+
+    write_text(table_out, tex)
+    write_csv(frame, table_out.with_suffix(".csv"))
+
+
+def write_selective(runs, data, table_out, figure_out, alphas, delta, fallbacks, n_boot, seed, data_label=None):
+    """results/tables/selective_routing.{tex,csv} and results/figures/risk_coverage.{pdf,png,csv}."""
+    from locus.render import decisions as render
+
+    table_out, figure_out = _checked_outputs(table_out, figure_out)
     frame, curves = selective(runs, data, alphas, delta, fallbacks, n_boot, seed)
     label = data_label or Path(data.source).name
     caption = (
@@ -414,23 +428,17 @@ def write_selective(runs, data, table_out, figure_out, alphas, delta, fallbacks,
         f"is itself an estimate; $n$: routed test queries, mean over seeds). The calibration maps were fitted on the "
         f"validation split. A threshold that routes nothing never violates."
     )
-    write_text(table_out, render.selective_table(frame, caption))
-    write_csv(frame, table_out.with_suffix(".csv"))
     title = f"Risk-coverage on test, {label}, n = {runs[0].train_size}, calibrated probabilities"
+    _write(table_out, render.selective_table(frame, caption), frame)
     render.write_figure(render.risk_coverage_figure(curves, alphas, title), curves, figure_out)
     return frame, curves
 
 
 def write_cost(runs, data, table_out, figure_out, n_lambdas, n_boot, seed, confidence=0.95, data_label=None):
     """results/tables/aiq.{tex,csv} and results/figures/cost_quality.{pdf,png,csv}."""
-    from locus.atomic import write_text
-    from locus.outputs import check_outputs
     from locus.render import decisions as render
-    from locus.render import write_csv
-    from locus.render.figures import output_paths
 
-    table_out, figure_out = Path(table_out), Path(figure_out)
-    check_outputs([table_out, table_out.with_suffix(".csv"), *list(output_paths(figure_out).values())[:3]])
+    table_out, figure_out = _checked_outputs(table_out, figure_out)
     points, frame, summary = cost_quality(runs, data, n_lambdas, n_boot, seed, confidence)
     label = data_label or Path(data.source).name
     cost = COST_LABELS[summary["cost_source"]]
@@ -446,8 +454,7 @@ def write_cost(runs, data, table_out, figure_out, n_lambdas, n_boot, seed, confi
         f"largest cost has AIQ 0 by this definition. Intervals: {100 * confidence:g}\\% percentile bootstrap over the "
         f"{summary['n_test_queries']} test queries ({n_boot} resamples, seed {seed}; seeds averaged per query)."
     )
-    write_text(table_out, render.aiq_table(frame, caption))
-    write_csv(frame, table_out.with_suffix(".csv"))
     title = f"Accuracy vs cost on test, {label}, n = {runs[0].train_size}; cost = {cost}"
+    _write(table_out, render.aiq_table(frame, caption), frame)
     render.write_figure(render.cost_quality_figure(points, title, cost), points, figure_out)
     return frame, points
