@@ -166,12 +166,14 @@ class Pool:
 
         if getattr(ckpt.encode_queries, "__module__", None) != ckpt.__name__:
             return inference.encode_checked(self.run, texts, None, what)
-        from locus.encoders import encode_texts, load_encoder
+        from locus.encoders import encode_direct, load_encoder
 
         with self.encoder_lock:
             if self.encoder is None:
-                self.encoder = load_encoder(self.run.encoder)
-        return ckpt.check_dim(encode_texts(self.encoder, list(texts), ENCODE_BATCH, progress=False), self.run, what)
+                encoder = load_encoder(self.run.encoder)
+                encoder.eval()  # once: encode_direct does not repeat it per call
+                self.encoder = encoder
+        return ckpt.check_dim(encode_direct(self.encoder, list(texts), ENCODE_BATCH), self.run, what)
 
     def warm_up(self) -> threading.Thread:
         """Load the encoder (and run it once) in a background thread."""
