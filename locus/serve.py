@@ -166,12 +166,14 @@ class Pool:
 
         if getattr(ckpt.encode_queries, "__module__", None) != ckpt.__name__:
             return inference.encode_checked(self.run, texts, None, what)
-        from locus.encoders import encode_texts, load_encoder
+        from locus.encoders import encode_direct, load_encoder
 
         with self.encoder_lock:
             if self.encoder is None:
-                self.encoder = load_encoder(self.run.encoder)
-        return ckpt.check_dim(encode_texts(self.encoder, list(texts), ENCODE_BATCH, progress=False), self.run, what)
+                encoder = load_encoder(self.run.encoder)
+                encoder.eval()  # once: encode_direct does not repeat it per call
+                self.encoder = encoder
+        return ckpt.check_dim(encode_direct(self.encoder, list(texts), ENCODE_BATCH), self.run, what)
 
     def warm_up(self) -> threading.Thread:
         """Load the encoder (and run it once) in a background thread."""
@@ -607,10 +609,10 @@ class Metrics:
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
 
 
-def _endpoint(app: FastAPI, scope) -> str:
+def _endpoint(router, scope) -> str:
     """The route template a request matches (``/v1/models/{name:path}``), bounded for metric labels."""
     partial = None
-    for route in app.router.routes:
+    for route in router.routes:
         match, _ = route.matches(scope)
         if match == Match.FULL:
             return route.path
@@ -982,6 +984,54 @@ class BodyLimit:
         return await self.app(scope, limited, guarded)
 
 
+class InternalErrors:
+    """ASGI middleware: an unexpected exception is logged with its traceback and answered with a one-line 500
+    (not re-raised, so the connection stays open); once the answer has started it can only be re-raised."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def tracked(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception:
+            log.exception("locus serve: %s %s failed", scope["method"], scope["path"])
+            if started:
+                raise
+            await _error(500, "internal error; the server's log has the details.")(scope, receive, send)
+
+
+class CountRequests:
+    """ASGI middleware: every HTTP answer counted in `metrics` by route template, method and status, with the
+    time to its start."""
+
+    def __init__(self, app, routes, metrics: "Metrics"):
+        self.app, self.routes, self.metrics = app, routes, metrics
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        start = time.perf_counter()
+        endpoint = _endpoint(self.routes, scope)
+
+        async def observed(message):
+            if message["type"] == "http.response.start":
+                seconds = time.perf_counter() - start
+                self.metrics.observe(endpoint, scope["method"], message["status"], seconds)
+            await send(message)
+
+        await self.app(scope, receive, observed)
+
+
 def create_app(pool: Pool, token: str | None = None, settings: Settings | None = None) -> FastAPI:
     """The FastAPI application serving `pool`; `token` (None: none needed) guards the admin endpoints."""
     settings = settings or Settings()
@@ -993,23 +1043,10 @@ def create_app(pool: Pool, token: str | None = None, settings: Settings | None =
     proxy = app.state.proxy = Proxy(settings.backends, settings.backend_timeout, metrics)
     app.state.settings = settings
 
-    @app.middleware("http")  # added first: the innermost; a 500 here keeps the connection (no re-raise)
-    async def internal_error(request: Request, call_next):
-        try:
-            return await call_next(request)
-        except Exception:
-            log.exception("locus serve: %s %s failed", request.method, request.url.path)
-            return _error(500, "internal error; the server's log has the details.")
-
+    # plain ASGI middlewares (BaseHTTPMiddleware's task group and streams per request cost more than routing)
+    app.add_middleware(InternalErrors)  # added first: the innermost
     app.add_middleware(BodyLimit, limit=lambda: settings.max_body_bytes)
-
-    @app.middleware("http")  # added last: the outermost, so it also counts the 413s of limit_body
-    async def count(request: Request, call_next):
-        start = time.perf_counter()
-        endpoint = _endpoint(app, request.scope)
-        response = await call_next(request)
-        metrics.observe(endpoint, request.method, response.status_code, time.perf_counter() - start)
-        return response
+    app.add_middleware(CountRequests, routes=app.router, metrics=metrics)  # the outermost: counts the 413s too
 
     @app.exception_handler(ServiceError)
     async def service_error(request, exc: ServiceError):
@@ -1072,12 +1109,11 @@ def create_app(pool: Pool, token: str | None = None, settings: Settings | None =
         if body.models is not None and not body.models:
             raise ServiceError(422, "models: empty list; name one or more models, or leave models out for all.")
         rankings = await routed(queries, body.models, body.top_k)
-        return {
-            "results": [
-                {"query": r.query, "chosen": _ranked(r.models[0]), "ranking": [_ranked(m) for m in r.models]}
-                for r in rankings
-            ]
-        }
+        results = [
+            {"query": r.query, "chosen": _ranked(r.models[0]), "ranking": [_ranked(m) for m in r.models]}
+            for r in rankings
+        ]
+        return JSONResponse({"results": results})  # plain JSON types already: no jsonable_encoder walk
 
     @app.post("/v1/models", status_code=201, dependencies=[Depends(admin)])
     def add_model(body: AddModelRequest):

@@ -323,3 +323,53 @@ def test_encoding_only_the_queries_of_some_runs(tmp_path, models):
     with pytest.raises(DataError, match="encodings of 'all-MiniLM-L6-v2', but this run is for 'all-mpnet-base-v2'"):
         execute("knn_router", {"k": 1}, data_dir, whole, 3, 0, tmp_path / "mpnet", encoder="all-mpnet-base-v2")
     assert not (tmp_path / "mpnet").exists()
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return encoders.load_encoder("all-MiniLM-L6-v2", device="cpu").eval()
+
+
+SERVING_TEXTS = [
+    "What is the capital of France?",
+    "Solve for x: 2x + 3 = 7.",
+    "a",
+    "  leading and trailing spaces  ",
+    "Übersetze bitte: «guten Morgen» — and explain the grammar.",
+    "longer " * 40,
+    "word " * 400,  # past the encoder's 256 tokens: truncated the same way
+    "What is the capital of France?",  # a repeat
+    *[f"Question {i}: how many {'apples ' * (i % 7)}fit in a box of side {i} cm?" for i in range(30)],
+]
+
+
+@pytest.mark.parametrize("batch_size", [1, 5, 16, 64])
+def test_encode_direct_equals_encode_texts(minilm, batch_size):
+    """The serving path gives encode_texts' vectors (same order, chunks, pooling and normalisation)."""
+    reference = encoders.encode_texts(minilm, SERVING_TEXTS, batch_size=batch_size, progress=False)
+    direct = encoders.encode_direct(minilm, SERVING_TEXTS, batch_size=batch_size)
+    assert direct.dtype == np.float32 and direct.shape == reference.shape == (len(SERVING_TEXTS), 384)
+    assert np.abs(direct - reference).max() <= 1e-5
+    # the same rankings: every text's neighbours by cosine, in the same order
+    assert np.array_equal(np.argsort(-(direct @ direct.T), axis=1), np.argsort(-(reference @ reference.T), axis=1))
+    for text in SERVING_TEXTS[:6]:  # a lone query, as a single request is served
+        lone = encoders.encode_direct(minilm, [text], batch_size=batch_size)
+        assert np.abs(lone - encoders.encode_texts(minilm, [text], batch_size, progress=False)).max() <= 1e-5
+
+
+def test_encode_direct_falls_back_for_special_models(minilm, monkeypatch):
+    """A model in training mode (or with a prompt / truncation) goes through encode_texts, which handles it."""
+    calls = []
+    real = encoders.encode_texts
+    monkeypatch.setattr(encoders, "encode_texts", lambda *a, **k: calls.append(a) or real(*a, **k))
+    minilm.train()
+    try:
+        vectors = encoders.encode_direct(minilm, ["x", "y"], batch_size=4)
+    finally:
+        minilm.eval()
+    assert len(calls) == 1 and vectors.shape == (2, 384)
+    assert encoders.encode_direct(minilm, [], batch_size=4).shape == (0, 384)
+    with pytest.raises(DataError, match="must be strings"):
+        encoders.encode_direct(minilm, ["ok", None])
+    encoders.encode_direct(minilm, ["ok"], batch_size=4)
+    assert len(calls) == 3  # the empty and the bad list went through encode_texts; the good one did not

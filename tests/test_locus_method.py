@@ -79,6 +79,25 @@ def test_fit_beats_random_routing(fitted, problem):
     assert hist["noise_std"].iloc[0] > hist["noise_std"].iloc[-1]
 
 
+def test_prediction_is_in_eval_mode_and_restores_the_mode(fitted, problem):
+    """Logits are the eval-mode ones whatever mode the network is in, and its mode (every module's) is kept."""
+    model, _ = fitted
+    _, _, _, enc, test_ids = problem
+    vectors = enc.take(test_ids[:7])
+    model.net.eval()
+    evaluated = model.predict_logits(vectors)
+    assert not any(m.training for m in model.net.modules())
+    model.net.train()
+    try:
+        assert np.array_equal(model.predict_logits(vectors), evaluated)
+        assert all(m.training for m in model.net.modules())
+        next(iter(model.net.children())).eval()  # a mixed state: one part in eval mode only
+        assert np.array_equal(model.predict_logits(vectors), evaluated)
+        assert all(m.training for m in model.net.modules())  # net.train(True) as before the call
+    finally:
+        model.net.eval()
+
+
 def test_same_seed_same_result(fitted):
     model, data = fitted
     params = {**TINY, "max_steps": 20, "eval_every": 10}

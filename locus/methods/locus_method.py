@@ -241,13 +241,16 @@ class LocusMethod(EmbeddingMethod):
         torch = _torch()
         net = net if net is not None else self.net
         was_training = net.training
-        net.eval()
+        switch = any(module.training for module in net.modules())  # eval() walks every module: only when needed
+        if switch:
+            net.eval()
         query_chunk = max(1, CUDA_CHUNK_PAIRS // max(z.shape[0], 1)) if phi.device.type == "cuda" else 1024
         out = []
         with torch.no_grad(), self._arithmetic(phi.device, exact):
             for s in range(0, phi.shape[0], query_chunk):
                 out.append(net.logits(z, phi[s : s + query_chunk]).float())
-        net.train(was_training)
+        if switch:
+            net.train(was_training)
         return torch.cat(out) if out else torch.zeros((0, z.shape[0]), device=z.device)
 
     # ------------------------------------------------------------------------------------------
