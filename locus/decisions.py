@@ -64,21 +64,32 @@ def _probs(probs) -> np.ndarray:
     return p
 
 
-def top_choice(probs) -> tuple[np.ndarray, np.ndarray]:
+def best_column(value, logits=None) -> np.ndarray:
+    """Per row the column of the largest `value`; among equal values the one with the largest logit (the
+    scores behind calibrated probabilities: a monotone map's flat steps tie whole ranges of them, and their
+    order must not be lost), then the lower column."""
+    value = np.asarray(value, dtype=np.float64)
+    if logits is None:
+        return np.argmax(value, axis=1)
+    tied = value == np.max(value, axis=1, keepdims=True)
+    return np.argmax(np.where(tied, np.nan_to_num(np.asarray(logits, dtype=np.float64), nan=-np.inf), -np.inf), axis=1)
+
+
+def top_choice(probs, logits=None) -> tuple[np.ndarray, np.ndarray]:
     """(column of the most likely model, its probability) per query; NaN columns never win (a row of NaN:
-    column 0 with probability -inf)."""
+    column 0 with probability -inf); ties: the larger logit (when given), then the lower column."""
     p = np.nan_to_num(_probs(probs), nan=-np.inf)
-    top = np.argmax(p, axis=1)  # first maximum: ties to the lower column
+    top = best_column(p, logits)
     return top, p[np.arange(len(p)), top]
 
 
 # --------------------------------------------------------------------------------------------------
 # selective routing
 # --------------------------------------------------------------------------------------------------
-def selective_choice(probs, tau: float, fallback: int | str = "abstain") -> tuple[np.ndarray, np.ndarray]:
+def selective_choice(probs, tau: float, fallback: int | str = "abstain", logits=None) -> tuple[np.ndarray, np.ndarray]:
     """(chosen column per query, routed mask): the most likely model where its probability >= tau, else
-    `fallback` (a column index, or ``"abstain"``: :data:`ABSTAIN`)."""
-    top, p_top = top_choice(probs)
+    `fallback` (a column index, or ``"abstain"``: :data:`ABSTAIN`); ties as :func:`top_choice`."""
+    top, p_top = top_choice(probs, logits)
     routed = p_top >= tau
     fb = ABSTAIN if fallback == "abstain" else int(fallback)
     return np.where(routed, top, fb), routed
@@ -96,9 +107,9 @@ def _errors(correct, cols) -> np.ndarray:
     return 1.0 - c[np.arange(len(c)), cols]
 
 
-def routed_counts(probs, correct, grid) -> tuple[np.ndarray, np.ndarray]:
+def routed_counts(probs, correct, grid, logits=None) -> tuple[np.ndarray, np.ndarray]:
     """Per threshold of `grid`: (routed queries with a label, errors among them) of the top model."""
-    top, p_top = top_choice(probs)
+    top, p_top = top_choice(probs, logits)
     err = _errors(correct, top)
     ok = ~np.isnan(err)
     n = np.array([int(((p_top >= t) & ok).sum()) for t in grid])
@@ -119,7 +130,7 @@ def min_routed(alpha: float, delta: float) -> int:
     return int(math.ceil(math.log(delta) / math.log(1.0 - alpha)))
 
 
-def learn_then_test_threshold(probs_val, correct_val, alpha, delta, fallback=None, grid=None) -> float:
+def learn_then_test_threshold(probs_val, correct_val, alpha, delta, fallback=None, grid=None, logits=None) -> float:
     """The smallest threshold tau certified by Learn-then-Test on validation data, or :data:`NONE` (inf:
     route nothing) when none is.
 
@@ -129,10 +140,10 @@ def learn_then_test_threshold(probs_val, correct_val, alpha, delta, fallback=Non
     Thresholds routing fewer than :func:`min_routed` labelled queries are skipped: they cannot be certified
     even without an error, and the skip looks at counts, never at correctness. Correctness is binary (scores
     >= 0.5 count as correct). `fallback` does not enter the risk (only routed queries do); it is accepted so
-    that a call names the whole policy."""
+    that a call names the whole policy. `logits`: the scores behind the probabilities (ties, :func:`top_choice`)."""
     alpha, delta = check_level("alpha", alpha), check_level("delta", delta)
     grid = np.sort(np.asarray(DEFAULT_GRID if grid is None else grid, dtype=np.float64))[::-1]
-    n, k = routed_counts(probs_val, binary(correct_val), grid)
+    n, k = routed_counts(probs_val, binary(correct_val), grid, logits)
     need = min_routed(alpha, delta)
     certified = NONE
     for t, n_t, k_t in zip(grid, n, k):
@@ -144,11 +155,11 @@ def learn_then_test_threshold(probs_val, correct_val, alpha, delta, fallback=Non
     return certified
 
 
-def selective_outcome(probs, correct, tau: float, fallback: int | str = "abstain") -> dict:
+def selective_outcome(probs, correct, tau: float, fallback: int | str = "abstain", logits=None) -> dict:
     """Coverage (share of queries routed), risk (error rate among routed labelled queries; NaN when none)
     and accuracy over all queries with the fallback answering the others (NaN with abstain); correctness
     binary (:func:`binary`)."""
-    cols, routed = selective_choice(probs, tau, fallback)
+    cols, routed = selective_choice(probs, tau, fallback, logits)
     correct = binary(correct)
     err_routed = _errors(correct, np.where(routed, cols, 0))[routed]
     err_routed = err_routed[~np.isnan(err_routed)]
@@ -165,12 +176,12 @@ def selective_outcome(probs, correct, tau: float, fallback: int | str = "abstain
     return out
 
 
-def risk_coverage_curve(probs, correct, grid=None) -> dict[str, np.ndarray]:
+def risk_coverage_curve(probs, correct, grid=None, logits=None) -> dict[str, np.ndarray]:
     """Per threshold (default grid: every distinct top probability, high to low): coverage and the error
     rate among routed labelled queries (NaN where nothing is routed)."""
     _, p_top = top_choice(probs)
     grid = np.unique(p_top[np.isfinite(p_top)])[::-1] if grid is None else np.sort(np.asarray(grid, float))[::-1]
-    n, k = routed_counts(probs, binary(correct), grid)
+    n, k = routed_counts(probs, binary(correct), grid, logits)
     with np.errstate(invalid="ignore", divide="ignore"):
         risk = np.where(n > 0, k / np.maximum(n, 1), np.nan)
     coverage = np.array([(p_top >= t).mean() if len(p_top) else math.nan for t in grid])
@@ -180,19 +191,20 @@ def risk_coverage_curve(probs, correct, grid=None) -> dict[str, np.ndarray]:
 # --------------------------------------------------------------------------------------------------
 # cost-aware routing
 # --------------------------------------------------------------------------------------------------
-def choose_cost_weighted(probs, costs, lam) -> np.ndarray:
+def choose_cost_weighted(probs, costs, lam, logits=None) -> np.ndarray:
     """Per query the column maximising P - lam * cost (costs [models] or [queries x models]; NaN
-    probabilities never win; ties to the lower column). lam = 0 is the argmax of P."""
+    probabilities never win; ties: the larger logit when given, then the lower column). lam = 0 is the
+    argmax of P."""
     p = _probs(probs)
     lam = check_lambda(lam)
     c = check_costs(costs, p.shape[1])
     utility = np.nan_to_num(p, nan=-np.inf) - lam * c
-    return np.argmax(utility, axis=1)
+    return best_column(utility, logits)
 
 
-def choose_cheapest_above(probs, costs, p_min) -> np.ndarray:
-    """Per query the cheapest column with P >= p_min (ties: the more likely, then the lower column); the most
-    likely model where none reaches p_min."""
+def choose_cheapest_above(probs, costs, p_min, logits=None) -> np.ndarray:
+    """Per query the cheapest column with P >= p_min (ties: the more likely, then the larger logit when given,
+    then the lower column); the most likely model where none reaches p_min."""
     p = _probs(probs)
     c = np.broadcast_to(check_costs(costs, p.shape[1]), p.shape)
     try:
@@ -207,8 +219,9 @@ def choose_cheapest_above(probs, costs, p_min) -> np.ndarray:
     best = np.full(len(p), -1, dtype=np.int64)
     for q in np.flatnonzero(ok.any(axis=1)):
         cheapest = np.flatnonzero(key[q] == key[q].min())
-        best[q] = cheapest[np.argmax(p[q, cheapest])]
-    top, _ = top_choice(p)
+        tie = None if logits is None else np.asarray(logits)[q, cheapest][None]
+        best[q] = cheapest[best_column(p[q, cheapest][None], tie)[0]]
+    top, _ = top_choice(p, logits)
     return np.where(best >= 0, best, top)
 
 

@@ -364,13 +364,15 @@ def encode_texts(
     return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
-def encode_direct(model, texts: Sequence[str], batch_size: int = 16) -> np.ndarray:
+def encode_direct(model, texts: Sequence[str], batch_size: int = 16, precision: str = "float32") -> np.ndarray:
     """:func:`encode_texts`' vectors (strings, float32 ``[n, dim]``) with less work per call, for serving one
     short query at a time: the texts go in the same longest-first order and chunks as
     ``SentenceTransformer.encode`` and through the model's own modules (tokenizer, transformer, pooling and
     normalisation as its config says), but without what ``encode`` repeats on every call (setting eval mode,
     finding the device by scanning all parameters). Put the model in eval mode once before (``model.eval()``).
-    A model with a default prompt, a truncation dimension or flattened inputs goes through :func:`encode_texts`."""
+    A model with a default prompt, a truncation dimension or flattened inputs goes through :func:`encode_texts`.
+    `precision` bfloat16 runs the forward pass under torch autocast (float32 vectors out; not encode_texts'
+    floats, close to them)."""
     import torch
     from sentence_transformers.util import batch_to_device
 
@@ -381,12 +383,14 @@ def encode_direct(model, texts: Sequence[str], batch_size: int = 16) -> np.ndarr
         or getattr(model, "_can_flatten_inputs", lambda: False)()
         or model.training
     )
-    if special or not texts or any(not isinstance(t, str) for t in texts):
-        return encode_texts(model, texts, batch_size, progress=False)
-    order = np.argsort([-len(t) for t in texts])  # encode's sort: the same chunks, so the same floats
     device = next(model.parameters()).device
+    low = precision == "bfloat16"
+    if special or not texts or any(not isinstance(t, str) for t in texts):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=low):
+            return encode_texts(model, texts, batch_size, progress=False)
+    order = np.argsort([-len(t) for t in texts])  # encode's sort: the same chunks, so the same floats
     chunks = []
-    with torch.inference_mode():
+    with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=low):
         for start in range(0, len(texts), batch_size):
             features = model.preprocess([texts[i] for i in order[start : start + batch_size]])
             chunks.append(model(batch_to_device(features, device))["sentence_embedding"].float().cpu())

@@ -235,9 +235,9 @@ def route(
     run_dir, texts, candidates, logits, probs = _predict(
         checkpoint, queries, file, models, encoder, precision, calibrated
     )
-    if not calibrated:  # ranked by the logits themselves (the sigmoid can tie distinct large logits)
-        return rank(texts, logits, candidates, run_dir.name, top_k)
-    return rank(texts, probs, candidates, run_dir.name, top_k, probabilities=True)
+    # ranked by the logits themselves: the sigmoid can tie distinct large logits, a calibration map's flat steps
+    # tie whole ranges of them
+    return rank(texts, logits, candidates, run_dir.name, top_k, probs if calibrated else None)
 
 
 def _predict(checkpoint, queries, file, models, encoder, precision, calibrated):
@@ -351,12 +351,14 @@ def decide(
     from locus.evaluation import best_single_model
 
     kind = policy.kind()
-    run_dir, texts, candidates, _, probs = _predict(checkpoint, queries, file, models, encoder, precision, calibrated)
-    rankings = rank(texts, probs, candidates, run_dir.name, top_k, probabilities=True)
+    run_dir, texts, candidates, logits, probs = _predict(
+        checkpoint, queries, file, models, encoder, precision, calibrated
+    )
+    rankings = rank(texts, logits, candidates, run_dir.name, top_k, probs)
     what = "calibrated" if calibrated else "uncalibrated (sigmoid of the logit; --calibrated uses calibration.json)"
     if kind == "argmax":
         cols, fell, note = (
-            np.argmax(probs, axis=1),
+            decisions.top_choice(probs, logits)[0],
             np.zeros(len(texts), bool),
             f"most likely model, {what} probabilities",
         )
@@ -368,7 +370,9 @@ def decide(
             val_probs = probability_map(checkpoint, calibrated)(val_logits[:, pos])
             labels = data.label_matrix(val_ids, candidates)
             val_probs = np.where(np.isnan(labels), np.nan, val_probs)
-            tau = decisions.learn_then_test_threshold(val_probs, labels, policy.alpha, policy.delta)
+            tau = decisions.learn_then_test_threshold(
+                val_probs, labels, policy.alpha, policy.delta, logits=val_logits[:, pos]
+            )
             if policy.fallback == "abstain":
                 fb, fb_text = "abstain", "abstain"
             else:
@@ -381,7 +385,7 @@ def decide(
                     except ConfigError as exc:
                         raise DataError(f"{exc} (the candidates of --models, or every model of the run)") from None
                 fb_text = run_dir.name(candidates[fb])
-            cols, routed = decisions.selective_choice(probs, tau, fb)
+            cols, routed = decisions.selective_choice(probs, tau, fb, logits)
             fell = ~routed
             tau_text = "none certified: every query falls back" if tau == decisions.NONE else f"tau = {tau:.2f}"
             note = (
@@ -391,11 +395,11 @@ def decide(
         else:
             costs, column = model_costs(data.models, candidates, f"{where}/models.parquet")
             if kind == "cost-weight":
-                cols = decisions.choose_cost_weighted(probs, costs, policy.cost_weight)
+                cols = decisions.choose_cost_weighted(probs, costs, policy.cost_weight, logits)
                 fell = np.zeros(len(texts), bool)
                 rule = f"max P - {policy.cost_weight:g} x cost"
             else:
-                cols = decisions.choose_cheapest_above(probs, costs, policy.min_prob)
+                cols = decisions.choose_cheapest_above(probs, costs, policy.min_prob, logits)
                 fell = ~(probs >= policy.min_prob).any(axis=1)  # no model reaches p: the most likely one
                 rule = f"cheapest model with P >= {policy.min_prob:g} (else the most likely)"
             note = (
@@ -419,14 +423,14 @@ def encode_checked(run_dir, texts, encoder: str | None, what: str) -> np.ndarray
     return ckpt.check_dim(ckpt.encode_queries(encoder or run_dir.encoder, list(texts)), run_dir, what)
 
 
-def rank(texts, logits: np.ndarray, candidates, name, top_k: int, probabilities: bool = False) -> list[Ranking]:
-    """Rankings of the `top_k` `candidates` (model ids; `name(id)` gives the name) per query from their logits
-    [queries x candidates] (or probabilities, with `probabilities`), best first, with the probability of a
-    correct answer (ties: candidate order)."""
-    if probabilities:
-        prob = np.asarray(logits, dtype=np.float64)
-    else:
-        prob = 1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -40, 40)))
+def rank(texts, logits: np.ndarray, candidates, name, top_k: int, probs: np.ndarray | None = None) -> list[Ranking]:
+    """Rankings of the `top_k` `candidates` (model ids; `name(id)` gives the name) per query, best first, by
+    their logits [queries x candidates] (ties: candidate order), with the probability of a correct answer:
+    `probs` (e.g. calibrated) or the sigmoid of the logit. A calibration map is monotone, so the logits order
+    the calibrated probabilities too, and break the ties of their flat steps by the model's own score."""
+    if probs is None:
+        probs = 1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -40, 40)))
+    prob = np.asarray(probs, dtype=np.float64)
     k = max(1, min(top_k, len(candidates)))
     out = []
     for qi, text in enumerate(texts):

@@ -35,6 +35,7 @@ from starlette.routing import Match
 
 from locus import atomic, inference, weights
 from locus.errors import ConfigError, DataError, LocusError
+from locus.provenance import native_bfloat16
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +90,16 @@ class Pool:
     """A loaded run (:class:`locus.checkpoint.Checkpoint`) with the models added to it, persisted in
     `pool_dir` (None: kept in memory only). Thread-safe: one lock guards the pool and the forward passes."""
 
-    def __init__(self, run, pool_dir: Path | None = None, stored: "StoredEncodings | None" = None, calibration=None):
+    def __init__(
+        self,
+        run,
+        pool_dir: Path | None = None,
+        stored: "StoredEncodings | None" = None,
+        calibration=None,
+        encoder_precision: str = "float32",
+    ):
         self.run = run
+        self.encoder_precision = encoder_precision  # float32 or bfloat16 (autocast) for the query encoder
         self.stored = stored
         # the run's calibration map (locus.calibration.Calibration) or None: P(correct) = sigmoid(logit)
         self.calibration = calibration
@@ -173,7 +182,8 @@ class Pool:
                 encoder = load_encoder(self.run.encoder)
                 encoder.eval()  # once: encode_direct does not repeat it per call
                 self.encoder = encoder
-        return ckpt.check_dim(encode_direct(self.encoder, list(texts), ENCODE_BATCH), self.run, what)
+        vectors = encode_direct(self.encoder, list(texts), ENCODE_BATCH, precision=self.encoder_precision)
+        return ckpt.check_dim(vectors, self.run, what)
 
     def warm_up(self) -> threading.Thread:
         """Load the encoder (and run it once) in a background thread."""
@@ -235,11 +245,8 @@ class Pool:
                     queries, _, top_k = requests[i]
                     part = logits[at : at + len(queries)]
                     at += len(queries)
-                    if self.calibration is None:
-                        out[i] = inference.rank(queries, part, candidates[i], view.name, top_k)
-                    else:
-                        probs = self.calibration.probabilities(part)
-                        out[i] = inference.rank(queries, probs, candidates[i], view.name, top_k, probabilities=True)
+                    probs = None if self.calibration is None else self.calibration.probabilities(part)
+                    out[i] = inference.rank(queries, part, candidates[i], view.name, top_k, probs)
             return out
 
     def _logits(self, vectors: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -1086,6 +1093,7 @@ def create_app(pool: Pool, token: str | None = None, settings: Settings | None =
             "models": pool.size(),
             "added": len(pool.added),
             "calibration": pool.calibration.kind if pool.calibration is not None else None,
+            "encoder_precision": pool.encoder_precision,
         }
 
     @app.get("/metrics")
@@ -1176,9 +1184,11 @@ def load(
     precision: str | None = None,
     data: Path | None = None,
     encodings: Path | None = None,
+    encoder_precision: str = "float32",
 ) -> Pool:
     """The run directory `run` loaded once, with the models added earlier in `pool_dir` and the stored
-    encodings of its data set (`data` + `encodings`; by default the run's own where both exist, else none)."""
+    encodings of its data set (`data` + `encodings`; by default the run's own where both exist, else none);
+    queries encoded in `encoder_precision`."""
     from locus import run_artifacts as ra
 
     checkpoint = ra.load_checkpoint(run)
@@ -1197,4 +1207,6 @@ def load(
         data, encodings = default_data_paths(checkpoint)
         if data is not None and encodings is not None and encodings.is_file():
             stored = load_stored(checkpoint, data, encodings)
-    return Pool(checkpoint, pool_dir, stored, calibration=ra.read_calibration(run))
+    if encoder_precision == "bfloat16" and not native_bfloat16():
+        log.warning("locus serve: this CPU has no bfloat16 in hardware; --encoder-precision bfloat16 will be slow")
+    return Pool(checkpoint, pool_dir, stored, calibration=ra.read_calibration(run), encoder_precision=encoder_precision)

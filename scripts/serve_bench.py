@@ -1,6 +1,7 @@
 """Latency, throughput, memory and hot-add time of `locus serve` on loopback (a benchmark, not a test).
 
     python scripts/serve_bench.py --run LOCUS_RUN [--knn-run KNN_RUN] --data DATA [--seconds 10] [--clients 64]
+        [--threads 1] [--encoder-precision float32|bfloat16]
 
 Starts `python -m locus serve` for each run (a LOCUS run and, side by side, a kNN-router run of the same data)
 on free loopback ports and measures over real HTTP, each phase bounded by `--requests` and `--seconds`:
@@ -9,14 +10,20 @@ on free loopback ports and measures over real HTTP, each phase bounded by `--req
   after each half);
 - `POST /v1/models` (hot-add, LOCUS only) from 128 prompts of the data set (their stored encodings are reused)
   and from 128 new prompts (encoded), median of `--adds`;
-- `locus route` as one process per call (`--process-calls` calls) for contrast.
-Queries are the data set's test prompts. Prints a Markdown table; report the machine (CPU) with it.
+- `locus route` as one process per call (`--process-calls` calls) for contrast;
+- with `--encoder-precision bfloat16`: every test prompt routed by that LOCUS service and by a float32 one,
+  the share of queries routed to the same model and each one's routing accuracy on the test labels.
+Queries are the data set's test prompts. The clients are plain HTTP/1.1 over kept-alive sockets (the standard
+library), so that on a small machine the load generator takes little of the CPU it measures. Prints a Markdown
+table; report the machine (CPU) with it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
+import json
 import os
 import socket
 import statistics
@@ -48,12 +55,12 @@ def pct(values, q: int) -> float:
 
 
 class Server:
-    def __init__(self, run: str, env: dict):
+    def __init__(self, run: str, env: dict, extra: list[str] = ()):
         import httpx
 
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "locus", "serve", "--run", run, "--port", str(self.port)]
+        cmd = [sys.executable, "-m", "locus", "serve", "--run", run, "--port", str(self.port), *extra]
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with httpx.Client(base_url=self.base, timeout=60) as client:
             deadline = time.monotonic() + 300
@@ -72,52 +79,113 @@ class Server:
         self.proc.wait(30)
 
 
-def sequential(base: str, prompts: list[str], requests: int, seconds: float) -> list[float]:
-    import httpx
+def route_body(queries: list[str], top_k: int = 3) -> bytes:
+    return json.dumps({"queries": queries, "top_k": top_k}).encode()
+
+
+def sequential(port: int, prompts: list[str], requests: int, seconds: float) -> list[float]:
+    """Latencies (ms) of single-query requests sent one at a time over one kept-alive connection."""
+    bodies = [route_body([q]) for q in prompts]
+    headers = {"Content-Type": "application/json"}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+
+    def post(body: bytes) -> None:
+        conn.request("POST", "/v1/route", body, headers)
+        response = conn.getresponse()
+        response.read()
+        if response.status != 200:
+            raise SystemExit(f"serve_bench: /v1/route answered {response.status}")
 
     lat = []
-    with httpx.Client(base_url=base, timeout=120) as client:
-        for q in prompts[:10]:  # warm-up (the encoder loads in the background at start)
-            client.post("/v1/route", json={"queries": [q], "top_k": 3}).raise_for_status()
+    try:
+        for body in bodies[:10]:  # warm-up (the encoder loads in the background at start)
+            post(body)
         stop = time.perf_counter() + seconds
         for i in range(requests):
             if time.perf_counter() > stop:
                 break
             t0 = time.perf_counter()
-            client.post("/v1/route", json={"queries": [prompts[i % len(prompts)]], "top_k": 3}).raise_for_status()
+            post(bodies[i % len(bodies)])
             lat.append(1000 * (time.perf_counter() - t0))
+    finally:
+        conn.close()
     return lat
 
 
-def concurrent(base: str, prompts: list[str], clients: int, seconds: float) -> tuple[int, int, float, list[float]]:
-    import httpx
+async def _post(reader, writer, body: bytes) -> int:
+    """One POST /v1/route on an open HTTP/1.1 connection; the status (the body is read and dropped)."""
+    writer.write(
+        b"POST /v1/route HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    await writer.drain()
+    status = int((await reader.readline()).split()[1])
+    length = 0
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    await reader.readexactly(length)
+    return status
+
+
+def concurrent(port: int, prompts: list[str], clients: int, seconds: float) -> tuple[int, int, float, list[float]]:
+    """`clients` connections each sending single-query requests back to back for `seconds`: (answered,
+    errors, elapsed s, latencies ms)."""
+    bodies = [route_body([q]) for q in prompts]
 
     async def load():
         done, errors, lat = 0, 0, []
         stop = time.perf_counter() + seconds
-        limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-        async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
 
-            async def worker(w):
-                nonlocal done, errors
-                i = w
+        async def worker(w):
+            nonlocal done, errors
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            i = w
+            try:
                 while time.perf_counter() < stop:
                     t0 = time.perf_counter()
                     try:
-                        r = await client.post("/v1/route", json={"queries": [prompts[i % len(prompts)]], "top_k": 3})
-                        ok = r.status_code == 200
-                    except httpx.HTTPError:
+                        ok = await asyncio.wait_for(_post(reader, writer, bodies[i % len(bodies)]), 60) == 200
+                    except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError, IndexError):
                         ok = False
+                        writer.close()
+                        reader, writer = await asyncio.open_connection("127.0.0.1", port)
                     lat.append(1000 * (time.perf_counter() - t0))
                     done += ok
                     errors += not ok
                     i += clients
+            finally:
+                writer.close()
 
-            t0 = time.perf_counter()
-            await asyncio.gather(*(worker(w) for w in range(clients)))
-            return done, errors, time.perf_counter() - t0, lat
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker(w) for w in range(clients)))
+        return done, errors, time.perf_counter() - t0, lat
 
     return asyncio.run(load())
+
+
+def chosen_models(base: str, prompts: list[str], batch: int = 64) -> list[str]:
+    """The model each prompt is routed to, in requests of `batch` queries."""
+    import httpx
+
+    out = []
+    with httpx.Client(base_url=base, timeout=600) as client:
+        for start in range(0, len(prompts), batch):
+            r = client.post("/v1/route", json={"queries": prompts[start : start + batch], "top_k": 1})
+            r.raise_for_status()
+            out += [res["ranking"][0]["name"] for res in r.json()["results"]]
+    return out
+
+
+def routing_accuracy(data, prompt_ids, chosen: list[str]) -> float:
+    """Mean test label of the chosen model per query (queries where it has no label left out)."""
+    import numpy as np
+
+    col = {name: i for i, name in enumerate(data.models.set_index("model_id").loc[data.model_ids, "name"])}
+    labels = data.label_matrix(prompt_ids)
+    picked = labels[np.arange(len(chosen)), [col[name] for name in chosen]]
+    return float(np.nanmean(picked))
 
 
 def hot_adds(base: str, pool_prompts: list[str], new_prompts: list[str], adds: int, seed: int = 0):
@@ -170,31 +238,50 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=10.0, help="at most this long per phase")
     ap.add_argument("--adds", type=int, default=5, help="hot-adds of each kind (median reported)")
     ap.add_argument("--process-calls", type=int, default=3, help="`locus route` processes (0: skip)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of each service (locus serve --threads)")
+    ap.add_argument(
+        "--encoder-precision",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="locus serve --encoder-precision of the services; bfloat16 also compares routing with float32",
+    )
     args = ap.parse_args(argv)
 
     data = read_dataset(args.data)
     prompts = data.split_queries("test")["prompt"].tolist()
     train = data.split_queries("train")["prompt"].tolist()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    extra = ["--threads", str(args.threads), "--encoder-precision", args.encoder_precision]
     runs = [("locus", args.run)] + ([("knn_router", args.knn_run)] if args.knn_run else [])
     rows = []
     for label, run in runs:
-        server = Server(run, env)
+        server = Server(run, env, extra)
         try:
-            lat = sequential(server.base, prompts, args.requests, args.seconds)
+            lat = sequential(server.port, prompts, args.requests, args.seconds)
             rss = [rss_mb(server.proc.pid)]
             done, errors, elapsed, conc = 0, 0, 0.0, []
             for _ in range(2):  # two halves: RSS after each tells growth that levels off from a leak
-                d, e, t, c = concurrent(server.base, prompts, args.clients, args.seconds / 2)
+                d, e, t, c = concurrent(server.port, prompts, args.clients, args.seconds / 2)
                 done, errors, elapsed, conc = done + d, errors + e, elapsed + t, conc + c
                 rss.append(rss_mb(server.proc.pid))
             adds = hot_adds(server.base, train, train, args.adds) if label == "locus" else None
+            if label == "locus" and args.encoder_precision == "bfloat16":
+                low = chosen_models(server.base, prompts)
         finally:
             server.stop()
         rows.append((label, lat, done, errors, elapsed, conc, rss, adds))
     procs = process_calls(args.run, prompts, args.process_calls, env) if args.process_calls else []
+    if args.encoder_precision == "bfloat16":
+        server = Server(args.run, env, ["--threads", str(args.threads)])
+        try:
+            full = chosen_models(server.base, prompts)
+        finally:
+            server.stop()
 
-    print(f"locus serve on {cpu_model()}, {os.cpu_count()} CPU(s); data {args.data}")
+    print(
+        f"locus serve on {cpu_model()}, {os.cpu_count()} CPU(s); data {args.data}; --threads {args.threads} "
+        f"--encoder-precision {args.encoder_precision}"
+    )
     print(f"runs: {', '.join(f'{label} {run}' for label, run in runs)}\n")
     print("| measure | " + " | ".join(label for label, *_ in rows) + " | target |")
     print("|---|" + "---|" * len(rows) + "---|")
@@ -214,6 +301,14 @@ def main(argv=None) -> int:
     for kind, what in (("pool", "128 pool prompts (stored encodings)"), ("new", "128 new prompts (encoded)")):
         cells = [f"{statistics.median(r[7][kind]):.1f} (of {len(r[7][kind])})" if r[7] else "n/a" for r in rows]
         line(f"hot-add from {what}, median (ms)", cells, "<= 50" if kind == "pool" else "")
+    if args.encoder_precision == "bfloat16":
+        ids = data.split_queries("test")["prompt_id"].to_numpy()
+        same = sum(a == b for a, b in zip(low, full)) / len(full)
+        print(
+            f"\nLOCUS, {len(full)} test queries: {100 * same:.1f}% routed to the same model with the bfloat16 encoder "
+            f"as with float32; routing accuracy {100 * routing_accuracy(data, ids, low):.2f}% (bfloat16) vs "
+            f"{100 * routing_accuracy(data, ids, full):.2f}% (float32)"
+        )
     if procs:
         print(
             f"\n`locus route` as a process per call (LOCUS run): median {statistics.median(procs):.0f} ms "

@@ -126,3 +126,27 @@ def test_aiq_by_hand():
     assert d.aiq([2], [0.6], max_cost=4) == pytest.approx(0.3)
     with pytest.raises(ConfigError):
         d.aiq([1, -2], [0.5, 0.6])
+
+
+def test_ties_of_calibrated_probabilities_go_to_the_larger_logit():
+    """An isotonic map's flat steps give several models one probability; the model's own score (the logit)
+    must still order them, never overturn a higher probability, and leave the lower column without logits."""
+    probs = np.array([[0.7, 0.7, 0.2], [0.5, 0.5, 0.5]])
+    logits = np.array([[0.1, 2.0, 5.0], [np.nan, -1.0, -3.0]])
+    assert d.top_choice(probs, logits)[0].tolist() == [1, 1]
+    assert d.top_choice(probs)[0].tolist() == [0, 0]
+    assert d.choose_cost_weighted(probs, [1.0, 1.0, 1.0], 0.5, logits).tolist() == [1, 1]
+    assert d.choose_cheapest_above(probs, [1.0, 1.0, 5.0], 0.6, logits).tolist() == [1, 1]
+    cols, routed = d.selective_choice(probs, 0.6, "abstain", logits)
+    assert cols.tolist() == [1, d.ABSTAIN] and routed.tolist() == [True, False]
+
+
+def test_rankings_follow_the_logits_and_show_the_calibrated_probabilities():
+    from locus.inference import rank
+
+    logits = np.array([[0.1, 2.0, -1.0]])
+    calibrated = np.array([[0.6, 0.6, 0.3]])  # a flat step ties the first two
+    (ranking,) = rank(["q"], logits, np.array([10, 11, 12]), lambda m: f"m{m}", 3, calibrated)
+    assert [(m, p) for m, _, p in ranking.models] == [(11, 0.6), (10, 0.6), (12, 0.3)]
+    (plain,) = rank(["q"], logits, np.array([10, 11, 12]), lambda m: f"m{m}", 2)
+    assert [m for m, _, _ in plain.models] == [11, 10] and plain.models[0][2] == 1 / (1 + np.exp(-2.0))

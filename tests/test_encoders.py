@@ -357,6 +357,17 @@ def test_encode_direct_equals_encode_texts(minilm, batch_size):
         assert np.abs(lone - encoders.encode_texts(minilm, [text], batch_size, progress=False)).max() <= 1e-5
 
 
+def test_encode_direct_in_bfloat16_stays_close_to_float32(minilm):
+    """--encoder-precision bfloat16 of locus serve: autocast runs (other floats) and the vectors stay close."""
+    full = encoders.encode_direct(minilm, SERVING_TEXTS, batch_size=16)
+    low = encoders.encode_direct(minilm, SERVING_TEXTS, batch_size=16, precision="bfloat16")
+    assert low.dtype == np.float32 and low.shape == full.shape
+    assert not np.array_equal(low, full)
+    assert (full * low).sum(axis=1).min() >= 0.999
+    lone = encoders.encode_direct(minilm, SERVING_TEXTS[:1], batch_size=16, precision="bfloat16")
+    assert (lone[0] * full[0]).sum() >= 0.999
+
+
 def test_encode_direct_falls_back_for_special_models(minilm, monkeypatch):
     """A model in training mode (or with a prompt / truncation) goes through encode_texts, which handles it."""
     calls = []

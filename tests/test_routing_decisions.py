@@ -238,7 +238,8 @@ def test_violation_check_keeps_delta_where_the_risk_is_known():
         return probs, correct
 
     (vp, vc), (tp, tc) = split(1000), split(1000)
-    run = RunProbs("r", "knn_router", 0, 32, np.arange(2), vp, vc, tp, tc, "identity")
+    logit = lambda p: np.log(p / (1 - p))  # noqa: E731
+    run = RunProbs("r", "knn_router", 0, 32, np.arange(2), vp, vc, tp, tc, "identity", logit(vp), logit(tp))
     table, _ = selective([run], None, [0.2, 0.16], 0.1, ["abstain"], n_boot=100, seed=0)
     loose, tight = table.iloc[0], table.iloc[1]
     assert loose["coverage"] == 1.0 and loose["violation_freq"] == 0.0 and loose["n_checks"] == 100

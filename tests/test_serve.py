@@ -82,6 +82,7 @@ def test_health_models_and_route_equal_locus_route(service, run_dir):  # noqa: F
     c = service.client
     health = c.get("/healthz").json()
     assert health["status"] == "ok" and health["models"] == 5 and health["run"] == str(run_dir)
+    assert health["encoder_precision"] == "float32"
     models = c.get("/v1/models").json()["models"]
     assert [(m["id"], m["name"], m["added"]) for m in models] == [(i, f"org/model-{i}", False) for i in range(5)]
 
@@ -428,3 +429,14 @@ def test_a_calibrated_run_serves_calibrated_probabilities(run_dir, fake_encoder,
         )
     finally:
         svc.stop()
+
+
+def test_encoder_precision_is_the_services_and_said_in_healthz(run_dir):  # noqa: F811
+    """--encoder-precision bfloat16 reaches the pool's encoder calls and /healthz; a bad value is refused."""
+    svc = Service(run_dir, encoder_precision="bfloat16")
+    try:
+        assert svc.client.get("/healthz").json()["encoder_precision"] == "bfloat16"
+        assert svc.pool.encoder_precision == "bfloat16"
+    finally:
+        svc.stop()
+    assert main(["serve", "--run", str(run_dir), "--encoder-precision", "float16"]) == 2

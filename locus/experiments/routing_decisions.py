@@ -64,9 +64,11 @@ class RunProbs:
     test_probs: np.ndarray
     test_correct: np.ndarray
     calibration: str
+    val_logits: np.ndarray  # the scores behind the probabilities: they break the calibration map's ties
+    test_logits: np.ndarray
 
 
-def _split(run_dir, data, split: str, cal, ids_expected) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _split(run_dir, data, split: str, cal, ids_expected) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     from locus import run_artifacts
 
     prompt_ids, model_ids, logits = run_artifacts.read_scores(run_dir, split)
@@ -77,7 +79,8 @@ def _split(run_dir, data, split: str, cal, ids_expected) -> tuple[np.ndarray, np
         )
     labels = data.label_matrix(prompt_ids, model_ids)
     probs = cal.probabilities(logits)
-    return model_ids, np.where(np.isnan(labels), np.nan, probs), labels
+    unlabelled = np.isnan(labels)
+    return model_ids, np.where(unlabelled, np.nan, probs), labels, np.where(unlabelled, np.nan, logits)
 
 
 def load_runs(run_dirs, data_dir) -> tuple[list[RunProbs], object]:
@@ -103,8 +106,8 @@ def load_runs(run_dirs, data_dir) -> tuple[list[RunProbs], object]:
                 f"`locus calibrate --run {run}` first (the workflow's calibrate_run rule)."
             )
         ids = {s: data.split_queries(s)["prompt_id"].to_numpy(np.int64) for s in ("val", "test")}
-        model_ids, vp, vc = _split(run, data, "val", cal, ids["val"])
-        test_ids, tp, tc = _split(run, data, "test", cal, ids["test"])
+        model_ids, vp, vc, vl = _split(run, data, "val", cal, ids["val"])
+        test_ids, tp, tc, tl = _split(run, data, "test", cal, ids["test"])
         if not np.array_equal(model_ids, test_ids):
             raise DataError(f"{run}: validation and test scores name different models; re-run the training rule.")
         out.append(
@@ -119,6 +122,8 @@ def load_runs(run_dirs, data_dir) -> tuple[list[RunProbs], object]:
                 tp,
                 tc,
                 cal.kind,
+                vl,
+                tl,
             )
         )
     if not out:
@@ -155,10 +160,10 @@ def fallback_column(run: RunProbs, fallback: str, data) -> int | str:
 # --------------------------------------------------------------------------------------------------
 # selective routing
 # --------------------------------------------------------------------------------------------------
-def risk_at_coverage(probs, correct, grid=COVERAGE_GRID) -> np.ndarray:
+def risk_at_coverage(probs, correct, grid=COVERAGE_GRID, logits=None) -> np.ndarray:
     """Error rate among the most confident fraction c of queries (top probability), for each c of `grid`
-    (labelled routed queries only; binary correctness)."""
-    top, p_top = decisions.top_choice(probs)
+    (labelled routed queries only; binary correctness; ties between models: the larger logit)."""
+    top, p_top = decisions.top_choice(probs, logits)
     err = 1.0 - decisions.binary(correct)[np.arange(len(top)), top]
     order = np.argsort(-p_top, kind="stable")
     e = err[order]
@@ -189,26 +194,34 @@ def selective(runs, data, alphas, delta, fallbacks, n_boot: int, seed: int) -> t
     rows, curves = [], []
     for method in methods_of(runs):
         mine = [r for r in runs if r.method == method]
-        per_seed = np.array([risk_at_coverage(r.test_probs, r.test_correct) for r in mine])
+        per_seed = np.array([risk_at_coverage(r.test_probs, r.test_correct, logits=r.test_logits) for r in mine])
         for c, mean, sd in zip(COVERAGE_GRID, np.nanmean(per_seed, 0), np.nanstd(per_seed, 0)):
             curves.append({"method": method, "coverage": c, "risk": mean, "risk_std": sd, "n_seeds": len(mine)})
         for alpha in alphas:
-            taus = [decisions.learn_then_test_threshold(r.val_probs, r.val_correct, alpha, delta) for r in mine]
+            taus = [
+                decisions.learn_then_test_threshold(r.val_probs, r.val_correct, alpha, delta, logits=r.val_logits)
+                for r in mine
+            ]
             checks = []
             for r in mine:
                 probs, correct = np.vstack([r.val_probs, r.test_probs]), np.vstack([r.val_correct, r.test_correct])
-                top, p_top = decisions.top_choice(probs)
+                logits = np.vstack([r.val_logits, r.test_logits])
+                top, p_top = decisions.top_choice(probs, logits)
                 err = 1.0 - decisions.binary(correct)[np.arange(len(probs)), top]
                 for perm in splits:
                     cert, held = perm[:n_val], perm[n_val:]
-                    tau_b = decisions.learn_then_test_threshold(probs[cert], correct[cert], alpha, delta)
+                    tau_b = decisions.learn_then_test_threshold(
+                        probs[cert], correct[cert], alpha, delta, logits=logits[cert]
+                    )
                     routed = held[(p_top[held] >= tau_b) & ~np.isnan(err[held])]
                     checks.append(len(routed) > 0 and float(err[routed].mean()) > alpha)
             viol = float(np.mean(checks))
             finite = [t for t in taus if t != decisions.NONE]
             for fb in fallbacks:
                 outs = [
-                    decisions.selective_outcome(r.test_probs, r.test_correct, t, fallback_column(r, fb, data))
+                    decisions.selective_outcome(
+                        r.test_probs, r.test_correct, t, fallback_column(r, fb, data), r.test_logits
+                    )
                     for r, t in zip(mine, taus)
                 ]
                 rows.append(
@@ -311,7 +324,9 @@ def cost_quality(
         mine = [r for r in runs if r.method == method]
         parts = [
             _per_query(
-                [decisions.choose_cost_weighted(r.test_probs, costs, lam) for lam in lams], r.test_correct, costs
+                [decisions.choose_cost_weighted(r.test_probs, costs, lam, r.test_logits) for lam in lams],
+                r.test_correct,
+                costs,
             )
             for r in mine
         ]
