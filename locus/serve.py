@@ -99,7 +99,7 @@ class Pool:
         encoder_precision: str = "float32",
     ):
         self.run = run
-        self.encoder_precision = encoder_precision  # float32 or bfloat16 (autocast) for the query encoder
+        self.encoder_precision = encoder_precision  # float32, or bfloat16 (encoders.in_bfloat16) for the query encoder
         self.stored = stored
         # the run's calibration map (locus.calibration.Calibration) or None: P(correct) = sigmoid(logit)
         self.calibration = calibration
@@ -175,14 +175,14 @@ class Pool:
 
         if getattr(ckpt.encode_queries, "__module__", None) != ckpt.__name__:
             return inference.encode_checked(self.run, texts, None, what)
-        from locus.encoders import encode_direct, load_encoder
+        from locus.encoders import encode_direct, in_bfloat16, load_encoder
 
         with self.encoder_lock:
             if self.encoder is None:
                 encoder = load_encoder(self.run.encoder)
                 encoder.eval()  # once: encode_direct does not repeat it per call
-                self.encoder = encoder
-        vectors = encode_direct(self.encoder, list(texts), ENCODE_BATCH, precision=self.encoder_precision)
+                self.encoder = in_bfloat16(encoder) if self.encoder_precision == "bfloat16" else encoder
+        vectors = encode_direct(self.encoder, list(texts), ENCODE_BATCH)
         return ckpt.check_dim(vectors, self.run, what)
 
     def warm_up(self) -> threading.Thread:

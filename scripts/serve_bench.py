@@ -207,6 +207,8 @@ def hot_adds(base: str, pool_prompts: list[str], new_prompts: list[str], adds: i
                 r.raise_for_status()
                 reused = r.json()["reused_encodings"]
                 assert reused == (128 if kind == "pool" else 0), reused
+                # deleted again: a random bench model must not take queries from the routing comparison
+                client.delete(f"/v1/models/{r.json()['name']}").raise_for_status()
     return out
 
 

@@ -357,15 +357,24 @@ def test_encode_direct_equals_encode_texts(minilm, batch_size):
         assert np.abs(lone - encoders.encode_texts(minilm, [text], batch_size, progress=False)).max() <= 1e-5
 
 
-def test_encode_direct_in_bfloat16_stays_close_to_float32(minilm):
-    """--encoder-precision bfloat16 of locus serve: autocast runs (other floats) and the vectors stay close."""
+def test_encoder_in_bfloat16_stays_close_to_float32(minilm):
+    """--encoder-precision bfloat16 of locus serve: other floats, float32 vectors of unit length (pooling and
+    normalisation stay in float32), close to the float32 model's, alone or batched, and through encode_texts."""
+    import copy
+
+    low_model = encoders.in_bfloat16(copy.deepcopy(minilm))
+    assert next(low_model[0].parameters()).dtype == torch.bfloat16
     full = encoders.encode_direct(minilm, SERVING_TEXTS, batch_size=16)
-    low = encoders.encode_direct(minilm, SERVING_TEXTS, batch_size=16, precision="bfloat16")
+    low = encoders.encode_direct(low_model, SERVING_TEXTS, batch_size=16)
     assert low.dtype == np.float32 and low.shape == full.shape
     assert not np.array_equal(low, full)
-    assert (full * low).sum(axis=1).min() >= 0.999
-    lone = encoders.encode_direct(minilm, SERVING_TEXTS[:1], batch_size=16, precision="bfloat16")
-    assert (lone[0] * full[0]).sum() >= 0.999
+    # normalised in bfloat16 the lengths would be off by up to ~0.4%, and so every cosine with the pool's
+    assert np.abs(np.linalg.norm(low, axis=1) - 1).max() <= 1e-5
+    assert (full * low).sum(axis=1).min() >= 0.9995
+    lone = encoders.encode_direct(low_model, SERVING_TEXTS[:1], batch_size=16)
+    assert (lone[0] * full[0]).sum() >= 0.9995
+    through_encode = encoders.encode_texts(low_model, SERVING_TEXTS[:4], 16, progress=False)
+    assert through_encode.dtype == np.float32 and (through_encode * full[:4]).sum(axis=1).min() >= 0.9995
 
 
 def test_encode_direct_falls_back_for_special_models(minilm, monkeypatch):

@@ -57,8 +57,8 @@ def add_arguments(parser) -> None:
         choices=PRECISIONS,
         default="float32",
         help="arithmetic of the query encoder: float32 (default, the run's encodings bit for bit) or bfloat16 "
-        "(torch autocast: several times faster in batches on CPUs with bfloat16 in hardware, encodings within "
-        "about 1e-4 in cosine; docs/results.md measures what it changes in routing)",
+        "(the encoder's weights in bfloat16, pooling in float32: faster on CPUs with bfloat16 in hardware, "
+        "encodings within about 1e-4 in cosine; docs/results.md measures what it changes in routing)",
     )
     parser.add_argument(
         "--threads", type=threads_arg, default=0, help="torch threads of the service (0: torch's default)"
