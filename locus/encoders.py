@@ -408,6 +408,24 @@ def in_bfloat16(model):
     return model
 
 
+def compile_encoder(model):
+    """`model` (a ``SentenceTransformer`` over a transformers model) with that model's forward pass compiled by
+    ``torch.compile`` (TorchInductor, dynamic shapes, weights frozen so they are packed once for the CPU's matrix
+    units rather than on every call), in place. A lone short query spends most of its eager time on per-call
+    overhead and unpacked weights; compiled it runs about twice as fast (``docs/results.md``). The first pass of
+    each shape family (one text; several) compiles, each about half a minute on 2 cores, and needs a C++
+    compiler; compile with the torch threads the model will run with."""
+    import torch
+    import torch._inductor.config as inductor
+
+    transformer = getattr(model[0], "auto_model", None)
+    if transformer is None:
+        raise ConfigError(f"compile: {type(model[0]).__name__} is not a transformers encoder; leave out --compile.")
+    inductor.freezing = True
+    transformer.forward = torch.compile(transformer.forward, dynamic=True)
+    return model
+
+
 def _token_embeddings_in_float32(module, inputs, output):
     # the transformer's output is a mapping (a BatchEncoding, not a dict) of the features so far
     tokens = output.get("token_embeddings") if hasattr(output, "get") else None

@@ -97,8 +97,10 @@ class Pool:
         stored: "StoredEncodings | None" = None,
         calibration=None,
         encoder_precision: str = "float32",
+        compile_encoder: bool = False,
     ):
         self.run = run
+        self.compile_encoder = compile_encoder  # torch.compile the query encoder (encoders.compile_encoder)
         self.encoder_precision = encoder_precision  # float32, or bfloat16 (encoders.in_bfloat16) for the query encoder
         self.stored = stored
         # the run's calibration map (locus.calibration.Calibration) or None: P(correct) = sigmoid(logit)
@@ -175,15 +177,35 @@ class Pool:
 
         if getattr(ckpt.encode_queries, "__module__", None) != ckpt.__name__:
             return inference.encode_checked(self.run, texts, None, what)
-        from locus.encoders import encode_direct, in_bfloat16, load_encoder
+        from locus.encoders import encode_direct
+
+        vectors = encode_direct(self.load_encoder(), list(texts), ENCODE_BATCH)
+        return ckpt.check_dim(vectors, self.run, what)
+
+    def load_encoder(self):
+        """The query encoder, loaded on first use (in bfloat16 and compiled as asked) and kept. A compiled one
+        runs its first passes here, under the lock, so no request meets a model halfway through compiling."""
+        from locus import encoders
 
         with self.encoder_lock:
             if self.encoder is None:
-                encoder = load_encoder(self.run.encoder)
+                encoder = encoders.load_encoder(self.run.encoder)
                 encoder.eval()  # once: encode_direct does not repeat it per call
-                self.encoder = in_bfloat16(encoder) if self.encoder_precision == "bfloat16" else encoder
-        vectors = encode_direct(self.encoder, list(texts), ENCODE_BATCH)
-        return ckpt.check_dim(vectors, self.run, what)
+                if self.encoder_precision == "bfloat16":
+                    encoders.in_bfloat16(encoder)
+                if self.compile_encoder:
+                    encoders.compile_encoder(encoder)
+                    try:  # one text, then several: the two shape families a compiled model specialises on
+                        for texts in (["warm-up"], ["warm-up", "a second and longer warm-up text"]):
+                            encoders.encode_direct(encoder, texts, ENCODE_BATCH)
+                    except Exception as exc:  # noqa: BLE001  (inductor raises many types; its first line says why)
+                        why = (str(exc).strip().splitlines() or [""])[0][:300]
+                        raise ConfigError(
+                            f"--compile: torch.compile of the encoder failed ({type(exc).__name__}: {why}); it "
+                            "needs a C++ compiler (apt install g++), or leave out --compile."
+                        ) from None
+                self.encoder = encoder
+            return self.encoder
 
     def warm_up(self) -> threading.Thread:
         """Load the encoder (and run it once) in a background thread."""
@@ -1094,6 +1116,7 @@ def create_app(pool: Pool, token: str | None = None, settings: Settings | None =
             "added": len(pool.added),
             "calibration": pool.calibration.kind if pool.calibration is not None else None,
             "encoder_precision": pool.encoder_precision,
+            "encoder_compiled": pool.compile_encoder,
         }
 
     @app.get("/metrics")
@@ -1185,10 +1208,11 @@ def load(
     data: Path | None = None,
     encodings: Path | None = None,
     encoder_precision: str = "float32",
+    compile_encoder: bool = False,
 ) -> Pool:
     """The run directory `run` loaded once, with the models added earlier in `pool_dir` and the stored
     encodings of its data set (`data` + `encodings`; by default the run's own where both exist, else none);
-    queries encoded in `encoder_precision`."""
+    queries encoded in `encoder_precision`, by a compiled encoder if `compile_encoder`."""
     from locus import run_artifacts as ra
 
     checkpoint = ra.load_checkpoint(run)
@@ -1209,4 +1233,5 @@ def load(
             stored = load_stored(checkpoint, data, encodings)
     if encoder_precision == "bfloat16" and not native_bfloat16():
         log.warning("locus serve: this CPU has no bfloat16 in hardware; --encoder-precision bfloat16 will be slow")
-    return Pool(checkpoint, pool_dir, stored, calibration=ra.read_calibration(run), encoder_precision=encoder_precision)
+    calibration = ra.read_calibration(run)
+    return Pool(checkpoint, pool_dir, stored, calibration, encoder_precision, compile_encoder)

@@ -1,7 +1,7 @@
 """Latency, throughput, memory and hot-add time of `locus serve` on loopback (a benchmark, not a test).
 
     python scripts/serve_bench.py --run LOCUS_RUN [--knn-run KNN_RUN] --data DATA [--seconds 10] [--clients 64]
-        [--threads 1] [--encoder-precision float32|bfloat16]
+        [--threads 1] [--encoder-precision float32|bfloat16] [--compile]
 
 Starts `python -m locus serve` for each run (a LOCUS run and, side by side, a kNN-router run of the same data)
 on free loopback ports and measures over real HTTP, each phase bounded by `--requests` and `--seconds`:
@@ -11,8 +11,9 @@ on free loopback ports and measures over real HTTP, each phase bounded by `--req
 - `POST /v1/models` (hot-add, LOCUS only) from 128 prompts of the data set (their stored encodings are reused)
   and from 128 new prompts (encoded), median of `--adds`;
 - `locus route` as one process per call (`--process-calls` calls) for contrast;
-- with `--encoder-precision bfloat16`: every test prompt routed by that LOCUS service and by a float32 one,
-  the share of queries routed to the same model and each one's routing accuracy on the test labels.
+- with `--encoder-precision bfloat16` or `--compile`: every test prompt routed by that LOCUS service and by a
+  plain (float32, not compiled) one, the share of queries routed to the same model and each one's routing
+  accuracy on the test labels.
 Queries are the data set's test prompts. The clients are plain HTTP/1.1 over kept-alive sockets (the standard
 library), so that on a small machine the load generator takes little of the CPU it measures. Prints a Markdown
 table; report the machine (CPU) with it.
@@ -247,6 +248,7 @@ def main(argv=None) -> int:
         default="float32",
         help="locus serve --encoder-precision of the services; bfloat16 also compares routing with float32",
     )
+    ap.add_argument("--compile", action="store_true", help="locus serve --compile (compares routing as bfloat16 does)")
     args = ap.parse_args(argv)
 
     data = read_dataset(args.data)
@@ -254,6 +256,8 @@ def main(argv=None) -> int:
     train = data.split_queries("train")["prompt"].tolist()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     extra = ["--threads", str(args.threads), "--encoder-precision", args.encoder_precision]
+    extra += ["--compile"] if args.compile else []
+    changed = args.encoder_precision != "float32" or args.compile  # the encoder's vectors are not float32's
     runs = [("locus", args.run)] + ([("knn_router", args.knn_run)] if args.knn_run else [])
     rows = []
     for label, run in runs:
@@ -267,13 +271,13 @@ def main(argv=None) -> int:
                 done, errors, elapsed, conc = done + d, errors + e, elapsed + t, conc + c
                 rss.append(rss_mb(server.proc.pid))
             adds = hot_adds(server.base, train, train, args.adds) if label == "locus" else None
-            if label == "locus" and args.encoder_precision == "bfloat16":
+            if label == "locus" and changed:
                 low = chosen_models(server.base, prompts)
         finally:
             server.stop()
         rows.append((label, lat, done, errors, elapsed, conc, rss, adds))
     procs = process_calls(args.run, prompts, args.process_calls, env) if args.process_calls else []
-    if args.encoder_precision == "bfloat16":
+    if changed:
         server = Server(args.run, env, ["--threads", str(args.threads)])
         try:
             full = chosen_models(server.base, prompts)
@@ -282,7 +286,7 @@ def main(argv=None) -> int:
 
     print(
         f"locus serve on {cpu_model()}, {os.cpu_count()} CPU(s); data {args.data}; --threads {args.threads} "
-        f"--encoder-precision {args.encoder_precision}"
+        f"--encoder-precision {args.encoder_precision}{' --compile' if args.compile else ''}"
     )
     print(f"runs: {', '.join(f'{label} {run}' for label, run in runs)}\n")
     print("| measure | " + " | ".join(label for label, *_ in rows) + " | target |")
@@ -303,13 +307,13 @@ def main(argv=None) -> int:
     for kind, what in (("pool", "128 pool prompts (stored encodings)"), ("new", "128 new prompts (encoded)")):
         cells = [f"{statistics.median(r[7][kind]):.1f} (of {len(r[7][kind])})" if r[7] else "n/a" for r in rows]
         line(f"hot-add from {what}, median (ms)", cells, "<= 50" if kind == "pool" else "")
-    if args.encoder_precision == "bfloat16":
+    if changed:
         ids = data.split_queries("test")["prompt_id"].to_numpy()
         same = sum(a == b for a, b in zip(low, full)) / len(full)
         print(
-            f"\nLOCUS, {len(full)} test queries: {100 * same:.1f}% routed to the same model with the bfloat16 encoder "
-            f"as with float32; routing accuracy {100 * routing_accuracy(data, ids, low):.2f}% (bfloat16) vs "
-            f"{100 * routing_accuracy(data, ids, full):.2f}% (float32)"
+            f"\nLOCUS, {len(full)} test queries: {100 * same:.1f}% routed to the same model with these encoder "
+            f"options as with the plain float32 encoder; routing accuracy {100 * routing_accuracy(data, ids, low):.2f}%"
+            f" (these options) vs {100 * routing_accuracy(data, ids, full):.2f}% (float32)"
         )
     if procs:
         print(

@@ -377,6 +377,23 @@ def test_encoder_in_bfloat16_stays_close_to_float32(minilm):
     assert through_encode.dtype == np.float32 and (through_encode * full[:4]).sum(axis=1).min() >= 0.9995
 
 
+def test_compiled_encoder_in_bfloat16_stays_close_to_float32(minilm):
+    """locus serve --compile --encoder-precision bfloat16: torch.compile'd, alone and batched (the two shape
+    families it compiles) and at the 256-token limit, the vectors stay of unit length and close to float32's."""
+    import copy
+
+    fast = encoders.compile_encoder(encoders.in_bfloat16(copy.deepcopy(minilm)))
+    full = encoders.encode_direct(minilm, SERVING_TEXTS, batch_size=16)
+    batched = encoders.encode_direct(fast, SERVING_TEXTS, batch_size=16)
+    lone = np.concatenate([encoders.encode_direct(fast, [text]) for text in SERVING_TEXTS[:8]])
+    for vectors, reference in ((batched, full), (lone, full[:8])):
+        assert vectors.dtype == np.float32 and vectors.shape == reference.shape
+        assert np.abs(np.linalg.norm(vectors, axis=1) - 1).max() <= 1e-5
+        assert (vectors * reference).sum(axis=1).min() >= 0.9995
+    with pytest.raises(ConfigError, match="not a transformers encoder; leave out --compile"):
+        encoders.compile_encoder([torch.nn.Identity()])
+
+
 def test_encode_direct_falls_back_for_special_models(minilm, monkeypatch):
     """A model in training mode (or with a prompt / truncation) goes through encode_texts, which handles it."""
     calls = []

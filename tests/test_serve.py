@@ -440,3 +440,30 @@ def test_encoder_precision_is_the_services_and_said_in_healthz(run_dir):  # noqa
     finally:
         svc.stop()
     assert main(["serve", "--run", str(run_dir), "--encoder-precision", "float16"]) == 2
+
+
+def test_a_failed_encoder_compile_is_one_line_and_exit_2(run_dir, monkeypatch, capsys):  # noqa: F811
+    """--compile compiles before the port is bound: when torch.compile fails (no C++ compiler, say) the command
+    exits 2 with the first line of why and the fix, and serves nothing; /healthz says whether it compiled."""
+    from locus import encoders
+
+    svc = Service(run_dir, compile_encoder=True)
+    try:
+        assert svc.client.get("/healthz").json()["encoder_compiled"] is True
+    finally:
+        svc.stop()
+    minilm = encoders.load_encoder("all-MiniLM-L6-v2")
+    monkeypatch.setattr(encoders, "load_encoder", lambda name: minilm)
+
+    def broken_compile(model):
+        def fail(*args, **kwargs):
+            raise RuntimeError("C++ compile error: cannot find g++\n(a long inductor trace)")
+
+        model[0].auto_model.forward = fail
+        return model
+
+    monkeypatch.setattr(encoders, "compile_encoder", broken_compile)
+    assert main(["serve", "--run", str(run_dir), "--port", "0", "--compile"]) == 2
+    err = capsys.readouterr().err
+    assert "--compile: torch.compile of the encoder failed (RuntimeError: C++ compile error: cannot find g++)" in err
+    assert "apt install g++" in err and "Traceback" not in err and "inductor trace" not in err
