@@ -23,6 +23,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 import zipfile
 from pathlib import Path, PurePosixPath
@@ -364,13 +365,17 @@ def encode_texts(
     return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
+_TOKENIZING = threading.Lock()  # a fast tokenizer may reset its padding / truncation per call: not shareable
+
+
 def encode_direct(model, texts: Sequence[str], batch_size: int = 16) -> np.ndarray:
     """:func:`encode_texts`' vectors (strings, float32 ``[n, dim]``) with less work per call, for serving one
     short query at a time: the texts go in the same longest-first order and chunks as
     ``SentenceTransformer.encode`` and through the model's own modules (tokenizer, transformer, pooling and
     normalisation as its config says), but without what ``encode`` repeats on every call (setting eval mode,
     finding the device by scanning all parameters). Put the model in eval mode once before (``model.eval()``).
-    A model with a default prompt, a truncation dimension or flattened inputs goes through :func:`encode_texts`."""
+    A model with a default prompt, a truncation dimension or flattened inputs goes through :func:`encode_texts`.
+    Threads may share a model (``locus serve`` encodes two batches at once); tokenising is one at a time."""
     import torch
     from sentence_transformers.util import batch_to_device
 
@@ -388,7 +393,8 @@ def encode_direct(model, texts: Sequence[str], batch_size: int = 16) -> np.ndarr
     chunks = []
     with torch.inference_mode():
         for start in range(0, len(texts), batch_size):
-            features = model.preprocess([texts[i] for i in order[start : start + batch_size]])
+            with _TOKENIZING:
+                features = model.preprocess([texts[i] for i in order[start : start + batch_size]])
             chunks.append(model(batch_to_device(features, device))["sentence_embedding"].float().cpu())
     vectors = torch.cat(chunks).numpy()[np.argsort(order)]
     return np.ascontiguousarray(vectors, dtype=np.float32)

@@ -43,7 +43,8 @@ MAX_QUERIES = 256  # queries in one /v1/route request (413 above; --max-queries)
 MAX_PROMPT_CHARS = 100_000  # characters of one query, prompt or chat message (413 above; --max-prompt-chars)
 MAX_EVALUATIONS = 100_000  # scored prompts in one /v1/models request (413 above)
 MAX_BODY_BYTES = 10 * 2**20  # request body (413 above, by its Content-Length or as it is read)
-BATCH_QUERIES = 64  # queries of concurrent /v1/route requests encoded and scored in one pass
+BATCH_QUERIES = 32  # queries of concurrent /v1/route requests encoded and scored in one pass
+BATCH_WORKERS = 2  # batches in flight: one is encoded while the event loop answers and gathers the other
 ENCODE_BATCH = 16  # texts per encoder forward pass: larger ones pad more and run slower per text on a CPU
 PREDICT_BLOCK = 16  # queries per predictor pass (padded): a fixed shape, so batching does not change results
 BATCH_WAIT_MS = 2.0  # under load, how long the batcher waits for more requests
@@ -230,7 +231,14 @@ class Pool:
     def route_batch(self, requests: list[tuple]) -> list:
         """Rankings of several requests ``(queries, models, top_k)`` with one encoder pass over all their
         queries and one predictor pass per candidate set; per request its rankings or the exception it
-        raised (a bad model list fails its own request only)."""
+        raised (a bad model list fails its own request only). The encoder runs outside the pool's lock, so
+        two batches can be in flight (``Batcher`` workers): one encodes while the other is predicted."""
+        offsets = np.cumsum([0] + [len(queries) for queries, _, _ in requests])
+        texts = [q for queries, _, _ in requests for q in queries]
+        try:
+            vectors, failed = (self.encode(texts, "route") if texts else None), None
+        except Exception as exc:  # the encoder's failure is every request's with a valid model list
+            vectors, failed = None, exc
         with self.lock:
             out: list = [None] * len(requests)
             groups: dict[tuple, list[int]] = {}
@@ -241,18 +249,8 @@ class Pool:
                     groups.setdefault(tuple(candidates[i].tolist()), []).append(i)
                 except ServiceError as exc:
                     out[i] = exc
-            live = [i for i in range(len(requests)) if out[i] is None]
-            try:
-                texts = [q for i in live for q in requests[i][0]]
-                vectors = self.encode(texts, "route") if texts else None
-            except Exception as exc:  # the encoder's failure is every request's
-                for i in live:
-                    out[i] = exc
-                return out
-            start, offsets = 0, {}
-            for i in live:
-                offsets[i] = start
-                start += len(requests[i][0])
+            if failed is not None:
+                return [failed if o is None else o for o in out]
             view = self._view()
             for members in groups.values():
                 rows = np.concatenate([np.arange(offsets[i], offsets[i] + len(requests[i][0])) for i in members])
@@ -654,25 +652,35 @@ def _endpoint(router, scope) -> str:
 # micro-batching of /v1/route
 # --------------------------------------------------------------------------------------------------
 class Batcher:
-    """Concurrent routing requests go through one queue; a single worker takes what is waiting (up to
-    `max_queries` queries; under load it waits `wait_s` for more) and answers them with one
-    :meth:`Pool.route_batch` in a thread, so the event loop keeps accepting requests meanwhile."""
+    """Concurrent routing requests go through one queue; `workers` workers each take what is waiting (up to
+    `max_queries` queries; under load they wait `wait_s` for more) and answer it with one
+    :meth:`Pool.route_batch` in a thread, so the event loop keeps accepting requests meanwhile. With two
+    workers (the default) one batch is encoded while the event loop answers and gathers the other."""
 
     def __init__(
-        self, pool: Pool, max_queries: int = BATCH_QUERIES, wait_s: float = BATCH_WAIT_MS / 1000, observe=None
+        self,
+        pool: Pool,
+        max_queries: int = BATCH_QUERIES,
+        wait_s: float = BATCH_WAIT_MS / 1000,
+        observe=None,
+        workers: int = BATCH_WORKERS,
     ):
         self.pool = pool
         self.observe = observe
         self.max_queries = max(1, int(max_queries))
         self.wait_s = max(0.0, float(wait_s))
+        self.n_workers = max(1, int(workers))
         self.queue: asyncio.Queue | None = None
-        self.worker: asyncio.Task | None = None
+        self.workers: list[asyncio.Task] = []
         self.sizes: list[int] = []  # requests per batch, the latest few (tests and metrics look)
 
     async def route(self, queries: list[str], models, top_k: int) -> list[inference.Ranking]:
-        if self.worker is None or self.worker.done():  # started in the serving loop, on first use
+        if not self.workers or any(w.done() for w in self.workers):  # started in the serving loop, on first use
+            for w in self.workers:
+                w.cancel()
             self.queue = asyncio.Queue()
-            self.worker = asyncio.get_running_loop().create_task(self._work())
+            loop = asyncio.get_running_loop()
+            self.workers = [loop.create_task(self._work()) for _ in range(self.n_workers)]
         future = asyncio.get_running_loop().create_future()
         self.queue.put_nowait((queries, models, top_k, future))
         return await future
@@ -970,6 +978,7 @@ class Settings:
     max_body_bytes: int = MAX_BODY_BYTES
     batch_queries: int = BATCH_QUERIES
     batch_wait_ms: float = BATCH_WAIT_MS
+    batch_workers: int = BATCH_WORKERS
     backends: dict = field(default_factory=dict)  # {pool model name: Backend}
     chat_alias: str = CHAT_ALIAS
     backend_timeout: float = BACKEND_TIMEOUT
@@ -1067,7 +1076,7 @@ def create_app(pool: Pool, token: str | None = None, settings: Settings | None =
     app = FastAPI(title="locus serve", docs_url=None, redoc_url=None, openapi_url=None)
     metrics = app.state.metrics = Metrics(pool)
     batcher = app.state.batcher = Batcher(
-        pool, settings.batch_queries, settings.batch_wait_ms / 1000, metrics.batch.observe
+        pool, settings.batch_queries, settings.batch_wait_ms / 1000, metrics.batch.observe, settings.batch_workers
     )
     proxy = app.state.proxy = Proxy(settings.backends, settings.backend_timeout, metrics)
     app.state.settings = settings

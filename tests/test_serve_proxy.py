@@ -280,6 +280,45 @@ def test_batched_routing_equals_unbatched(run_dir, fake_encoder, tmp_path):  # n
         svc.stop()
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_workers_encode_that_many_batches_at_once(run_dir, fake_encoder, tmp_path, monkeypatch, workers):  # noqa: F811
+    """--workers 2 (the default): while one batch is encoded the next is taken and encoded too (two cores busy
+    under load); --workers 1: one encoder pass at a time. Either way every answer is the unbatched one."""
+    inner, lock, state = checkpoint.encode_queries, threading.Lock(), {"active": 0, "most": 0}
+
+    def slow(encoder, texts, batch_size=64):
+        with lock:
+            state["active"] += 1
+            state["most"] = max(state["most"], state["active"])
+        time.sleep(0.3)
+        try:
+            return inner(encoder, texts, batch_size)
+        finally:
+            with lock:
+                state["active"] -= 1
+
+    monkeypatch.setattr(checkpoint, "encode_queries", slow)
+    svc = Service(run_dir, tmp_path / "pool", settings=serve.Settings(batch_queries=2, batch_workers=workers))
+    try:
+        requests = [{"queries": [f"query {i}"], "top_k": 2} for i in range(8)]
+        base = str(svc.client.base_url)
+
+        async def fire():
+            async with httpx.AsyncClient(base_url=base, timeout=60) as c:
+                return await asyncio.gather(*(c.post("/v1/route", json=r) for r in requests))
+
+        answers = asyncio.run(fire())
+        assert state["most"] == workers
+        for req, answer in zip(requests, answers):
+            assert answer.status_code == 200, answer.text
+            alone = svc.pool.route(req["queries"], None, req["top_k"])
+            got = [[(m["id"], m["name"], m["p_correct"]) for m in res["ranking"]] for res in answer.json()["results"]]
+            assert got == [r.models for r in alone]
+    finally:
+        svc.stop()
+    assert main(["serve", "--run", str(run_dir), "--workers", "0"]) == 2
+
+
 # --------------------------------------------------------------------------------------------------
 # hot-add from stored encodings
 # --------------------------------------------------------------------------------------------------

@@ -113,7 +113,14 @@ def add_arguments(parser) -> None:
         "--batch-queries",
         type=positive(int),
         default=None,
-        help="queries of concurrent /v1/route requests encoded in one pass (default 64)",
+        help="queries of concurrent /v1/route requests encoded in one pass (default 32)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive(int),
+        default=None,
+        help="batches of /v1/route requests in flight at once (default 2: one is encoded while the other is "
+        "answered and gathered)",
     )
 
 
@@ -156,6 +163,7 @@ def run(args) -> int:
         ("max_queries", "max_queries"),
         ("max_prompt_chars", "max_prompt_chars"),
         ("batch_queries", "batch_queries"),
+        ("workers", "batch_workers"),
     ]:
         if getattr(args, option) is not None:
             setattr(settings, attr, getattr(args, option))
