@@ -15,6 +15,7 @@ is a 500 whose traceback stays in the server's log.
 """
 
 import asyncio
+import concurrent.futures
 import hmac
 import ipaddress
 import json
@@ -44,7 +45,7 @@ MAX_PROMPT_CHARS = 100_000  # characters of one query, prompt or chat message (4
 MAX_EVALUATIONS = 100_000  # scored prompts in one /v1/models request (413 above)
 MAX_BODY_BYTES = 10 * 2**20  # request body (413 above, by its Content-Length or as it is read)
 BATCH_QUERIES = 32  # queries of concurrent /v1/route requests encoded and scored in one pass
-BATCH_WORKERS = 2  # batches in flight: one is encoded while the event loop answers and gathers the other
+BATCH_WORKERS = 2  # batches in flight: both encode at once, and the event loop answers one while the other encodes
 ENCODE_BATCH = 16  # texts per encoder forward pass: larger ones pad more and run slower per text on a CPU
 PREDICT_BLOCK = 16  # queries per predictor pass (padded): a fixed shape, so batching does not change results
 BATCH_WAIT_MS = 2.0  # under load, how long the batcher waits for more requests
@@ -231,8 +232,8 @@ class Pool:
     def route_batch(self, requests: list[tuple]) -> list:
         """Rankings of several requests ``(queries, models, top_k)`` with one encoder pass over all their
         queries and one predictor pass per candidate set; per request its rankings or the exception it
-        raised (a bad model list fails its own request only). The encoder runs outside the pool's lock, so
-        two batches can be in flight (``Batcher`` workers): one encodes while the other is predicted."""
+        raised (a bad model list fails its own request only). The encoder runs outside the pool's lock, so the
+        ``Batcher``'s workers encode their batches at the same time."""
         offsets = np.cumsum([0] + [len(queries) for queries, _, _ in requests])
         texts = [q for queries, _, _ in requests for q in queries]
         try:
@@ -655,7 +656,8 @@ class Batcher:
     """Concurrent routing requests go through one queue; `workers` workers each take what is waiting (up to
     `max_queries` queries; under load they wait `wait_s` for more) and answer it with one
     :meth:`Pool.route_batch` in a thread, so the event loop keeps accepting requests meanwhile. With two
-    workers (the default) one batch is encoded while the event loop answers and gathers the other."""
+    workers (the default) two batches encode at once and the event loop answers one while the other encodes:
+    on two cores that keeps both busy under load, where one worker left a third of them idle."""
 
     def __init__(
         self,
@@ -672,6 +674,9 @@ class Batcher:
         self.n_workers = max(1, int(workers))
         self.queue: asyncio.Queue | None = None
         self.workers: list[asyncio.Task] = []
+        # the batches' own threads, as many as workers: the same few threads keep their torch thread pools and
+        # memory arenas (the event loop's default executor rotates up to cpu + 4 threads, and memory grew with it)
+        self.threads = concurrent.futures.ThreadPoolExecutor(self.n_workers, thread_name_prefix="locus-route")
         self.sizes: list[int] = []  # requests per batch, the latest few (tests and metrics look)
 
     async def route(self, queries: list[str], models, top_k: int) -> list[inference.Ranking]:
@@ -705,7 +710,9 @@ class Batcher:
             if self.observe is not None:
                 self.observe(len(batch))
             try:
-                results = await asyncio.to_thread(self.pool.route_batch, [item[:3] for item in batch])
+                results = await asyncio.get_running_loop().run_in_executor(
+                    self.threads, self.pool.route_batch, [item[:3] for item in batch]
+                )
             except Exception as exc:  # noqa: BLE001  (handed to every waiting request)
                 results = [exc] * len(batch)
             for item, result in zip(batch, results):

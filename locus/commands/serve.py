@@ -119,8 +119,8 @@ def add_arguments(parser) -> None:
         "--workers",
         type=positive(int),
         default=None,
-        help="batches of /v1/route requests in flight at once (default 2: one is encoded while the other is "
-        "answered and gathered)",
+        help="batches of /v1/route requests in flight at once (default 2: they encode at the same time, and "
+        "one is answered while the other encodes)",
     )
 
 
