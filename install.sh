@@ -11,7 +11,7 @@
 #                              PyTorch's wheel index (choose the cuXYZ that the nodes' NVIDIA driver supports)
 #
 # Needs Python >= 3.11 (set PYTHON=/path/to/python3.11 to choose one) and, on a fresh Debian/Ubuntu
-# machine, root or sudo for the few apt packages (python3-venv; SLURM/MariaDB/Chromium with --test).
+# machine, root or sudo for the few apt packages (python3-venv; SLURM/MariaDB/Chromium/g++ with --test).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -61,6 +61,8 @@ if [ "$want_test" = 1 ]; then "${PIP[@]}" -e ".[test]"; else "${PIP[@]}" -e .; f
 if [ "$want_test" = 1 ]; then
   bash scripts/slurm/install.sh || echo "install.sh: WARNING: SLURM packages could not be installed; the slurm tests will skip" >&2
   command -v chromium >/dev/null || apt_install chromium || echo "install.sh: WARNING: chromium missing; the report browser test will skip" >&2
+  # torch.compile (locus serve --compile and its test) builds C++ kernels
+  command -v g++ >/dev/null || apt_install g++ || echo "install.sh: WARNING: g++ missing; the compiled-encoder test will fail" >&2
 fi
 bash scripts/link-profile.sh || echo "install.sh: WARNING: could not link the SLURM profile; use --profile profiles/slurm" >&2
 echo "locus installed in $(pwd)/.venv  (activate: source .venv/bin/activate)"
