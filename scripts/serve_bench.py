@@ -8,7 +8,7 @@ on free loopback ports and measures over real HTTP, each phase bounded by `--req
 - single-query `POST /v1/route`, one request at a time (p50, p99);
 - `--clients` concurrent clients in two halves (routed queries/s, errors, p50/p99, the server's RSS before and
   after each half);
-- `POST /v1/models` (hot-add, LOCUS only) from 128 prompts of the data set (their stored encodings are reused)
+- `POST /v1/pool` (hot-add, LOCUS only) from 128 prompts of the data set (their stored encodings are reused)
   and from 128 new prompts (encoded), median of `--adds`;
 - `locus route` as one process per call (`--process-calls` calls) for contrast;
 - with `--encoder-precision bfloat16` or `--compile`: every test prompt routed by that LOCUS service and by a
@@ -203,13 +203,13 @@ def hot_adds(base: str, pool_prompts: list[str], new_prompts: list[str], adds: i
                 if kind == "new":
                     evals = [{**e, "prompt": f"{e['prompt']} [bench variant {k}]"} for e in evals]
                 t0 = time.perf_counter()
-                r = client.post("/v1/models", json={"name": f"bench/{kind}-{k}", "evaluations": evals})
+                r = client.post("/v1/pool", json={"name": f"bench/{kind}-{k}", "evaluations": evals})
                 out[kind].append(1000 * (time.perf_counter() - t0))
                 r.raise_for_status()
                 reused = r.json()["reused_encodings"]
                 assert reused == (128 if kind == "pool" else 0), reused
                 # deleted again: a random bench model must not take queries from the routing comparison
-                client.delete(f"/v1/models/{r.json()['name']}").raise_for_status()
+                client.delete(f"/v1/pool/{r.json()['name']}").raise_for_status()
     return out
 
 

@@ -15,6 +15,7 @@ from test_embed_route import fake_encoder, run_dir  # noqa: E402,F401  (fixtures
 
 from locus import inference, serve  # noqa: E402
 from locus.cli import main  # noqa: E402
+from locus.errors import DataError  # noqa: E402
 
 TOKEN = "s3cret-token"
 
@@ -81,9 +82,10 @@ def same_routing(got, want):
 def test_health_models_and_route_equal_locus_route(service, run_dir):  # noqa: F811
     c = service.client
     health = c.get("/healthz").json()
-    assert health["status"] == "ok" and health["models"] == 5 and health["run"] == str(run_dir)
+    assert health["status"] == "ok" and health["models"] == 5 and health["run"] == run_dir.name
+    assert str(run_dir.parent) not in str(health)  # no local paths for clients
     assert health["encoder_precision"] == "float32"
-    models = c.get("/v1/models").json()["models"]
+    models = c.get("/v1/pool").json()["models"]
     assert [(m["id"], m["name"], m["added"]) for m in models] == [(i, f"org/model-{i}", False) for i in range(5)]
 
     queries = ["first query", "second query", "a third one"]
@@ -104,7 +106,7 @@ def test_add_route_delete_and_persist(run_dir, fake_encoder, tmp_path):  # noqa:
     pool_dir = tmp_path / "pool"
     svc = Service(run_dir, pool_dir)
     c = svc.client
-    r = c.post("/v1/models", json={"name": "new/model-a", "evaluations": evaluations()})
+    r = c.post("/v1/pool", json={"name": "new/model-a", "evaluations": evaluations()})
     assert r.status_code == 201, r.text
     added = r.json()
     assert added["id"] == 5 and added["persisted"] and added["n_evaluations"] == 12
@@ -130,16 +132,16 @@ def test_add_route_delete_and_persist(run_dir, fake_encoder, tmp_path):  # noqa:
         assert {m["name"] for m in res["ranking"]} == {"new/model-a", "org/model-2"}
     all_models = c.post("/v1/route", json={"queries": queries, "top_k": 10}).json()
     assert all(len(res["ranking"]) == 6 for res in all_models["results"])
-    assert [m["added"] for m in c.get("/v1/models").json()["models"]] == [False] * 5 + [True]
+    assert [m["added"] for m in c.get("/v1/pool").json()["models"]] == [False] * 5 + [True]
 
     # duplicates: 409 unless replace; replace keeps the id
-    r = c.post("/v1/models", json={"name": "new/model-a", "evaluations": evaluations(seed=1)})
-    assert r.status_code == 409 and "replace" in r.json()["error"]
-    assert c.post("/v1/models", json={"name": "org/model-1", "evaluations": evaluations()}).status_code == 409
-    assert c.post("/v1/models", json={"name": "NEW/MODEL-A", "evaluations": evaluations()}).status_code == 409
-    r = c.post("/v1/models", json={"name": "new/model-a", "evaluations": evaluations(seed=1), "replace": True})
+    r = c.post("/v1/pool", json={"name": "new/model-a", "evaluations": evaluations(seed=1)})
+    assert r.status_code == 409 and "replace" in r.json()["error"]["message"]
+    assert c.post("/v1/pool", json={"name": "org/model-1", "evaluations": evaluations()}).status_code == 409
+    assert c.post("/v1/pool", json={"name": "NEW/MODEL-A", "evaluations": evaluations()}).status_code == 409
+    r = c.post("/v1/pool", json={"name": "new/model-a", "evaluations": evaluations(seed=1), "replace": True})
     assert r.status_code == 201 and r.json()["replaced"] and r.json()["id"] == 5
-    assert c.post("/v1/models", json={"name": "new/model-b", "evaluations": evaluations(8, 3)}).json()["id"] == 6
+    assert c.post("/v1/pool", json={"name": "new/model-b", "evaluations": evaluations(8, 3)}).json()["id"] == 6
     before = c.post("/v1/route", json={"queries": queries, "top_k": 7}).json()
     svc.stop()
 
@@ -150,19 +152,19 @@ def test_add_route_delete_and_persist(run_dir, fake_encoder, tmp_path):  # noqa:
     assert c.post("/v1/route", json={"queries": queries, "top_k": 7}).json() == before
 
     # delete: added models only
-    r = c.delete("/v1/models/new/model-a")
+    r = c.delete("/v1/pool/new/model-a")
     assert r.status_code == 200 and r.json() == {"deleted": "new/model-a", "id": 5}
-    assert c.delete("/v1/models/new/model-a").status_code == 404
-    r = c.delete("/v1/models/org/model-0")
-    assert r.status_code == 409 and "model of the run" in r.json()["error"]
+    assert c.delete("/v1/pool/new/model-a").status_code == 404
+    r = c.delete("/v1/pool/org/model-0")
+    assert r.status_code == 409 and "model of the run" in r.json()["error"]["message"]
     r = c.post("/v1/route", json={"queries": ["q"], "models": ["new/model-a"]})
-    assert r.status_code == 422 and "not a model of the pool" in r.json()["error"]
+    assert r.status_code == 422 and "not a model of the pool" in r.json()["error"]["message"]
     svc.stop()
     svc = Service(run_dir, pool_dir)
-    names = [m["name"] for m in svc.client.get("/v1/models").json()["models"] if m["added"]]
+    names = [m["name"] for m in svc.client.get("/v1/pool").json()["models"] if m["added"]]
     assert names == ["new/model-b"]
     # a new model never reuses a deleted model's id
-    assert svc.client.post("/v1/models", json={"name": "x/c", "evaluations": evaluations()}).json()["id"] == 7
+    assert svc.client.post("/v1/pool", json={"name": "x/c", "evaluations": evaluations()}).json()["id"] == 7
     svc.stop()
     assert sorted(p.name for p in pool_dir.iterdir()) == ["pool.json"]  # no temporaries left
 
@@ -170,7 +172,7 @@ def test_add_route_delete_and_persist(run_dir, fake_encoder, tmp_path):  # noqa:
 def test_load_options(run_dir, tmp_path):  # noqa: F811
     assert serve.load(run_dir, None, "bfloat16").run.method.params["precision"] == "bfloat16"
     (tmp_path / "file").write_text("x")
-    with pytest.raises(serve.DataError, match="not a directory"):
+    with pytest.raises(DataError, match="not a directory"):
         serve.load(run_dir, tmp_path / "file")
     serve.load(run_dir, tmp_path / "new" / "pool")
     assert (tmp_path / "new" / "pool").is_dir()  # created at start, so a bad --pool-dir fails before serving
@@ -182,10 +184,10 @@ def test_pool_of_another_run_is_refused(run_dir, fake_encoder, tmp_path):  # noq
     (pool_dir / "pool.json").write_text(
         '{"format": "locus-serve-pool", "version": 1, "run_weights_sha256": "abc", "next_id": 5, "models": []}'
     )
-    with pytest.raises(serve.DataError, match="another run"):
+    with pytest.raises(DataError, match="another run"):
         serve.load(run_dir, pool_dir)
     (pool_dir / "pool.json").write_text("{not json")
-    with pytest.raises(serve.DataError, match="not a readable pool file"):
+    with pytest.raises(DataError, match="not a readable pool file"):
         serve.load(run_dir, pool_dir)
 
 
@@ -221,37 +223,37 @@ def test_pool_of_another_run_is_refused(run_dir, fake_encoder, tmp_path):  # noq
         ),
         (
             "post",
-            "/v1/models",
+            "/v1/pool",
             {"json": {"name": "m", "evaluations": [{"prompt": "p", "score": 1.5}]}},
             422,
             r"\[0, 1\]",
         ),
         (
             "post",
-            "/v1/models",
+            "/v1/pool",
             {"json": {"name": "m", "evaluations": [{"prompt": "p", "score": -0.1}]}},
             422,
             r"\[0, 1\]",
         ),
         (
             "post",
-            "/v1/models",
+            "/v1/pool",
             {"json": {"name": "m", "evaluations": [{"prompt": "p", "score": "1"}]}},
             422,
             r"^evaluations\[0\]\.score: Input should be a valid number\.$",
         ),
         (
             "post",
-            "/v1/models",
+            "/v1/pool",
             {"json": {"name": "m", "evaluations": [{"prompt": "p", "score": 1}] * 3}},
             422,
             "1 distinct prompt",
         ),
-        ("post", "/v1/models", {"json": {"name": "m", "evaluations": []}}, 422, "empty list"),
-        ("post", "/v1/models", {"json": {"name": "a,b", "evaluations": evaluations()}}, 422, "commas"),
-        ("post", "/v1/models", {"json": {"name": "42", "evaluations": evaluations()}}, 422, "model id"),
-        ("post", "/v1/models", {"json": {"evaluations": evaluations()}}, 422, "name"),
-        ("delete", "/v1/models/never-added", {}, 404, "no added model"),
+        ("post", "/v1/pool", {"json": {"name": "m", "evaluations": []}}, 422, "empty list"),
+        ("post", "/v1/pool", {"json": {"name": "a,b", "evaluations": evaluations()}}, 422, "commas"),
+        ("post", "/v1/pool", {"json": {"name": "42", "evaluations": evaluations()}}, 422, "model id"),
+        ("post", "/v1/pool", {"json": {"evaluations": evaluations()}}, 422, "name"),
+        ("delete", "/v1/pool/never-added", {}, 404, "no added model"),
         ("get", "/v1/nothing", {}, 404, "no endpoint"),
         ("get", "/v1/route", {}, 405, "not allowed"),
     ],
@@ -260,14 +262,17 @@ def test_bad_input_is_one_json_line(service, method, path, kw, status, message):
     r = getattr(service.client, method)(path, **kw)
     assert r.status_code == status, r.text
     body = r.json()
-    assert list(body) == ["error"] and "\n" not in body["error"] and "Traceback" not in body["error"]
-    assert pytest.importorskip("re").search(message, body["error"]), body["error"]
+    assert list(body) == ["error"] and sorted(body["error"]) == ["code", "message", "param", "type"]  # OpenAI's shape
+    text = body["error"]["message"]
+    assert "\n" not in text and "Traceback" not in text
+    assert pytest.importorskip("re").search(message, text), text
+    assert body["error"]["type"].endswith("_error")
 
 
 def test_body_size_limit(service):
     service.app.state.settings.max_body_bytes = 1000
     r = service.client.post("/v1/route", json={"queries": ["x" * 2000]})
-    assert r.status_code == 413 and "1000 bytes" in r.json()["error"]
+    assert r.status_code == 413 and "1000 bytes" in r.json()["error"]["message"]
 
     def chunks():  # no Content-Length: counted as it is read
         yield b'{"queries": ["'
@@ -276,7 +281,7 @@ def test_body_size_limit(service):
         yield b'"]}'
 
     r = service.client.post("/v1/route", content=chunks(), headers={"content-type": "application/json"})
-    assert r.status_code == 413 and "limit of 1000 bytes" in r.json()["error"]
+    assert r.status_code == 413 and "limit of 1000 bytes" in r.json()["error"]["message"]
     small = service.client.post("/v1/route", content=iter([b'{"queries": ', b'["ok"]}']))
     assert small.status_code == 415  # read whole (no content type): under the limit, then judged as usual
 
@@ -287,7 +292,14 @@ def test_internal_error_has_no_traceback(service, monkeypatch):
 
     monkeypatch.setattr(service.pool.run.method, "predict_logits", boom)
     r = service.client.post("/v1/route", json={"queries": ["q"]})
-    assert r.status_code == 500 and r.json() == {"error": "internal error; the server's log has the details."}
+    assert r.status_code == 500 and r.json() == {
+        "error": {
+            "message": "internal error; the server's log has the details.",
+            "type": "server_error",
+            "param": None,
+            "code": None,
+        }
+    }
     # the same connection serves the next request (keep-alive survives a 500)
     assert 'locus_serve_errors_total{endpoint="/v1/route",status="500"} 1.0' in service.client.get("/metrics").text
 
@@ -298,13 +310,13 @@ def test_token_guards_admin_endpoints(run_dir, fake_encoder, tmp_path):  # noqa:
     try:
         body = {"name": "tok/model", "evaluations": evaluations()}
         assert c.post("/v1/route", json={"queries": ["q"]}).status_code == 200  # routing needs no token
-        r = c.post("/v1/models", json=body)
-        assert r.status_code == 401 and "Bearer" in r.json()["error"]
+        r = c.post("/v1/pool", json=body)
+        assert r.status_code == 401 and "Bearer" in r.json()["error"]["message"]
         assert r.headers["www-authenticate"] == "Bearer"
-        assert c.post("/v1/models", json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
-        assert c.post("/v1/models", json=body, headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 201
-        assert c.delete("/v1/models/tok/model").status_code == 401
-        assert c.delete("/v1/models/tok/model", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+        assert c.post("/v1/pool", json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert c.post("/v1/pool", json=body, headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 201
+        assert c.delete("/v1/pool/tok/model").status_code == 401
+        assert c.delete("/v1/pool/tok/model", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
     finally:
         svc.stop()
 
@@ -348,7 +360,7 @@ def test_locus_serve_command_in_a_subprocess(run_dir, tmp_path, stop):  # noqa: 
                 assert time.monotonic() < deadline, "locus serve did not answer within 60 s"
                 time.sleep(0.2)
         assert health["models"] == 5 and health["added"] == 0
-        r = httpx.delete(f"http://127.0.0.1:{port}/v1/models/x", timeout=5)
+        r = httpx.delete(f"http://127.0.0.1:{port}/v1/pool/x", timeout=5)
         assert r.status_code == 401
     finally:
         proc.send_signal(getattr(signal, stop))
@@ -361,7 +373,7 @@ def test_metrics(service):
     c = service.client
     assert c.post("/v1/route", json={"queries": ["m1", "m2", "m3"]}).status_code == 200
     assert c.post("/v1/route", json={"queries": []}).status_code == 422
-    assert c.delete("/v1/models/some/name").status_code == 404
+    assert c.delete("/v1/pool/some/name").status_code == 404
     assert c.get("/nowhere").status_code == 404
     r = c.get("/metrics")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
@@ -372,7 +384,7 @@ def test_metrics(service):
             samples[key] = float(value)
     assert samples['locus_serve_requests_total{endpoint="/v1/route",method="POST",status="200"}'] == 1
     assert samples['locus_serve_errors_total{endpoint="/v1/route",status="422"}'] == 1
-    assert samples['locus_serve_errors_total{endpoint="/v1/models/{name:path}",status="404"}'] == 1
+    assert samples['locus_serve_errors_total{endpoint="/v1/pool/{name:path}",status="404"}'] == 1
     assert samples['locus_serve_errors_total{endpoint="unmatched",status="404"}'] == 1
     assert samples["locus_serve_queries_total"] == 3
     routed = {k: v for k, v in samples.items() if k.startswith("locus_serve_routed_total")}
@@ -393,7 +405,7 @@ def test_concurrent_routing_while_models_are_added(service):
 
     def add(i):
         with httpx.Client(base_url=base, timeout=60) as c:
-            return c.post("/v1/models", json={"name": f"par/m{i}", "evaluations": evaluations(6, i)}).status_code
+            return c.post("/v1/pool", json={"name": f"par/m{i}", "evaluations": evaluations(6, i)}).status_code
 
     with ThreadPoolExecutor(6) as ex:
         routes = [ex.submit(route, i) for i in range(12)]
@@ -401,7 +413,7 @@ def test_concurrent_routing_while_models_are_added(service):
         results = [f.result() for f in routes]
         assert [f.result() for f in adds] == [201] * 4
     assert all(code == 200 and n[0] == n[1] and 5 <= n[0] <= 9 for code, n in results)
-    models = service.client.get("/v1/models").json()["models"]
+    models = service.client.get("/v1/pool").json()["models"]
     assert sorted(m["id"] for m in models) == list(range(9))  # ids handed out once each
 
 

@@ -163,10 +163,10 @@ def test_chat_routes_the_last_user_message_and_forwards(run_dir, fake_encoder, b
             ({"messages": messages}, 422, "model:"),
         ]:
             r = c.post("/v1/chat/completions", json=payload)
-            assert r.status_code == status and message in r.json()["error"], r.text
+            assert r.status_code == status and message in r.json()["error"]["message"], r.text
         assert len(backend.received) == n
         r = c.post("/v1/chat/completions", content=b"{oops", headers={"content-type": "application/json"})
-        assert r.status_code == 400 and "malformed JSON" in r.json()["error"]
+        assert r.status_code == 400 and "malformed JSON" in r.json()["error"]["message"]
         metrics = c.get("/metrics").text
         assert f'locus_serve_forwarded_total{{model="{chosen}"}}' in metrics
         assert 'locus_serve_forwarded_total{model="org/model-3"} ' in metrics
@@ -196,8 +196,9 @@ def test_backend_down_slow_garbage_failing(run_dir, fake_encoder, backend, tmp_p
                 t0 = time.monotonic()
                 r = c.post("/v1/chat/completions", json={**body, "model": model, "stream": stream})
                 assert r.status_code == status, r.text
-                err = r.json()["error"]
+                err = r.json()["error"]["message"]
                 assert list(r.json()) == ["error"] and message in err and model in err and "\n" not in err
+                assert "127.0.0.1" not in err and "http" not in err  # never the backend's address
                 assert time.monotonic() - t0 < 2.5  # the timeout, not the slow backend's 3 s
         r = c.post("/v1/chat/completions", json={**body, "model": "org/model-4"})  # the request's fault: passed on
         assert r.status_code == 400 and r.json()["error"]["message"] == "temperature out of range"
@@ -253,7 +254,7 @@ def test_batched_routing_equals_unbatched(run_dir, fake_encoder, tmp_path):  # n
     settings = serve.Settings(batch_wait_ms=200, batch_queries=1000)  # a long wait: concurrent requests batch
     svc = Service(run_dir, tmp_path / "pool", settings=settings)
     try:
-        assert svc.client.post("/v1/models", json={"name": "x/added", "evaluations": evaluations()}).status_code == 201
+        assert svc.client.post("/v1/pool", json={"name": "x/added", "evaluations": evaluations()}).status_code == 201
         requests = [
             {"queries": [f"batched query {i}", f"and {i} again"], "top_k": 1 + i % 5}
             | ({"models": ["org/model-1", "x/added", 3]} if i % 3 == 0 else {})
@@ -269,7 +270,7 @@ def test_batched_routing_equals_unbatched(run_dir, fake_encoder, tmp_path):  # n
 
         answers = asyncio.run(fire())
         assert max(svc.app.state.batcher.sizes) > 1  # they were batched
-        assert answers[-1].status_code == 422 and "not a model of the pool" in answers[-1].json()["error"]
+        assert answers[-1].status_code == 422 and "not a model of the pool" in answers[-1].json()["error"]["message"]
         for req, answer in zip(requests, answers[:-1]):
             assert answer.status_code == 200, answer.text
             # unbatched: the same request alone, through the pool directly
@@ -341,7 +342,7 @@ def test_hot_add_reuses_stored_encodings(run_dir, fake_encoder, tmp_path, monkey
         rng = np.random.default_rng(1)
         scores = (rng.random(5) < 0.5).astype(np.float32)
         ev = [{"prompt": p, "score": float(s)} for p, s in zip(known[:2] + new[:1] + known[2:] + new[1:], scores)]
-        r = svc.client.post("/v1/models", json={"name": "x/reuse", "evaluations": ev})
+        r = svc.client.post("/v1/pool", json={"name": "x/reuse", "evaluations": ev})
         assert r.status_code == 201 and r.json()["reused_encodings"] == 3
         assert encoded == [new[0], new[1]]  # only the new prompts went through the encoder, in one pass
         enc = read_encodings(root / "enc.parquet")
@@ -351,7 +352,7 @@ def test_hot_add_reuses_stored_encodings(run_dir, fake_encoder, tmp_path, monkey
         np.testing.assert_array_equal(svc.pool.added["x/reuse"].z, svc.pool.run.method.embed(vectors, scores))
         encoded.clear()
         ev = [{"prompt": f"question {i}", "score": 1.0} for i in range(40)]
-        r = svc.client.post("/v1/models", json={"name": "x/all-stored", "evaluations": ev})
+        r = svc.client.post("/v1/pool", json={"name": "x/all-stored", "evaluations": ev})
         assert r.status_code == 201 and r.json()["reused_encodings"] == 40 and encoded == []
     finally:
         svc.stop()
@@ -374,13 +375,15 @@ def test_limits(run_dir, fake_encoder, tmp_path):  # noqa: F811
     c = svc.client
     try:
         r = c.post("/v1/route", json={"queries": ["q"] * 5})
-        assert r.status_code == 413 and "the limit is 4" in r.json()["error"]
+        assert r.status_code == 413 and "the limit is 4" in r.json()["error"]["message"]
         assert c.post("/v1/route", json={"queries": ["q"] * 4}).status_code == 200
         r = c.post("/v1/route", json={"queries": ["ok", "y" * 51]})
-        assert r.status_code == 413 and r.json()["error"].startswith("queries[1]: 51 characters; the limit is 50")
+        assert r.status_code == 413 and r.json()["error"]["message"].startswith(
+            "queries[1]: 51 characters; the limit is 50"
+        )
         ev = evaluations(3) + [{"prompt": "z" * 51, "score": 1}]
-        r = c.post("/v1/models", json={"name": "x/long", "evaluations": ev})
-        assert r.status_code == 413 and r.json()["error"].startswith("evaluations[3].prompt: 51 characters")
+        r = c.post("/v1/pool", json={"name": "x/long", "evaluations": ev})
+        assert r.status_code == 413 and r.json()["error"]["message"].startswith("evaluations[3].prompt: 51 characters")
     finally:
         svc.stop()
 
@@ -393,7 +396,7 @@ def test_concurrent_adds_of_one_name(run_dir, fake_encoder, tmp_path):  # noqa: 
 
     def add(i):
         with httpx.Client(base_url=base, timeout=60) as c:
-            return c.post("/v1/models", json={"name": "same/name", "evaluations": evaluations(6, seed=i)}).status_code
+            return c.post("/v1/pool", json={"name": "same/name", "evaluations": evaluations(6, seed=i)}).status_code
 
     try:
         with ThreadPoolExecutor(8) as ex:
@@ -430,7 +433,7 @@ def test_kill_9_during_an_add_leaves_the_pool_before_or_after(run_dir, tmp_path)
             while True:
                 assert proc.poll() is None, "locus serve exited"
                 try:
-                    models = httpx.get(f"{base}/v1/models", timeout=5).json()["models"]
+                    models = httpx.get(f"{base}/v1/pool", timeout=5).json()["models"]
                     break
                 except httpx.TransportError:
                     assert time.monotonic() < deadline, "locus serve did not answer"
@@ -440,12 +443,12 @@ def test_kill_9_during_an_add_leaves_the_pool_before_or_after(run_dir, tmp_path)
             assert names in (expected, expected | {f"kill/m{it - 1}"}), names
             landed.append(names != expected)
             t0 = time.monotonic()  # an add that completes: how long one takes here
-            r = httpx.post(f"{base}/v1/models", json={"name": f"ok/m{it}", "evaluations": ev}, timeout=60)
+            r = httpx.post(f"{base}/v1/pool", json={"name": f"ok/m{it}", "evaluations": ev}, timeout=60)
             took = time.monotonic() - t0
             assert r.status_code == 201, r.text
             expected = names | {f"ok/m{it}"}
             body = {"name": f"kill/m{it}", "evaluations": ev}
-            add = threading.Thread(target=_quiet_post, args=(f"{base}/v1/models", body), daemon=True)
+            add = threading.Thread(target=_quiet_post, args=(f"{base}/v1/pool", body), daemon=True)
             add.start()
             time.sleep(float(rng.uniform(0.2, 1.5)) * took)
         finally:

@@ -13,7 +13,7 @@ from locus.errors import ConfigError
 
 NAME = "serve"
 HELP = (
-    "serve a trained run over HTTP: POST /v1/route ranks its models for queries; POST /v1/models adds a model; "
+    "serve a trained run over HTTP: POST /v1/route ranks its models for queries; POST /v1/pool adds a model; "
     "POST /v1/chat/completions routes and forwards to OpenAI-compatible backends"
 )
 
@@ -43,8 +43,37 @@ def add_arguments(parser) -> None:
         "--token-env",
         default=None,
         metavar="VAR",
-        help="environment variable holding the token that POST/DELETE /v1/models need "
-        "(Authorization: Bearer TOKEN); required unless --host is a loopback address",
+        help="environment variable holding the token (Authorization: Bearer TOKEN; an OpenAI client's api_key) "
+        "that adding and deleting models and chat completions need, and off loopback /v1/route too; required "
+        "unless --host is a loopback address",
+    )
+    parser.add_argument(
+        "--open-route",
+        action="store_true",
+        help="off loopback, serve POST /v1/route and the model lists without the token (chat and admin keep it)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host header to serve besides the bound address and localhost/127.0.0.1/[::1] (repeatable; "
+        "required with --host 0.0.0.0; '*' serves any): other names are refused, against DNS rebinding",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a web origin (e.g. https://app.example.org) whose browser pages may call the service: CORS for it "
+        "(repeatable; default none: cross-origin POST and DELETE are refused)",
+    )
+    parser.add_argument(
+        "--affinity-seconds",
+        type=non_negative,
+        default=None,
+        help="a chat conversation (header x-locus-session, or OpenAI's user field) keeps the model routed for its "
+        "first turn this long after its last turn (default 1800; 0: route every turn)",
     )
     parser.add_argument(
         "--precision",
@@ -137,6 +166,16 @@ def positive(kind):
     return parse
 
 
+def non_negative(text: str) -> float:
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text}")
+    return value
+
+
 def token_from_env(var: str | None) -> str | None:
     if var is None:
         return None
@@ -151,12 +190,19 @@ def run(args) -> int:
     from locus.params import set_threads
 
     token = token_from_env(args.token_env)
-    serve.check_bind(args.host, token)
+    serve.check_bind(args.host, token, args.allow_host)
     set_threads(args.threads)
     pool = serve.load(
         args.run, args.pool_dir, args.precision, args.data, args.encodings, args.encoder_precision, args.compile
     )
-    settings = serve.Settings()
+    settings = serve.Settings(
+        token=token,
+        bind_host=args.host,
+        public=not serve.is_loopback(args.host),
+        open_route=args.open_route,
+        allowed_hosts=tuple(args.allow_host),
+        allowed_origins=tuple(args.allow_origin),
+    )
     for option, attr in [
         ("chat_alias", "chat_alias"),
         ("backend_timeout", "backend_timeout"),
@@ -164,6 +210,7 @@ def run(args) -> int:
         ("max_prompt_chars", "max_prompt_chars"),
         ("batch_queries", "batch_queries"),
         ("workers", "batch_workers"),
+        ("affinity_seconds", "affinity_seconds"),
     ]:
         if getattr(args, option) is not None:
             setattr(settings, attr, getattr(args, option))
@@ -174,24 +221,28 @@ def run(args) -> int:
     if args.compile:  # before binding the port: a failed compile is an exit 2, not a service that cannot route
         print("locus serve: compiling the query encoder (about a minute)", flush=True)
         pool.load_encoder()
-    else:
+    sock = serve.bind_socket(args.host, args.port)  # a port in use: exit 2 before anything says "serving"
+    if not args.compile:
         pool.warm_up()  # loads the encoder in the background, so the first request does not wait as long
+    port = sock.getsockname()[1]
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    access = "token required" if token else "open, loopback only"
     print(
-        f"serving {args.run} ({pool.size()} models, {len(pool.added)} added) on http://{args.host}:{args.port} "
-        f"(admin endpoints: {'token required' if token else 'open, loopback only'}; "
-        f"{len(settings.backends)} chat backend(s); "
-        f"{len(pool.stored.rows) if pool.stored else 0} stored prompt encodings)",
+        f"serving {serve.run_label(args.run)} ({pool.size()} models, {len(pool.added)} added) on "
+        f"http://{shown}:{port} (admin and chat: {access}; {len(settings.backends)} chat backend(s); "
+        f"{len(pool.stored.rows) if pool.stored else 0} stored prompt encodings; encoder {pool.encoder_precision})",
         flush=True,
     )
-    server = serve.make_server(serve.create_app(pool, token, settings), args.host, args.port)
+    server = serve.make_server(serve.create_app(pool, token, settings), args.host, port)
     # uvicorn shuts down gracefully on SIGINT / SIGTERM, then re-raises the signal: a stop is not an error
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        server.run()
+        server.run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        sock.close()
     print("locus serve: stopped", flush=True)
     return 0
 
