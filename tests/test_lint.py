@@ -1,5 +1,5 @@
 """The tree passes its static checks: the import layers (`lint-imports`, contracts in pyproject.toml),
-`ruff check` and `ruff format --check` (settings in pyproject.toml).
+`ruff check` and `ruff format --check` (settings in pyproject.toml), declared against imported dependencies (`deptry`).
 Each runs the tool from this interpreter's environment in the repository root and fails with its output."""
 
 from __future__ import annotations
@@ -34,3 +34,9 @@ def test_ruff_check():
 
 def test_ruff_format():
     run_tool("ruff", "format", "--check", ".")
+
+
+def test_declared_dependencies():
+    """Every package the code imports is declared where it is needed (deptry; settings in pyproject.toml): a
+    runtime import of a test-only package would fail on the README's install, which has no extras."""
+    run_tool("deptry", ".")
