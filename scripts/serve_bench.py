@@ -166,6 +166,75 @@ def concurrent(port: int, prompts: list[str], clients: int, seconds: float) -> t
     return asyncio.run(load())
 
 
+def poison(port: int, prompts: list[str], valid: int) -> tuple[int, int]:
+    """`valid` single-query requests and one whose query is half a surrogate pair, sent at once: (valid requests
+    answered 200, the poison's status)."""
+    bodies = [route_body([prompts[i % len(prompts)]]) for i in range(valid)]
+    bad = b'{"queries": ["poison \\ud800 text"]}'
+
+    async def send():
+        async def one(body):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            try:
+                return await asyncio.wait_for(_post(reader, writer, body), 60)
+            finally:
+                writer.close()
+
+        return await asyncio.gather(*(one(b) for b in bodies[: valid // 2] + [bad] + bodies[valid // 2 :]))
+
+    statuses = asyncio.run(send())
+    poisoned = statuses.pop(valid // 2)
+    return sum(s == 200 for s in statuses), poisoned
+
+
+def route_during_add(base: str, port: int, prompts: list[str], train: list[str], size: int) -> dict:
+    """Single-query /v1/route latencies (ms) while one add of `size` new prompts (all encoded) is in flight."""
+    import threading
+
+    import httpx
+
+    evals = [{"prompt": f"{train[i % len(train)]} [during-add {i}]", "score": float(i % 3 == 0)} for i in range(size)]
+    result = {}
+
+    def add():
+        t0 = time.perf_counter()
+        with httpx.Client(base_url=base, timeout=600) as client:
+            r = client.post("/v1/pool", json={"name": "bench/during-add", "evaluations": evals})
+            result["status"] = r.status_code
+            client.delete("/v1/pool/bench/during-add")
+        result["seconds"] = time.perf_counter() - t0
+
+    thread = threading.Thread(target=add)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    lat, i = [], 0
+    try:
+        thread.start()
+        while thread.is_alive():
+            t0 = time.perf_counter()
+            conn.request(
+                "POST", "/v1/route", route_body([prompts[i % len(prompts)]]), {"Content-Type": "application/json"}
+            )
+            response = conn.getresponse()
+            response.read()
+            lat.append(1000 * (time.perf_counter() - t0))
+            i += 1
+    finally:
+        thread.join()
+        conn.close()
+    return {"latencies": lat, **result}
+
+
+def paired_interval(a, b, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile interval of mean(a - b) over queries resampled with replacement (paired bootstrap)."""
+    import numpy as np
+
+    d = np.asarray(a, float) - np.asarray(b, float)
+    d = d[~np.isnan(d)]
+    idx = np.random.default_rng(seed).integers(0, len(d), (resamples, len(d)))
+    means = d[idx].mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
 def chosen_models(base: str, prompts: list[str], batch: int = 64) -> list[str]:
     """The model each prompt is routed to, in requests of `batch` queries."""
     import httpx
@@ -179,14 +248,13 @@ def chosen_models(base: str, prompts: list[str], batch: int = 64) -> list[str]:
     return out
 
 
-def routing_accuracy(data, prompt_ids, chosen: list[str]) -> float:
-    """Mean test label of the chosen model per query (queries where it has no label left out)."""
+def routed_labels(data, prompt_ids, chosen: list[str]):
+    """The test label of the chosen model per query (NaN where it has none)."""
     import numpy as np
 
     col = {name: i for i, name in enumerate(data.models.set_index("model_id").loc[data.model_ids, "name"])}
     labels = data.label_matrix(prompt_ids)
-    picked = labels[np.arange(len(chosen)), [col[name] for name in chosen]]
-    return float(np.nanmean(picked))
+    return labels[np.arange(len(chosen)), [col[name] for name in chosen]]
 
 
 def hot_adds(base: str, pool_prompts: list[str], new_prompts: list[str], adds: int, seed: int = 0):
@@ -241,6 +309,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=10.0, help="at most this long per phase")
     ap.add_argument("--adds", type=int, default=5, help="hot-adds of each kind (median reported)")
     ap.add_argument("--process-calls", type=int, default=3, help="`locus route` processes (0: skip)")
+    ap.add_argument("--poison-valid", type=int, default=63, help="valid requests sent beside one poison request")
+    ap.add_argument("--add-size", type=int, default=2000, help="new prompts of the add that routing runs beside")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of each service (locus serve --threads)")
     ap.add_argument(
         "--encoder-precision",
@@ -271,11 +341,15 @@ def main(argv=None) -> int:
                 done, errors, elapsed, conc = done + d, errors + e, elapsed + t, conc + c
                 rss.append(rss_mb(server.proc.pid))
             adds = hot_adds(server.base, train, train, args.adds) if label == "locus" else None
+            poisoned = poison(server.port, prompts, args.poison_valid)
+            during = (
+                route_during_add(server.base, server.port, prompts, train, args.add_size) if label == "locus" else None
+            )
             if label == "locus" and changed:
                 low = chosen_models(server.base, prompts)
         finally:
             server.stop()
-        rows.append((label, lat, done, errors, elapsed, conc, rss, adds))
+        rows.append((label, lat, done, errors, elapsed, conc, rss, adds, poisoned, during))
     procs = process_calls(args.run, prompts, args.process_calls, env) if args.process_calls else []
     if changed:
         server = Server(args.run, env, ["--threads", str(args.threads)])
@@ -307,13 +381,34 @@ def main(argv=None) -> int:
     for kind, what in (("pool", "128 pool prompts (stored encodings)"), ("new", "128 new prompts (encoded)")):
         cells = [f"{statistics.median(r[7][kind]):.1f} (of {len(r[7][kind])})" if r[7] else "n/a" for r in rows]
         line(f"hot-add from {what}, median (ms)", cells, "<= 50" if kind == "pool" else "")
+    line(
+        "valid requests answered beside a poison request",
+        [f"{r[8][0]} of {args.poison_valid} (poison: {r[8][1]})" for r in rows],
+        f"{args.poison_valid} of {args.poison_valid}",
+    )
+    line(
+        f"/v1/route p50 / p99 during a {args.add_size}-prompt add (ms)",
+        [
+            f"{pct(r[9]['latencies'], 50):.1f} / {pct(r[9]['latencies'], 99):.1f} (n={len(r[9]['latencies'])}; "
+            f"add {r[9]['seconds']:.1f} s, {r[9]['status']})"
+            if r[9]
+            else "n/a"
+            for r in rows
+        ],
+        "p99 <= 50",
+    )
     if changed:
+        import numpy as np
+
         ids = data.split_queries("test")["prompt_id"].to_numpy()
         same = sum(a == b for a, b in zip(low, full)) / len(full)
+        mine, plain = routed_labels(data, ids, low), routed_labels(data, ids, full)
+        lo, hi = paired_interval(mine, plain)
         print(
             f"\nLOCUS, {len(full)} test queries: {100 * same:.1f}% routed to the same model with these encoder "
-            f"options as with the plain float32 encoder; routing accuracy {100 * routing_accuracy(data, ids, low):.2f}%"
-            f" (these options) vs {100 * routing_accuracy(data, ids, full):.2f}% (float32)"
+            f"options as with the plain float32 encoder; routing accuracy {100 * np.nanmean(mine):.2f}% (these "
+            f"options) vs {100 * np.nanmean(plain):.2f}% (float32); difference 95% paired-bootstrap interval "
+            f"[{100 * lo:+.2f}, {100 * hi:+.2f}] points"
         )
     if procs:
         print(

@@ -19,6 +19,8 @@ log = logging.getLogger("locus.serve")
 
 ENCODE_BATCH = 16  # texts per encoder forward pass: larger ones pad more and run slower per text on a CPU
 PREDICT_BLOCK = 16  # queries per predictor pass (padded): a fixed shape, so batching does not change results
+ADD_CHUNK = 4  # texts of an add per encoder pass, between which routing goes first
+ADD_YIELD_S = 0.05  # the longest an add's pass waits for routing to pause (under constant load it goes on anyway)
 NEAREST = 5  # nearest pool models reported for an added model
 POOL_FILE = "pool.json"
 POOL_FORMAT = "locus-serve-pool"
@@ -72,6 +74,9 @@ class Pool:
         self.added: dict[str, Added] = {}
         self.next_id = int(np.max(run.model_ids)) + 1 if len(run.model_ids) else 0
         self.lock = threading.RLock()
+        # who has the encoder: routing batches (any number at once) or one chunk of an add
+        self.encoder_turn = threading.Condition()
+        self.routing, self.waiting, self.adding = 0, 0, False
         if self.pool_dir is not None:
             self._open_dir()
             self._load()
@@ -227,7 +232,7 @@ class Pool:
         if not texts:
             return []
         try:
-            vectors = self.encode(texts, "route")
+            vectors = self._routing_encode(texts)
         except Exception as exc:
             if len(batches) == 1:
                 return [exc]
@@ -239,7 +244,7 @@ class Pool:
             out = []
             for queries in batches:
                 try:
-                    out.append(self.encode(queries, "route"))
+                    out.append(self._routing_encode(queries))
                 except Exception as one:  # noqa: BLE001  (this request's own failure)
                     out.append(one)
             return out
@@ -332,7 +337,7 @@ class Pool:
         new = [i for i, r in enumerate(rows) if r < 0]
         if not new:
             return self.stored.vectors[rows], len(prompts)
-        encoded = self.encode([prompts[i] for i in new], "evaluations")
+        encoded = self._encode_behind_routing([prompts[i] for i in new])
         if len(new) == len(prompts):
             return encoded, 0
         vectors = np.empty((len(prompts), encoded.shape[1]), dtype=np.float32)
@@ -340,6 +345,36 @@ class Pool:
         old = [i for i, r in enumerate(rows) if r >= 0]
         vectors[old] = self.stored.vectors[[rows[i] for i in old]]
         return vectors, len(old)
+
+    def _encode_behind_routing(self, texts: list[str]) -> np.ndarray:
+        """An add's texts, encoded in chunks of ADD_CHUNK, each alone on the encoder: it waits (up to ADD_YIELD_S)
+        for the routing batches in flight, and routing batches wait for it. Sharing the cores with an add would
+        slow every query for the whole add; this way a query waits for one small chunk at most."""
+        out = []
+        for start in range(0, len(texts), ADD_CHUNK):
+            with self.encoder_turn:
+                self.encoder_turn.wait_for(lambda: self.routing == 0 and not self.waiting, timeout=ADD_YIELD_S)
+                self.adding = True
+            try:
+                out.append(self.encode(texts[start : start + ADD_CHUNK], "evaluations"))
+            finally:
+                with self.encoder_turn:
+                    self.adding = False
+                    self.encoder_turn.notify_all()
+        return np.concatenate(out)
+
+    def _routing_encode(self, texts: list[str]) -> np.ndarray:
+        with self.encoder_turn:
+            self.waiting += 1  # an add's next chunk waits for it
+            self.encoder_turn.wait_for(lambda: not self.adding)
+            self.waiting -= 1
+            self.routing += 1
+        try:
+            return self.encode(texts, "route")
+        finally:
+            with self.encoder_turn:
+                self.routing -= 1
+                self.encoder_turn.notify_all()
 
     def _check_new_name(self, name: str, old: Added | None, replace_existing: bool) -> None:
         if old is not None and not replace_existing:
