@@ -16,6 +16,7 @@ reached, instead of hanging on network timeouts. Cache directory: :func:`default
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.metadata as metadata
 import json
@@ -25,6 +26,7 @@ import shutil
 import tempfile
 import threading
 import time
+import warnings
 import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Iterator, Sequence
@@ -430,6 +432,121 @@ def compile_encoder(model):
     inductor.freezing = True
     transformer.forward = torch.compile(transformer.forward, dynamic=True)
     return model
+
+
+PRECISIONS = ("float32", "bfloat16", "int8")  # of the query encoder's weights and products; "auto": choose_precision
+# Linear layers quantize_int8 leaves in float32: the first layer's feed-forward output, the most sensitive one
+INT8_FLOAT_LAYERS = ("encoder.layer.0.output.dense",)
+# int8 weights kept within +-63: fbgemm's kernels without VNNI add pairs of u8 x s8 products in int16 (vpmaddubsw),
+# which saturates once 2 * 255 * |w| > 32767; so activations keep all 8 bits on every CPU (torch.ao's drop one)
+INT8_WEIGHT_MAX = 63
+
+
+def choose_precision(flags: set[str] | frozenset[str] | None = None) -> str:
+    """The query encoder's precision for this CPU (or one with these ``/proc/cpuinfo`` `flags`): what ``auto``
+    means for :func:`prepare_query_encoder`. bfloat16 with AMX or AVX512-BF16, int8 on other x86 CPUs with AVX2,
+    float32 elsewhere."""
+    from locus.provenance import cpu_flags, has_amx
+
+    flags = cpu_flags() if flags is None else set(flags)
+    # bfloat16 in hardware is as fast as int8 in batches and routes exactly as float32; without it int8 is the only
+    # one fast enough (1.7x float32's rate; bfloat16 then 4x slower than float32); int8 needs fbgemm (x86, AVX2)
+    if has_amx(flags) or "avx512_bf16" in flags:
+        return "bfloat16"
+    return "int8" if "avx2" in flags else "float32"
+
+
+def resolve_precision(precision: str, flags: set[str] | frozenset[str] | None = None) -> str:
+    """`precision` itself when it is one of :data:`PRECISIONS`, :func:`choose_precision` for ``auto``; anything
+    else is a ConfigError."""
+    if precision == "auto":
+        return choose_precision(flags)
+    if precision not in PRECISIONS:
+        raise ConfigError(f"encoder precision {precision!r}: choose one of auto, {', '.join(PRECISIONS)}")
+    return precision
+
+
+def prepare_query_encoder(model, precision: str = "float32"):
+    """`model` (a float32 ``SentenceTransformer``, as loaded) in eval mode and in `precision`, in place:
+    ``float32`` leaves the weights as they are, ``bfloat16`` is :func:`in_bfloat16`, ``int8`` :func:`quantize_int8`
+    and ``auto`` whichever :func:`choose_precision` picks for this CPU. The vectors are float32 in every case (of
+    unit length when the model normalises). Returns the model."""
+    import torch
+
+    precision = resolve_precision(precision)
+    model.eval()
+    weights = next(model[0].parameters(), None)
+    if precision != "float32" and weights is not None and weights.dtype != torch.float32:
+        raise ConfigError(f"encoder precision {precision}: the encoder is already in {weights.dtype}; load it afresh")
+    if precision == "bfloat16":
+        in_bfloat16(model)
+    elif precision == "int8":
+        quantize_int8(model)
+    return model
+
+
+def quantize_int8(model, keep_float: Sequence[str] = INT8_FLOAT_LAYERS):
+    """`model` (a float32 ``SentenceTransformer`` over a transformers model) with the transformer's Linear layers
+    in int8, in place: weights quantised once per output channel (symmetric, within +-:data:`INT8_WEIGHT_MAX`),
+    activations per call to 8 bits over the call's range (dynamic quantisation), int32 products by fbgemm (AVX2,
+    AVX-512 or VNNI, as the CPU has), float32 out. Layers whose name is or ends with one of `keep_float` stay
+    float32; so do embeddings, attention scores, LayerNorm, pooling and normalisation. A quarter of the weight
+    bytes and about twice float32's speed, at a cosine of ~0.99 with float32's vectors (``scripts/encoder_bench.py``
+    measures speed and routing agreement). Needs an x86 CPU (torch's fbgemm engine)."""
+    import torch
+
+    transformer = getattr(model[0], "auto_model", None)
+    if transformer is None:
+        raise ConfigError(f"int8: {type(model[0]).__name__} is not a transformers encoder; use float32.")
+    if "fbgemm" not in torch.backends.quantized.supported_engines:
+        raise ConfigError("int8: this torch has no fbgemm engine (an x86 CPU is needed); use float32 or bfloat16.")
+    int8_linear = _int8_linear_class()
+    replaced = 0
+    for name, parent in list(transformer.named_modules()):
+        for child_name, child in list(parent.named_children()):
+            path = f"{name}.{child_name}" if name else child_name
+            if type(child) is torch.nn.Linear and not any(path == k or path.endswith("." + k) for k in keep_float):
+                setattr(parent, child_name, int8_linear(child))
+                replaced += 1
+    if not replaced:
+        raise ConfigError(f"int8: {type(transformer).__name__} has no Linear layers to quantise; use float32.")
+    return model
+
+
+@functools.cache
+def _int8_linear_class():
+    """The int8 Linear module (defined on first use: torch is imported lazily)."""
+    import torch
+
+    class Int8Linear(torch.nn.Module):
+        """A float32 ``nn.Linear`` as int8: per-channel weights packed once by fbgemm, activations quantised per
+        call by ``quantized::linear_dynamic`` over their full 8 bits."""
+
+        def __init__(self, linear: torch.nn.Linear):
+            super().__init__()
+            self.in_features, self.out_features = linear.in_features, linear.out_features
+            weight = linear.weight.detach().float()
+            scale = (weight.abs().amax(dim=1) / INT8_WEIGHT_MAX).clamp(min=1e-12).double()
+            zero = torch.zeros(len(scale), dtype=torch.long)
+            bias = None if linear.bias is None else linear.bias.detach().float()
+            saved = torch.backends.quantized.engine
+            with warnings.catch_warnings():
+                # quantised tensors are deprecated (a UserWarning in torch 2.13), still the way to fbgemm's packing
+                warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor, torch\.quantize_per_channel")
+                qweight = torch.quantize_per_channel(weight, scale, zero, 0, torch.qint8)
+                try:
+                    torch.backends.quantized.engine = "fbgemm"
+                    self.packed = torch.ops.quantized.linear_prepack(qweight, bias)
+                finally:
+                    torch.backends.quantized.engine = saved
+
+        def forward(self, x):
+            return torch.ops.quantized.linear_dynamic(x.float(), self.packed, False)  # False: all 8 bits
+
+        def extra_repr(self) -> str:
+            return f"in_features={self.in_features}, out_features={self.out_features}, int8 (fbgemm)"
+
+    return Int8Linear
 
 
 def _token_embeddings_in_float32(module, inputs, output):

@@ -38,11 +38,18 @@ def cpu_flags() -> set[str]:
 # bfloat16 arithmetic in hardware: AVX-512 BF16 or AMX on x86, the BF16 extension on ARM; without it torch
 # converts in software and a bfloat16 embedding is several times slower than float32
 NATIVE_BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
+# Intel AMX: tile matrix units (Sapphire Rapids and later Xeons), bfloat16 and int8 products
+AMX_FLAGS = frozenset({"amx_bf16", "amx_tile"})
 
 
-def native_bfloat16() -> bool:
-    """Whether this CPU computes bfloat16 in hardware (:data:`NATIVE_BFLOAT16_FLAGS`)."""
-    return bool(cpu_flags() & NATIVE_BFLOAT16_FLAGS)
+def native_bfloat16(flags: set[str] | frozenset[str] | None = None) -> bool:
+    """Whether this CPU (or one with these `flags`) computes bfloat16 in hardware (:data:`NATIVE_BFLOAT16_FLAGS`)."""
+    return bool((cpu_flags() if flags is None else set(flags)) & NATIVE_BFLOAT16_FLAGS)
+
+
+def has_amx(flags: set[str] | frozenset[str] | None = None) -> bool:
+    """Whether this CPU (or one with these `flags`) has AMX tiles for bfloat16 (:data:`AMX_FLAGS`)."""
+    return bool((cpu_flags() if flags is None else set(flags)) & AMX_FLAGS)
 
 
 @functools.cache
