@@ -20,6 +20,8 @@ DEFAULT_SPLIT_OVERLAP = "error"
 SAMPLING = ("shared", "per_model")
 DEFAULT_SAMPLING = "shared"  # one random set of training queries for all models, as the authors' code
 PRECISIONS = ("float32", "bfloat16")
+# the query encoder of `locus serve`: "auto" picks one of the others from the CPU (locus.encoders.choose_precision)
+ENCODER_PRECISIONS = ("auto", "float32", "bfloat16", "int8")
 RECIPES = ("fast", "paper")
 
 # kinds of `locus table` (locus.experiments.tables, locus.experiments.ablation) and `locus figure`

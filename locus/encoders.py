@@ -35,6 +35,7 @@ import numpy as np
 from filelock import FileLock
 
 from locus.atomic import sha256_file
+from locus.constants import ENCODER_PRECISIONS
 from locus.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -434,7 +435,8 @@ def compile_encoder(model):
     return model
 
 
-PRECISIONS = ("float32", "bfloat16", "int8")  # of the query encoder's weights and products; "auto": choose_precision
+# of the query encoder's weights and products; "auto" (locus.constants.ENCODER_PRECISIONS) picks one: choose_precision
+PRECISIONS = tuple(p for p in ENCODER_PRECISIONS if p != "auto")
 # Linear layers quantize_int8 leaves in float32: the first layer's feed-forward output, the most sensitive one
 INT8_FLOAT_LAYERS = ("encoder.layer.0.output.dense",)
 # int8 weights kept within +-63: fbgemm's kernels without VNNI add pairs of u8 x s8 products in int16 (vpmaddubsw),

@@ -1,7 +1,7 @@
 """Latency, throughput, memory and hot-add time of `locus serve` on loopback (a benchmark, not a test).
 
     python scripts/serve_bench.py --run LOCUS_RUN [--knn-run KNN_RUN] --data DATA [--seconds 10] [--clients 64]
-        [--threads 1] [--encoder-precision float32|bfloat16] [--compile]
+        [--threads 1] [--encoder-precision auto|float32|bfloat16|int8] [--compile]
 
 Starts `python -m locus serve` for each run (a LOCUS run and, side by side, a kNN-router run of the same data)
 on free loopback ports and measures over real HTTP, each phase bounded by `--requests` and `--seconds`:
@@ -11,9 +11,14 @@ on free loopback ports and measures over real HTTP, each phase bounded by `--req
 - `POST /v1/pool` (hot-add, LOCUS only) from 128 prompts of the data set (their stored encodings are reused)
   and from 128 new prompts (encoded), median of `--adds`;
 - `locus route` as one process per call (`--process-calls` calls) for contrast;
-- with `--encoder-precision bfloat16` or `--compile`: every test prompt routed by that LOCUS service and by a
-  plain (float32, not compiled) one, the share of queries routed to the same model and each one's routing
-  accuracy on the test labels.
+- `--poison-valid` valid requests sent at once with one whose query is not Unicode text: how many still succeed;
+- single-query `/v1/route` latency while one add of `--add-size` new prompts is in flight (LOCUS only);
+- with an encoder other than float32 (`auto` resolves on this CPU; under instruction-set caps pass the precision
+  by name) or `--compile`: every test prompt routed by that LOCUS service and by a plain float32 one, the share
+  routed to the same model, each one's routing accuracy on the test labels and the difference's paired-bootstrap
+  interval.
+The header names the CPU, its flags that matter here (AMX, AVX512-BF16, VNNI, AVX2), any caps set in the
+environment (ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA, FBGEMM_ENABLE_INSTRUCTIONS) and the measured matmul peak.
 Queries are the data set's test prompts. The clients are plain HTTP/1.1 over kept-alive sockets (the standard
 library), so that on a small machine the load generator takes little of the CPU it measures. Prints a Markdown
 table; report the machine (CPU) with it.
@@ -297,8 +302,10 @@ def process_calls(run: str, prompts: list[str], calls: int, env: dict) -> list[f
 
 
 def main(argv=None) -> int:
+    from locus.benchmark import matmul_peak
     from locus.data.canonical import read_dataset
-    from locus.provenance import cpu_model
+    from locus.encoders import resolve_precision
+    from locus.provenance import cpu_flags, cpu_model
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", required=True, help="a LOCUS run directory")
@@ -314,9 +321,10 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads of each service (locus serve --threads)")
     ap.add_argument(
         "--encoder-precision",
-        choices=("float32", "bfloat16"),
-        default="float32",
-        help="locus serve --encoder-precision of the services; bfloat16 also compares routing with float32",
+        choices=("auto", "float32", "bfloat16", "int8"),
+        default="auto",
+        help="locus serve --encoder-precision of the services (default auto, as serve's); any but float32 also "
+        "compares routing with a float32 service",
     )
     ap.add_argument("--compile", action="store_true", help="locus serve --compile (compares routing as bfloat16 does)")
     args = ap.parse_args(argv)
@@ -327,7 +335,8 @@ def main(argv=None) -> int:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     extra = ["--threads", str(args.threads), "--encoder-precision", args.encoder_precision]
     extra += ["--compile"] if args.compile else []
-    changed = args.encoder_precision != "float32" or args.compile  # the encoder's vectors are not float32's
+    precision = resolve_precision(args.encoder_precision)  # what auto means here (--isa caps: pass it by name)
+    changed = precision != "float32" or args.compile  # the encoder's vectors are not float32's
     runs = [("locus", args.run)] + ([("knn_router", args.knn_run)] if args.knn_run else [])
     rows = []
     for label, run in runs:
@@ -352,15 +361,27 @@ def main(argv=None) -> int:
         rows.append((label, lat, done, errors, elapsed, conc, rss, adds, poisoned, during))
     procs = process_calls(args.run, prompts, args.process_calls, env) if args.process_calls else []
     if changed:
-        server = Server(args.run, env, ["--threads", str(args.threads)])
+        server = Server(args.run, env, ["--threads", str(args.threads), "--encoder-precision", "float32"])
         try:
             full = chosen_models(server.base, prompts)
         finally:
             server.stop()
 
+    import torch
+
+    torch.set_num_threads(args.threads)
+    peaks = {d: matmul_peak("cpu", 1024, 3, d) for d in ("float32", "bfloat16")}
+    shown = sorted(f for f in cpu_flags() if f.startswith(("amx", "avx512_bf16", "avx512_vnni", "avx_vnni", "avx2")))
+    caps = {
+        k: os.environ[k]
+        for k in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "FBGEMM_ENABLE_INSTRUCTIONS")
+        if k in os.environ
+    }
     print(
-        f"locus serve on {cpu_model()}, {os.cpu_count()} CPU(s); data {args.data}; --threads {args.threads} "
-        f"--encoder-precision {args.encoder_precision}{' --compile' if args.compile else ''}"
+        f"locus serve on {cpu_model()}, {os.cpu_count()} CPU(s), flags {' '.join(shown) or 'none of amx/avx512_bf16/vnni/avx2'}"
+        f"{f', capped by {caps}' if caps else ''}; matmul peak {peaks['float32']:.0f} GFLOP/s float32, "
+        f"{peaks['bfloat16']:.0f} bfloat16 ({args.threads} threads); data {args.data}; --threads {args.threads} "
+        f"--encoder-precision {args.encoder_precision} ({precision}){' --compile' if args.compile else ''}"
     )
     print(f"runs: {', '.join(f'{label} {run}' for label, run in runs)}\n")
     print("| measure | " + " | ".join(label for label, *_ in rows) + " | target |")

@@ -15,6 +15,7 @@ from test_embed_route import fake_encoder, run_dir  # noqa: E402,F401  (fixtures
 
 from locus import inference, serve  # noqa: E402
 from locus.cli import main  # noqa: E402
+from locus.encoders import choose_precision  # noqa: E402
 from locus.errors import DataError  # noqa: E402
 
 TOKEN = "s3cret-token"
@@ -84,7 +85,7 @@ def test_health_models_and_route_equal_locus_route(service, run_dir):  # noqa: F
     health = c.get("/healthz").json()
     assert health["status"] == "ok" and health["models"] == 5 and health["run"] == run_dir.name
     assert str(run_dir.parent) not in str(health)  # no local paths for clients
-    assert health["encoder_precision"] == "float32"
+    assert health["encoder_precision"] == choose_precision()  # auto: what this CPU does fast
     models = c.get("/v1/pool").json()["models"]
     assert [(m["id"], m["name"], m["added"]) for m in models] == [(i, f"org/model-{i}", False) for i in range(5)]
 
@@ -452,6 +453,9 @@ def test_encoder_precision_is_the_services_and_said_in_healthz(run_dir):  # noqa
     finally:
         svc.stop()
     assert main(["serve", "--run", str(run_dir), "--encoder-precision", "float16"]) == 2
+    # int8 with --compile runs slower than int8 alone: refused before anything is served
+    assert main(["serve", "--run", str(run_dir), "--encoder-precision", "int8", "--compile"]) == 2
+    assert serve.load(run_dir, encoder_precision="auto").encoder_precision in ("float32", "bfloat16", "int8")
 
 
 def test_a_failed_encoder_compile_is_one_line_and_exit_2(run_dir, monkeypatch, capsys):  # noqa: F811

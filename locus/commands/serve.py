@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 
 from locus.cli import existing_dir, threads_arg
-from locus.constants import PRECISIONS
+from locus.constants import ENCODER_PRECISIONS, PRECISIONS
 from locus.errors import ConfigError
 
 NAME = "serve"
@@ -83,11 +83,12 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--encoder-precision",
-        choices=PRECISIONS,
-        default="float32",
-        help="arithmetic of the query encoder: float32 (default, the run's encodings bit for bit) or bfloat16 "
-        "(the encoder's weights in bfloat16, pooling in float32: faster on CPUs with bfloat16 in hardware, "
-        "encodings within about 1e-4 in cosine; docs/results.md measures what it changes in routing)",
+        choices=ENCODER_PRECISIONS,
+        default="auto",
+        help="arithmetic of the query encoder: auto (default: bfloat16 on CPUs with bfloat16 in hardware, AMX or "
+        "AVX512-BF16; int8 on other x86 CPUs; else float32), float32 (the run's encodings bit for bit), bfloat16 "
+        "(weights in bfloat16, pooling in float32) or int8 (Linear layers quantised, float32 out); /healthz names "
+        "the one in use, docs/results.md measures what each changes in routing",
     )
     parser.add_argument(
         "--compile",

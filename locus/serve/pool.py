@@ -60,7 +60,7 @@ class Pool:
     ):
         self.run = run
         self.compile_encoder = compile_encoder  # torch.compile the query encoder (encoders.compile_encoder)
-        self.encoder_precision = encoder_precision  # float32, or bfloat16 (encoders.in_bfloat16) for the query encoder
+        self.encoder_precision = encoder_precision  # float32, bfloat16 or int8 (encoders.prepare_query_encoder)
         self.stored = stored
         # the run's calibration map (locus.calibration.Calibration) or None: P(correct) = sigmoid(logit)
         self.calibration = calibration
@@ -145,16 +145,15 @@ class Pool:
         return ckpt.check_dim(vectors, self.run, what)
 
     def load_encoder(self):
-        """The query encoder, loaded on first use (in bfloat16 and compiled as asked) and kept. A compiled one
+        """The query encoder, loaded on first use (in its precision and compiled as asked) and kept. A compiled one
         runs its first passes here, under the lock, so no request meets a model halfway through compiling."""
         from locus import encoders
 
         with self.encoder_lock:
             if self.encoder is None:
                 encoder = encoders.load_encoder(self.run.encoder)
-                encoder.eval()  # once: encode_direct does not repeat it per call
-                if self.encoder_precision == "bfloat16":
-                    encoders.in_bfloat16(encoder)
+                # eval mode once (encode_direct does not repeat it per call), weights in the resolved precision
+                encoders.prepare_query_encoder(encoder, self.encoder_precision)
                 if self.compile_encoder:
                     encoders.compile_encoder(encoder)
                     try:  # one text, then several: the two shape families a compiled model specialises on
@@ -533,12 +532,14 @@ def load(
     precision: str | None = None,
     data: Path | None = None,
     encodings: Path | None = None,
-    encoder_precision: str = "float32",
+    encoder_precision: str = "auto",
     compile_encoder: bool = False,
 ) -> Pool:
     """The run directory `run` loaded once, with the models added earlier in `pool_dir` and the stored
     encodings of its data set (`data` + `encodings`; by default the run's own where both exist, else none);
-    queries encoded in `encoder_precision`, by a compiled encoder if `compile_encoder`."""
+    queries encoded in `encoder_precision` ("auto": what this CPU does fast, ``encoders.choose_precision``), by a
+    compiled encoder if `compile_encoder`."""
+    from locus import encoders
     from locus import run_artifacts as ra
 
     checkpoint = ra.load_checkpoint(run)
@@ -557,6 +558,12 @@ def load(
         data, encodings = default_data_paths(checkpoint)
         if data is not None and encodings is not None and encodings.is_file():
             stored = load_stored(checkpoint, data, encodings)
+    encoder_precision = encoders.resolve_precision(encoder_precision)
+    if compile_encoder and encoder_precision == "int8":
+        raise ConfigError(
+            "--compile with the int8 encoder (what --encoder-precision auto picks on this CPU) runs slower than "
+            "without it; leave out --compile, or pass --encoder-precision bfloat16 or float32 with it."
+        )
     if encoder_precision == "bfloat16" and not native_bfloat16():
         log.warning("locus serve: this CPU has no bfloat16 in hardware; --encoder-precision bfloat16 will be slow")
     calibration = ra.read_calibration(run)
