@@ -24,6 +24,7 @@ include: "workflow/rules/regeneration.smk"
 include: "workflow/rules/timing.smk"
 include: "workflow/rules/calibration.smk"
 include: "workflow/rules/decisions.smk"
+include: "workflow/rules/claims.smk"
 
 
 rule all:
@@ -56,3 +57,5 @@ rule all:
         "results/figures/reliability.pdf",
         # routing decisions from calibrated probabilities: selective routing and cost-quality (decisions.smk)
         DECISIONS_TARGETS,
+        # the paper's claims with verdicts computed from the outputs above (claims.smk)
+        "results/tables/claims.tex",

@@ -134,6 +134,21 @@ def add_hold_out_argument(p) -> None:
     )
 
 
+def add_results_arguments(p) -> None:
+    """--results and --dataset of the commands that read a finished run's outputs (`report`, `claims`)."""
+    p.add_argument(
+        "--results",
+        required=True,
+        type=existing_dir("results directory"),
+        help="the finished run's results directory (tables/, figures/, data/)",
+    )
+    p.add_argument(
+        "--dataset",
+        default=None,
+        help="the data set of the run (default: the only one under RESULTS/data with a summary.md)",
+    )
+
+
 def positive_number(text: str) -> float:
     """An argparse type: a number > 0."""
     try:

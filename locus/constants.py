@@ -39,3 +39,6 @@ BOOTSTRAP_RESAMPLES = 2000
 
 # selectors of active onboarding (locus.onboard, `locus onboard`, config active_onboarding.selectors)
 ONBOARD_SELECTORS = ("random", "stratified", "anchor", "disagreement", "uncertainty")
+
+# verdicts of the claims ledger (locus.experiments.claims)
+CLAIM_VERDICTS = ("holds", "refuted", "inconclusive", "untestable")

@@ -23,7 +23,10 @@ TARGETS = [  # = rule all of the tiny config (the report needs every file marked
     "results/figures/train_sample_eff.pdf",
     "results/tables/distance_correlation.tex",
     "results/tables/precision_effect.tex",
-    *(f"results/tables/{name}.tex" for name in ("calibration", "selective_routing", "aiq", "active_onboarding")),
+    *(
+        f"results/tables/{name}.tex"
+        for name in ("calibration", "selective_routing", "aiq", "active_onboarding", "claims")
+    ),
     *(
         f"results/tables/{kind}_ablation_{metric}.tex"
         for kind in ("dim", "encoder")
@@ -542,7 +545,25 @@ def check_perf_vs_size_and_overlap(results: Path, pool: Pool):
         assert (abs(own[metric] - reference[metric]) <= 1 / pool.n_test + 1e-9).all(), metric
 
 
+def check_claims(results: Path, pool: Pool):
+    """The ledger the rule wrote: one row per claim with a verdict from the vocabulary and its rule, equal to
+    what the library computes from the same outputs (the rule adds nothing of its own)."""
+    import pandas as pd
+
+    from locus.constants import CLAIM_VERDICTS
+    from locus.experiments import claims
+    from locus.experiments.report import Source
+
+    written = pd.read_csv(results / "tables/claims.csv", keep_default_na=False)
+    assert list(written["id"]) == [c.id for c in claims.CLAIMS]
+    assert set(written["verdict"]) <= set(CLAIM_VERDICTS) and (written["rule"].str.len() > 20).all()
+    again = claims.ledger(Source(results)).astype(str)
+    assert written.astype(str).equals(again), (written, again)
+    assert (results / "tables/claims.md").read_text().startswith("Claims of the paper on ")
+
+
 CHECKS = [
+    check_claims,
     check_distance_correlation,
     check_performance_distance_correlation,
     check_models_family_clustering,

@@ -10,24 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from locus.cli import existing_dir, existing_file
+from locus.cli import add_results_arguments, existing_file
 
 NAME = "report"
 HELP = "Markdown tables of a finished run, pasted between markers into a page (docs/results.md)"
 
 
 def add_arguments(p):
-    p.add_argument(
-        "--results",
-        required=True,
-        type=existing_dir("results directory"),
-        help="the finished run's results directory (tables/, figures/, data/)",
-    )
-    p.add_argument(
-        "--dataset",
-        default=None,
-        help="the data set of the run (default: the only one under RESULTS/data with a summary.md)",
-    )
+    add_results_arguments(p)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
         "--update",

@@ -951,7 +951,7 @@ def block_encoder_ablation(src):
 def _factors(src: Source, rel: str) -> list[str]:
     """The factor of each method at the figure's reference point, from the figure's JSON summary."""
     path = src.path(rel)
-    summary = _json(src, rel, ())
+    summary = read_json(src, rel, ())
     try:
         point, methods, ref = (
             int(summary["reference_point"]),
@@ -1030,7 +1030,7 @@ def block_hypothetical(src):
     ) + ["", provenance(src, [rel])]
 
 
-def _json(src: Source, rel: str, keys: tuple[str, ...]) -> dict:
+def read_json(src: Source, rel: str, keys: tuple[str, ...]) -> dict:
     """A figure's JSON summary, with `keys` present; else a DataError naming the file and the fix."""
     import json
 
@@ -1050,7 +1050,7 @@ def _json(src: Source, rel: str, keys: tuple[str, ...]) -> dict:
 def block_families(src):
     """How well the embedding separates tagged model families (math, code): distances and a permutation test."""
     rel = "figures/models_family_clustering.json"
-    summary = _json(src, rel, ("separation", "cophenetic_correlation", "method"))
+    summary = read_json(src, rel, ("separation", "cophenetic_correlation", "method"))
     body = []
     for tag, sep in summary["separation"].items():
         sep = sep or {}
