@@ -17,17 +17,17 @@ TABLE_COLUMNS = [
 ]  # fmt: skip
 
 
-def table(path, metric, cells, near=(), best=None, seeds=3):
+def table(path, metric, cells, near=(), best=None, seeds=3, reference="locus"):
     """A table CSV: LOCUS and, per (approach, n), LOCUS minus the approach `d` with interval [lo, hi] (so the
     CSV's approach-minus-LOCUS columns are their negatives); LOCUS near-constant at the sizes in `near`."""
     rows = []
     sizes = sorted({n for _, n, *_ in cells})
     for n in sizes:
-        rows.append(["locus", "LOCUS", "method", metric, n, "Overall", 70, seeds, "locus", 0, 0, 0,
-                     best or "locus", False, n in near])  # fmt: skip
+        rows.append([reference, reference, "method", metric, n, "Overall", 70, seeds, reference, 0, 0, 0,
+                     best or reference, False, n in near])  # fmt: skip
     for approach, n, d, lo, hi in cells:
-        rows.append([approach, approach, "method", metric, n, "Overall", 70 - d, seeds, "locus", -d, -hi, -lo,
-                     best or "locus", approach == best, False])  # fmt: skip
+        rows.append([approach, approach, "method", metric, n, "Overall", 70 - d, seeds, reference, -d, -hi, -lo,
+                     best or reference, approach == best, False])  # fmt: skip
     rows.append(["oracle", "Oracle", "reference", metric, "", "Overall", 90, seeds, "", "", "", "", "", "", ""])
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as fh:
@@ -82,7 +82,34 @@ def results(tmp_path):
         w.writerow(["locus", "embedding_neighbour", 1, 0.70, 0.05, 100])
         w.writerow(["locus", "embedding_neighbour", 2, 0.68, 0.05, 100])
         w.writerow(["locus", "random_other", "", 0.71, "", ""])  # the neighbour is no better than random
+    write_rows(root / "figures/perf_vs_size_and_overlap.csv",
+               ["kind", "panel", "setting", "routing_acc", "correctness_acc", "top_model_share"],
+               [["reference", "all", "", 0.75, 0.68, 0.5],
+                ["mean", "size", 64, 0.70, 0.675, 0.5], ["mean", "size", 256, 0.745, 0.679, 0.5],
+                ["mean", "size", 1024, 0.75, 0.68, 0.5],
+                ["mean", "overlap", 0.0, 0.735, 0.68, 0.5], ["mean", "overlap", 1.0, 0.75, 0.681, 0.5]])  # fmt: skip
+    write_rows(root / "figures/fallback_routing.csv",
+               ["method", "curve", "k", "accuracy", "retention", "n_queries", "top_model_share"],
+               [["locus", "original", "", 0.75, 1.0, 800, 0.95], ["locus", "embedding_neighbour", 1, 0.70, 0.93, 800, ""],
+                ["locus", "embedding_neighbour", 2, 0.68, 0.91, 800, ""], ["locus", "random_other", "", 0.5, 0.67, 800, ""]])  # fmt: skip
+    write_rows(root / "figures/relearn_embedllm_heatmap_test_disagreement.csv", ["method", "kind", "test_disagreement"],
+               [["embedllm", "same", 0.12], ["embedllm", "same", 0.08], ["embedllm", "overlap", 0.2], ["locus", "same", 0.0]])  # fmt: skip
+    write_rows(root / "figures/time_complexity.csv",
+               ["source", "what", "precision", "n_models", "n", "median_s", "cpu_model", "threads"],
+               [["measured", "embed", "float32", 112, n, t, "Test CPU", 2] for n, t in ((64, 0.1), (256, 0.2), (1024, 0.8), (4096, 3.2))]
+               + [["paper", "embed", "", 112, 4096, 0.1, "", ""]])  # fmt: skip
+    mini, mpnet = "all-MiniLM-L6-v2", "all-mpnet-base-v2"
+    table(root / "tables/encoder_ablation_routing.csv", "routing_acc", [(mpnet, 256, -0.2, -0.9, 0.5)], reference=mini)
+    table(root / "tables/encoder_ablation_correctness.csv", "correctness_acc", [(mpnet, 256, -2.0, -2.5, -1.5)],
+          reference=mini)  # fmt: skip
     return root
+
+
+def write_rows(path, header, rows):
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
 
 
 def test_verdict_rules_on_known_cells():
@@ -117,6 +144,12 @@ def test_ledger_of_a_hand_made_run(results):
         "sample-efficiency": "inconclusive",  # IRT-Net's factor is only a lower bound
         "distance-disagreement": "holds",
         "neighbour-proxies": "refuted",
+        "saturation": "holds",  # within 1 point by n = 256
+        "overlap-stability": "inconclusive",  # routing varies by 1.5 points
+        "fallback": "inconclusive",  # a near-constant router
+        "regeneration": "holds",
+        "time-linear": "holds",  # slope 1
+        "encoder-ablation": "refuted",  # correctness 2 points apart
     }
     row = frame.set_index("id").loc["routing-order"]
     assert "EmbedLLM n=256: +3.0 [+1.0, +5.0]" in row["ours"] and row["paper_value"].startswith("+3.1")
@@ -126,15 +159,22 @@ def test_claims_command_writes_the_three_files(results, tmp_path, capsys):
     out = tmp_path / "tables" / "claims.tex"
     out.parent.mkdir()
     assert main(["claims", "--results", str(results), "--out", str(out)]) == 0
-    assert "9 claims" in capsys.readouterr().out
+    assert f"{len(claims.CLAIMS)} claims" in capsys.readouterr().out
     rows = list(csv.DictReader(open(out.with_suffix(".csv"))))
-    assert [r["verdict"] for r in rows].count("holds") == 4
+    assert [r["verdict"] for r in rows].count("holds") == 7
     md = out.with_suffix(".md").read_text()
-    assert md.startswith("Claims of the paper on a hand-made pool: 4 holds, 2 refuted, 2 inconclusive, 1 untestable.")
+    assert md.startswith("Claims of the paper on a hand-made pool: 7 holds, 3 refuted, 4 inconclusive, 1 untestable.")
     tex = out.read_text()
     assert "\\label{tab:claims}" in tex and "\\begin{tabular}" in tex and "&" in tex
     assert main(["claims", "--results", str(results)]) == 0
     assert "| claim | paper | ours | verdict | why |" in capsys.readouterr().out
+    # the results page's block reads the ledger the rule wrote
+    (results / "tables/claims.csv").write_bytes(out.with_suffix(".csv").read_bytes())
+    from locus.experiments.report import render_block
+
+    block = render_block("claims", Source(results))
+    assert block.startswith("7 holds, 3 refuted, 4 inconclusive, 1 untestable of 15 claims.")
+    assert "**refuted**" in block and "results/tables/claims.csv" in block
 
 
 def test_a_missing_output_is_one_line_naming_its_target(results, capsys):

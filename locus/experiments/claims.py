@@ -68,26 +68,33 @@ class Cell:
     locus_near_constant: bool
 
 
-def comparison_cells(src: Source, rel: str, metric: str, approaches: tuple[str, ...]) -> list[Cell]:
-    """The table's cells for `approaches` against LOCUS (every training size); a DataError when a needed row
-    is missing or the table's reference method is not LOCUS."""
+def comparison_cells(
+    src: Source, rel: str, metric: str, approaches: tuple[str, ...] | None, reference: str | None = "locus"
+) -> list[Cell]:
+    """The table's cells for `approaches` (None: every row but the reference's) against the reference (every
+    training size): the reference minus each; a DataError when the table's reference is another than `reference`
+    (None: whichever the table names, as the ablations' configured setting)."""
     path = src.path(rel)
     need = ("approach", "kind", "metric", "train_size", "benchmark", "n_seeds", "reference", "diff_to_reference_pct")
     rows = report.read_rows(path, need + ("ci_low_pct", "ci_high_pct", "near_constant"))
     overall = [r for r in rows if r["kind"] == "method" and r["metric"] == metric and r["benchmark"] == "Overall"]
     sizes = report._unique(r["train_size"] for r in overall)
-    locus = {r["train_size"]: r for r in overall if r["approach"] == "locus"}
+    if reference is None:
+        reference = next((r["reference"] for r in overall if r["reference"]), "")
+    locus = {r["train_size"]: r for r in overall if r["approach"] == reference}
     if not locus:
-        raise DataError(f"{path}: no LOCUS rows for {metric}; the ledger compares every method with LOCUS")
+        raise DataError(f"{path}: no {reference} rows for {metric}; the ledger compares with {reference}")
+    if approaches is None:
+        approaches = tuple(a for a in report._unique(r["approach"] for r in overall) if a != reference)
     cells = []
     for approach in approaches:
         for n in sizes:
             row = next((r for r in overall if r["approach"] == approach and r["train_size"] == n), None)
             if row is None:
                 continue  # a method the table does not have: the claim says so
-            if row["reference"] != "locus":
+            if row["reference"] != reference:
                 raise DataError(
-                    f"{path}: differences are taken to {row['reference']!r}, not LOCUS; set "
+                    f"{path}: differences are taken to {row['reference']!r}, not {reference!r}; set "
                     "bootstrap.reference_method: locus and rebuild the table"
                 )
             d = report._float(row["diff_to_reference_pct"], path, "diff_to_reference_pct")
@@ -282,6 +289,195 @@ def judge_neighbour_proxies(src: Source) -> Outcome:
     return Outcome(ours, "inconclusive", "not clearly above random, or not falling with k; one embedding run")
 
 
+def judge_encoder_ablation(src: Source) -> Outcome:
+    """Encoders comparable: every other encoder within ±1 point of the configured one in routing and correctness
+    (routing inconclusive where either router is near-constant)."""
+    parts, verdicts = [], []
+    for metric, rel in (
+        ("routing_acc", "tables/encoder_ablation_routing.csv"),
+        ("correctness_acc", "tables/encoder_ablation_correctness.csv"),
+    ):
+        cells = comparison_cells(src, rel, metric, None, reference=None)
+        if not cells:
+            return Outcome("–", "untestable", "the encoder ablation has one encoder; list two in ablation.encoders")
+        cells = [Cell(c.approach, c.n, -c.diff, -c.high, -c.low, c.n_seeds, c.locus_near_constant) for c in cells]
+        out = judge_comparable(cells, [])
+        near = metric == "routing_acc" and _near_constant_rows(src.path(rel), metric)
+        verdict = "inconclusive" if near and out.verdict == "holds" else out.verdict
+        why = "a near-constant router" if near and out.verdict == "holds" else out.reason
+        parts.append(f"{metric.split('_')[0]}: {out.ours}")
+        verdicts.append((verdict, f"{metric.split('_')[0]}: {why}" if verdict != "holds" else ""))
+    return _combine("; ".join(parts), verdicts, "every encoder within ±1 point in both metrics")
+
+
+def _near_constant_rows(path: Path, metric: str) -> bool:
+    rows = report.read_rows(path, ("metric", "benchmark", "near_constant"))
+    return any(
+        r["metric"] == metric and r["benchmark"] == "Overall" and r["near_constant"] in ("True", "true") for r in rows
+    )
+
+
+def _evalset_means(src: Source):
+    rel = "figures/perf_vs_size_and_overlap.csv"
+    path = src.path(rel)
+    rows = report.read_rows(path, ("kind", "panel", "setting", "routing_acc", "correctness_acc", "top_model_share"))
+    ref = next((r for r in rows if r["kind"] == "reference"), None)
+    if ref is None:
+        raise DataError(f"{path}: no reference row (the run's own embeddings); rebuild it")
+    return path, rows, ref
+
+
+def judge_saturation(src: Source, within: float = 1.0, upto: int = 256) -> Outcome:
+    """Re-embedding every model from n evaluations: the accuracy reaches the run's own (within `within` points) by
+    n = `upto` for both metrics."""
+    path, rows, ref = _evalset_means(src)
+    means = sorted(
+        ((int(float(r["setting"])), r) for r in rows if r["kind"] == "mean" and r["panel"] == "size"),
+        key=lambda x: x[0],
+    )
+    if not means:
+        return Outcome("–", "untestable", "no evaluation-set sizes in the figure")
+    parts, verdicts = [], []
+    for metric in ("routing_acc", "correctness_acc"):
+        full = 100 * report._float(ref[metric], path, metric)
+        acc = [(n, 100 * report._float(r[metric], path, metric)) for n, r in means]
+        sat = next((n for n, a in acc if a >= full - within), None)
+        upto_acc = [a for n, a in acc if n <= upto]
+        name = metric.split("_")[0]
+        parts.append(f"{name}: {', '.join(f'n={n} {fmt(a, 1)}' for n, a in acc)} (own {fmt(full, 1)})")
+        near = metric == "routing_acc" and report._float(ref["top_model_share"], path, "top_model_share") >= 0.9
+        if near:
+            verdicts.append(("inconclusive", f"{name}: the run's router is near-constant"))
+        elif sat is not None and sat <= upto:
+            verdicts.append(("holds", ""))
+        elif upto_acc and max(upto_acc) < full - 2 * within:
+            verdicts.append(("refuted", f"{name}: more than {2 * within:g} points short at n ≤ {upto}"))
+        else:
+            verdicts.append(("inconclusive", f"{name}: within {2 * within:g} but not {within:g} points by n = {upto}"))
+    return _combine(
+        "; ".join(parts),
+        verdicts,
+        f"both within {within:g} point of the run's own by n = {upto}; one draw "
+        "per size unless views.evalset_repeats is larger",
+    )
+
+
+def judge_overlap_stability(src: Source, stable: float = 1.0) -> Outcome:
+    """Re-embedding from sets that overlap the training set by α: both accuracies vary by at most `stable` points
+    over α (routing inconclusive when the run's router is near-constant)."""
+    path, rows, ref = _evalset_means(src)
+    means = [r for r in rows if r["kind"] == "mean" and r["panel"] == "overlap"]
+    if len(means) < 2:
+        return Outcome("–", "untestable", "fewer than two overlap fractions in the figure")
+    parts, verdicts = [], []
+    for metric in ("routing_acc", "correctness_acc"):
+        acc = [100 * report._float(r[metric], path, metric) for r in means]
+        spread = max(acc) - min(acc)
+        name = metric.split("_")[0]
+        parts.append(f"{name}: {fmt(min(acc), 1)}–{fmt(max(acc), 1)} over {len(acc)} overlaps (range {fmt(spread, 2)})")
+        near = metric == "routing_acc" and report._float(ref["top_model_share"], path, "top_model_share") >= 0.9
+        if near:
+            verdicts.append(("inconclusive", f"{name}: the run's router is near-constant"))
+        elif spread <= stable:
+            verdicts.append(("holds", ""))
+        elif spread > 2 * stable:
+            verdicts.append(("refuted", f"{name} varies by {fmt(spread, 1)} points"))
+        else:
+            verdicts.append(("inconclusive", f"{name} varies by {fmt(spread, 1)} points"))
+    return _combine("; ".join(parts), verdicts, f"both vary by at most {stable:g} point over the overlaps")
+
+
+def judge_fallback(src: Source, keep: float = 0.85) -> Outcome:
+    """Routing to a model's nearest neighbour when it is unavailable keeps ≥ `keep` of LOCUS's routing accuracy
+    (Wilson 95% interval of the fallback accuracy over test queries, the original held fixed), more than a random
+    other model keeps; inconclusive for a near-constant router."""
+    rel = "figures/fallback_routing.csv"
+    path = src.path(rel)
+    need = ("method", "curve", "k", "accuracy", "retention", "n_queries", "top_model_share")
+    rows = [r for r in report.read_rows(path, need) if r["method"] == "locus"]
+    pick = lambda curve, k="": next((r for r in rows if r["curve"] == curve and r["k"] in (k, str(k))), None)  # noqa: E731
+    first, original, rand = pick("embedding_neighbour", 1), pick("original"), pick("random_other")
+    if first is None or original is None or rand is None:
+        return Outcome("–", "untestable", "no LOCUS fallback curve (a pool needs at least 2 models)")
+    ks = sorted(int(r["k"]) for r in rows if r["curve"] == "embedding_neighbour")
+    last = pick("embedding_neighbour", ks[-1])
+    orig = report._float(original["accuracy"], path, "accuracy")
+    acc, n = report._float(first["accuracy"], path, "accuracy"), int(float(first["n_queries"]))
+    lo, hi = wilson(acc, n)
+    ret, r_rand = acc / orig, report._float(rand["retention"], path, "retention")
+    r_last = report._float(last["retention"], path, "retention")
+    ours = (
+        f"nearest neighbour keeps {fmt(100 * ret, 1)}% [{fmt(100 * lo / orig, 1)}, {fmt(100 * hi / orig, 1)}], "
+        f"k={ks[-1]} {fmt(100 * r_last, 1)}%, a random other {fmt(100 * r_rand, 1)}%"
+    )
+    if report._float(original["top_model_share"], path, "top_model_share") >= 0.9:
+        return Outcome(ours, "inconclusive", "LOCUS's router is near-constant: its choice is nearly one model; one run")
+    if hi / orig < keep or ret <= r_rand:
+        return Outcome(ours, "refuted", f"keeps less than {100 * keep:g}% or no more than a random model; one run")
+    if lo / orig >= keep and ret >= r_last:
+        return Outcome(ours, "holds", f"keeps at least {100 * keep:g}%, more than a random model, less with k; one run")
+    return Outcome(
+        ours, "inconclusive", f"the interval reaches below {100 * keep:g}%, or it does not fall with k; one run"
+    )
+
+
+def wilson(p: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson interval of a proportion `p` of `n` trials (scipy's binomial test)."""
+    from scipy.stats import binomtest
+
+    if n <= 0 or math.isnan(p):
+        return math.nan, math.nan
+    ci = binomtest(int(round(p * n)), n).proportion_ci(confidence, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def judge_regeneration(src: Source) -> Outcome:
+    """EmbedLLM re-learned on its own data disagrees with itself on test correctness (the paper: up to 8.1%) while
+    LOCUS reproduces its embeddings: holds when EmbedLLM's largest same-data disagreement is ≥ 1% and LOCUS's
+    ≤ 0.1%."""
+    rel = "figures/relearn_embedllm_heatmap_test_disagreement.csv"
+    path = src.path(rel)
+    rows = [r for r in report.read_rows(path, ("method", "kind", "test_disagreement")) if r["kind"] == "same"]
+    emb = [report._float(r["test_disagreement"], path, "test_disagreement") for r in rows if r["method"] == "embedllm"]
+    loc = [report._float(r["test_disagreement"], path, "test_disagreement") for r in rows if r["method"] == "locus"]
+    if not emb or not loc:
+        return Outcome("–", "untestable", "the regeneration figure lacks EmbedLLM or LOCUS on the same data")
+    e, l_ = max(emb), max(loc)
+    ours = f"EmbedLLM up to {fmt(100 * e, 1)}% over {len(emb)} settings; LOCUS {fmt(100 * l_, 2)}%"
+    if e < 0.01 or l_ >= e:
+        return Outcome(ours, "refuted", "EmbedLLM below 1%, or LOCUS no more stable; one draw per setting")
+    if l_ <= 0.001:
+        return Outcome(ours, "holds", "EmbedLLM ≥ 1% while LOCUS ≤ 0.1%; one draw per setting")
+    return Outcome(ours, "inconclusive", "LOCUS disagrees with itself by more than 0.1%; one draw per setting")
+
+
+def judge_time_complexity(src: Source, low: float = 0.8, high: float = 1.25, superlinear: float = 1.6) -> Outcome:
+    """Embedding time linear in the evaluations per model: the log-log slope of the measured float32 embedding
+    time against n (n ≥ 256, per pool size) lies in [`low`, `high`]; refuted at ≥ `superlinear`."""
+    import numpy as np
+
+    rel = "figures/time_complexity.csv"
+    path = src.path(rel)
+    rows = report.read_rows(path, ("source", "what", "precision", "n_models", "n", "median_s", "cpu_model", "threads"))
+    rows = [r for r in rows if r["source"] == "measured" and r["what"] == "embed" and r["precision"] == "float32"]
+    slopes = {}
+    for pool in report._unique(r["n_models"] for r in rows):
+        pts = [(float(r["n"]), report._float(r["median_s"], path, "median_s")) for r in rows if r["n_models"] == pool]
+        pts = [(n, t) for n, t in pts if n >= 256 and t > 0]
+        if len(pts) >= 2:
+            x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
+            slopes[pool] = float(np.polyfit(x, y, 1)[0])
+    if not slopes:
+        return Outcome("–", "untestable", "fewer than two measured sizes n ≥ 256")
+    where = f"measured on {rows[0]['cpu_model']}, {rows[0]['threads']} threads"
+    ours = "; ".join(f"{p} models: slope {fmt(v, 2)}" for p, v in slopes.items())
+    if any(v >= superlinear for v in slopes.values()):
+        return Outcome(ours, "refuted", f"a slope ≥ {superlinear:g} (superlinear); {where}")
+    if all(low <= v <= high for v in slopes.values()):
+        return Outcome(ours, "holds", f"every slope in [{low:g}, {high:g}]; {where}")
+    return Outcome(ours, "inconclusive", f"a slope outside [{low:g}, {high:g}]; {where}")
+
+
 def _number(value) -> float:
     if value in (None, "", "inf"):
         return math.inf if value == "inf" else math.nan
@@ -412,6 +608,72 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when the k = 1 agreement's interval (±1.96 SE over models) lies above a random model's and agreement "
         "falls from k = 1 to the largest k; refuted when k = 1 is at or below random; inconclusive otherwise",
         judge_neighbour_proxies,
+    ),
+    Claim(
+        "saturation",
+        "Embeddings from about 128–256 evaluations match the accuracy of larger sets",
+        "fig:perf_vs_size_and_overlap",
+        "accuracy with every model re-embedded from n evaluations (%)",
+        "saturates with 128–256 evaluations",
+        ("figures/perf_vs_size_and_overlap.csv",),
+        "holds when both accuracies come within 1 point of the run's own embeddings by n = 256; refuted when the "
+        "best at n ≤ 256 is more than 2 points short; inconclusive otherwise or for a near-constant router",
+        judge_saturation,
+    ),
+    Claim(
+        "overlap-stability",
+        "Accuracy is stable across overlap fractions of the evaluation set",
+        "fig:perf_vs_size_and_overlap",
+        "range of accuracy over overlap fractions (points)",
+        "stable",
+        ("figures/perf_vs_size_and_overlap.csv",),
+        "holds when both accuracies vary by at most 1 point over the overlaps; refuted above 2 points; inconclusive "
+        "otherwise or for a near-constant router",
+        judge_overlap_stability,
+    ),
+    Claim(
+        "fallback",
+        "Falling back to the nearest neighbour keeps up to 85% of routing accuracy",
+        "fig:fallback_routing",
+        "LOCUS: routing accuracy kept when each chosen model is replaced by its nearest "
+        "neighbour (Wilson 95% interval)",
+        "up to 85%",
+        ("figures/fallback_routing.csv",),
+        "holds when the interval's lower end is at least 85%, above a random other model and falling with k; "
+        "refuted when its upper end is below 85% or no better than random; inconclusive otherwise or for a "
+        "near-constant router",
+        judge_fallback,
+    ),
+    Claim(
+        "regeneration",
+        "EmbedLLM's re-learned embeddings disagree on test correctness (up to 8.1%); LOCUS's do not",
+        "fig:relearn_embedllm_heatmap_test_disagreement",
+        "test disagreement of a re-learned embedding with the original, same training data",
+        "EmbedLLM up to 8.1%",
+        ("figures/relearn_embedllm_heatmap_test_disagreement.csv",),
+        "holds when EmbedLLM's largest is at least 1% and LOCUS's at most 0.1%; refuted when EmbedLLM is below 1% or "
+        "LOCUS no more stable; inconclusive otherwise",
+        judge_regeneration,
+    ),
+    Claim(
+        "time-linear",
+        "LOCUS's embedding time is linear in the evaluations per model",
+        "fig:time_complexity_locus",
+        "log-log slope of the float32 embedding time against n (n ≥ 256)",
+        "linear (slope 1)",
+        ("figures/time_complexity.csv",),
+        "holds when every pool size's slope lies in [0.8, 1.25]; refuted at 1.6 or more; inconclusive otherwise",
+        judge_time_complexity,
+    ),
+    Claim(
+        "encoder-ablation",
+        "Routing and correctness accuracy are comparable across sentence encoders",
+        "app:encoder_ablation",
+        "other encoder − the configured one (points), Overall, with 95% interval",
+        "comparable (mpnet 61.90, MiniLM 61.60 routing at n = 256)",
+        ("tables/encoder_ablation_routing.csv", "tables/encoder_ablation_correctness.csv"),
+        COMPARABLE_RULE + " (routing inconclusive for a near-constant router)",
+        judge_encoder_ablation,
     ),
 )
 FILES = tuple(sorted({f for c in CLAIMS for f in c.files}))  # what the `claims` rule reads

@@ -1086,6 +1086,23 @@ def block_families(src):
     ) + ["", note, "", provenance(src, [rel])]
 
 
+def block_claims(src):
+    rel = "tables/claims.csv"
+    rows = read_rows(src.path(rel), ("claim", "paper_ref", "paper_value", "ours", "verdict", "rule", "reason"))
+    from locus.constants import CLAIM_VERDICTS
+
+    counts = {v: n for v in CLAIM_VERDICTS if (n := sum(r["verdict"] == v for r in rows))}
+    lines = [", ".join(f"{n} {v}" for v, n in counts.items()) + f" of {len(rows)} claims.", ""]
+    lines += md_table(
+        ["claim", "paper", "ours", "verdict", "why (and the rule in claims.csv)"],
+        [
+            [f"{r['claim']} (`{r['paper_ref']}`)", r["paper_value"], r["ours"], f"**{r['verdict']}**", r["reason"]]
+            for r in rows
+        ],
+    )
+    return lines + ["", provenance(src, [rel])]
+
+
 BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
     "data": (
         block_data,
@@ -1174,6 +1191,10 @@ BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
     "fallback": (
         block_fallback,
         "figures/fallback_routing.csv: accuracy kept by the nearest neighbour",
+    ),
+    "claims": (
+        block_claims,
+        "tables/claims.csv: the paper's claims with their verdicts",
     ),
 }
 
