@@ -248,9 +248,9 @@ def scenario_a(s: Session):
     done = wait_for(lambda: [r for r in LOCUS_RUNS if (wd / r).is_file()], 300, "the first training run to finish")
     finished = done[0].rsplit("/", 1)[0]
     killed = next(r.removesuffix("/metrics.json") for r in LOCUS_RUNS if r not in done)
+    kept = snapshot(wd, [*DATA, ENCODINGS, *run_files(finished)])  # before: hashing takes a while on a busy machine
     wait_for(lambda: killed in train_processes(wd).values(), 120, f"training of {killed} to start")
-    time.sleep(1.0)  # into the job
-    kept = snapshot(wd, [*DATA, ENCODINGS, *run_files(finished)])
+    time.sleep(0.3)  # into the job, well before it ends (a tiny run can end within 1 s plus the snapshot's time)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     time.sleep(0.5)
