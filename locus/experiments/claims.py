@@ -131,7 +131,9 @@ def judge_ahead(cells: list[Cell], missing: list[str]) -> Outcome:
         who = ", ".join(f"{plain_label(c.approach)} at n={c.n}" for c in behind)
         return Outcome(ours, "refuted", f"significantly behind {who}{_seeds_note(cells)}")
     if flat:
-        return Outcome(ours, "inconclusive", f"LOCUS's router is near-constant at n={', '.join(flat)}")
+        return Outcome(
+            ours, "inconclusive", f"LOCUS's router is near-constant at n={', '.join(flat)}{_seeds_note(cells)}"
+        )
     open_ = [c for c in cells if c.low <= 0]
     if open_:
         who = ", ".join(f"{plain_label(c.approach)} at n={c.n}" for c in open_)
@@ -150,12 +152,12 @@ def judge_comparable(cells: list[Cell], missing: list[str], margin: float = EQUI
     outside = [c for c in cells if c.low > margin or c.high < -margin]
     if outside:
         who = ", ".join(f"{plain_label(c.approach)} at n={c.n}" for c in outside)
-        return Outcome(ours, "refuted", f"differs by more than {margin:g} points from {who}{_seeds_note(cells)}")
+        return Outcome(ours, "refuted", f"differs by more than {_points(margin)} from {who}{_seeds_note(cells)}")
     straddle = [c for c in cells if c.low < -margin or c.high > margin]
     if straddle:
         who = ", ".join(f"{plain_label(c.approach)} at n={c.n}" for c in straddle)
         return Outcome(ours, "inconclusive", f"intervals reach past ±{margin:g} for {who}{_seeds_note(cells)}")
-    return Outcome(ours, "holds", f"every interval within ±{margin:g} points{_seeds_note(cells)}")
+    return Outcome(ours, "holds", f"every interval within ±{_points(margin)}{_seeds_note(cells)}")
 
 
 def _table_claim(rel: str, metric: str, approaches: tuple[str, ...], judge) -> Callable[[Source], Outcome]:
@@ -222,7 +224,7 @@ def judge_sample_efficiency(src: Source, low: float = 2.3, high: float = 4.8) ->
         crossing, status = f.get("crossing"), f.get("status")
         parts.append(f"{plain_label(method)} {fmt(factor, 1)}× [{fmt(lo, 1)}, {fmt(hi, 1)}] ({crossing}, {status})")
         if status in (None, "undefined", "no_interval") or crossing != "exact" or math.isnan(lo):
-            verdicts.append(("inconclusive", f"{plain_label(method)}'s factor is {crossing or 'missing'}"))
+            verdicts.append(("inconclusive", f"{plain_label(method)}'s factor has no interval ({crossing}, {status})"))
         elif hi < low:
             verdicts.append(("refuted", f"{plain_label(method)}'s interval lies below {low:g}×"))
         elif lo > 1 and hi >= low and lo <= high:
@@ -353,7 +355,9 @@ def judge_saturation(src: Source, within: float = 1.0, upto: int = 256) -> Outco
         elif upto_acc and max(upto_acc) < full - 2 * within:
             verdicts.append(("refuted", f"{name}: more than {2 * within:g} points short at n ≤ {upto}"))
         else:
-            verdicts.append(("inconclusive", f"{name}: within {2 * within:g} but not {within:g} points by n = {upto}"))
+            verdicts.append(
+                ("inconclusive", f"{name}: within {_points(2 * within)} but not {_points(within)} by n = {upto}")
+            )
     return _combine(
         "; ".join(parts),
         verdicts,
@@ -478,6 +482,10 @@ def judge_time_complexity(src: Source, low: float = 0.8, high: float = 1.25, sup
     return Outcome(ours, "inconclusive", f"a slope outside [{low:g}, {high:g}]; {where}")
 
 
+def _points(value: float) -> str:
+    return f"{value:g} point" + ("" if value == 1 else "s")
+
+
 def _number(value) -> float:
     if value in (None, "", "inf"):
         return math.inf if value == "inf" else math.nan
@@ -508,7 +516,7 @@ AHEAD_RULE = (
     "(one model takes ≥ 90% of queries)"
 )
 COMPARABLE_RULE = (
-    f"holds when every difference's 95% interval lies within ±{EQUIVALENCE_PP:g} points; refuted when "
+    f"holds when every difference's 95% interval lies within ±{_points(EQUIVALENCE_PP)}; refuted when "
     "one lies wholly outside; inconclusive otherwise"
 )
 
