@@ -29,27 +29,35 @@ PARAMS = {
 }
 
 
+def write_tiny_dataset(directory, prompts: list[str], n_models: int, splits: tuple[int, int, int], rng):
+    """A canonical data set of `prompts` (train/val/test counts `splits`) and `n_models` models org/model-i, every
+    pair scored 0/1 by `rng` (a numpy Generator); returns its queries frame."""
+    n_q = len(prompts)
+    queries = pd.DataFrame(
+        {
+            "prompt_id": np.arange(n_q),
+            "prompt": prompts,
+            "benchmark": "b",
+            "category": "b",
+            "split": ["train"] * splits[0] + ["val"] * splits[1] + ["test"] * splits[2],
+        }
+    )
+    models = pd.DataFrame({"model_id": np.arange(n_models), "name": [f"org/model-{i}" for i in range(n_models)]})
+    pid, mid = np.meshgrid(np.arange(n_q), np.arange(n_models), indexing="ij")
+    scores = pd.DataFrame(
+        {"prompt_id": pid.ravel(), "model_id": mid.ravel(), "score": (rng.random(pid.size) < 0.5).astype(float)}
+    )
+    write_dataset(directory, queries, models, scores)
+    return queries
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("tinyrun")
     rng = np.random.default_rng(0)
-    n_q, n_m = 60, 5
-    queries = pd.DataFrame(
-        {
-            "prompt_id": np.arange(n_q),
-            "prompt": [f"question {i}" for i in range(n_q)],
-            "benchmark": "b",
-            "category": "b",
-            "split": ["train"] * 40 + ["val"] * 10 + ["test"] * 10,
-        }
-    )
-    models = pd.DataFrame({"model_id": np.arange(n_m), "name": [f"org/model-{i}" for i in range(n_m)]})
-    pid, mid = np.meshgrid(np.arange(n_q), np.arange(n_m), indexing="ij")
-    scores = pd.DataFrame(
-        {"prompt_id": pid.ravel(), "model_id": mid.ravel(), "score": (rng.random(pid.size) < 0.5).astype(float)}
-    )
-    write_dataset(root / "data", queries, models, scores)
+    n_q = 60
+    queries = write_tiny_dataset(root / "data", [f"question {i}" for i in range(n_q)], 5, (40, 10, 10), rng)
     vectors = rng.normal(size=(n_q, D_PHI)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     write_encodings(

@@ -14,16 +14,15 @@ import time
 from importlib import metadata
 
 import numpy as np
-import pandas as pd
 import pytest
 
 torch = pytest.importorskip("torch")
 httpx = pytest.importorskip("httpx")
 openai = pytest.importorskip("openai")
 from packaging.requirements import Requirement  # noqa: E402
+from test_embed_route import write_tiny_dataset  # noqa: E402
 from test_serve_proxy import backend, closed_port  # noqa: E402,F401
 
-from locus.data.canonical import write_dataset  # noqa: E402
 from locus.runs import execute  # noqa: E402
 
 BLOCKER = """
@@ -84,23 +83,9 @@ def test_the_closure_is_what_pip_installs():
 
 
 def test_an_install_without_extras_serves_a_chat_completion(tmp_path, backend):  # noqa: F811
-    rng = np.random.default_rng(0)
-    n_q, n_m = 40, 3
-    queries = pd.DataFrame(
-        {
-            "prompt_id": np.arange(n_q),
-            "prompt": [f"What is {i} plus {i + 1}?" for i in range(n_q)],
-            "benchmark": "b",
-            "category": "b",
-            "split": ["train"] * 24 + ["val"] * 8 + ["test"] * 8,
-        }
-    )
-    models = pd.DataFrame({"model_id": np.arange(n_m), "name": [f"org/model-{i}" for i in range(n_m)]})
-    pid, mid = np.meshgrid(np.arange(n_q), np.arange(n_m), indexing="ij")
-    scores = pd.DataFrame(
-        {"prompt_id": pid.ravel(), "model_id": mid.ravel(), "score": (rng.random(pid.size) < 0.5).astype(float)}
-    )
-    write_dataset(tmp_path / "data", queries, models, scores)
+    n_m = 3
+    prompts = [f"What is {i} plus {i + 1}?" for i in range(40)]
+    write_tiny_dataset(tmp_path / "data", prompts, n_m, (24, 8, 8), np.random.default_rng(0))
     blocked = ",".join(blocked_modules())
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
 

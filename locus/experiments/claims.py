@@ -78,14 +78,14 @@ def comparison_cells(
     need = ("approach", "kind", "metric", "train_size", "benchmark", "n_seeds", "reference", "diff_to_reference_pct")
     rows = report.read_rows(path, need + ("ci_low_pct", "ci_high_pct", "near_constant"))
     overall = [r for r in rows if r["kind"] == "method" and r["metric"] == metric and r["benchmark"] == "Overall"]
-    sizes = report._unique(r["train_size"] for r in overall)
+    sizes = report.unique(r["train_size"] for r in overall)
     if reference is None:
         reference = next((r["reference"] for r in overall if r["reference"]), "")
     locus = {r["train_size"]: r for r in overall if r["approach"] == reference}
     if not locus:
         raise DataError(f"{path}: no {reference} rows for {metric}; the ledger compares with {reference}")
     if approaches is None:
-        approaches = tuple(a for a in report._unique(r["approach"] for r in overall) if a != reference)
+        approaches = tuple(a for a in report.unique(r["approach"] for r in overall) if a != reference)
     cells = []
     for approach in approaches:
         for n in sizes:
@@ -97,9 +97,9 @@ def comparison_cells(
                     f"{path}: differences are taken to {row['reference']!r}, not {reference!r}; set "
                     "bootstrap.reference_method: locus and rebuild the table"
                 )
-            d = report._float(row["diff_to_reference_pct"], path, "diff_to_reference_pct")
-            lo = report._float(row["ci_low_pct"], path, "ci_low_pct")
-            hi = report._float(row["ci_high_pct"], path, "ci_high_pct")
+            d = report.number_of(row["diff_to_reference_pct"], path, "diff_to_reference_pct")
+            lo = report.number_of(row["ci_low_pct"], path, "ci_low_pct")
+            hi = report.number_of(row["ci_high_pct"], path, "ci_high_pct")
             near = locus[n].get("near_constant", "") in ("True", "true", "1")
             cells.append(Cell(approach, n, -d, -hi, -lo, int(float(row["n_seeds"] or 0)), near))
     return cells
@@ -249,7 +249,7 @@ def judge_correlation(src: Source) -> Outcome:
     if not rows:
         return Outcome("–", "untestable", "no LOCUS rows in the distance-correlation table")
     cells = [
-        (r["correlation"], r["distance"], *(report._float(r[c], path, c) for c in ("value", "ci_low", "ci_high")))
+        (r["correlation"], r["distance"], *(report.number_of(r[c], path, c) for c in ("value", "ci_low", "ci_high")))
         for r in rows
     ]
     ours = "; ".join(f"{c} {d} {fmt(v, 3)} [{fmt(lo, 3)}, {fmt(hi, 3)}]" for c, d, v, lo, hi in cells)
@@ -274,10 +274,10 @@ def judge_neighbour_proxies(src: Source) -> Outcome:
     if not curve or rand is None:
         return Outcome("–", "untestable", "no LOCUS neighbour curve (a pool needs at least 2 models)")
     first, last = curve[0][1], curve[-1][1]
-    a1, sd, n = (report._float(first[c], path, c) for c in ("agreement", "std", "n"))
+    a1, sd, n = (report.number_of(first[c], path, c) for c in ("agreement", "std", "n"))
     half = 1.96 * sd / math.sqrt(n) if n > 0 else math.nan
-    r = report._float(rand["agreement"], path, "agreement")
-    ak = report._float(last["agreement"], path, "agreement")
+    r = report.number_of(rand["agreement"], path, "agreement")
+    ak = report.number_of(last["agreement"], path, "agreement")
     ours = (
         f"k=1 {fmt(100 * a1, 1)}% [{fmt(100 * (a1 - half), 1)}, {fmt(100 * (a1 + half), 1)}], "
         f"k={curve[-1][0]} {fmt(100 * ak, 1)}%, random other {fmt(100 * r, 1)}%"
@@ -341,13 +341,13 @@ def judge_saturation(src: Source, within: float = 1.0, upto: int = 256) -> Outco
         return Outcome("–", "untestable", "no evaluation-set sizes in the figure")
     parts, verdicts = [], []
     for metric in ("routing_acc", "correctness_acc"):
-        full = 100 * report._float(ref[metric], path, metric)
-        acc = [(n, 100 * report._float(r[metric], path, metric)) for n, r in means]
+        full = 100 * report.number_of(ref[metric], path, metric)
+        acc = [(n, 100 * report.number_of(r[metric], path, metric)) for n, r in means]
         sat = next((n for n, a in acc if a >= full - within), None)
         upto_acc = [a for n, a in acc if n <= upto]
         name = metric.split("_")[0]
         parts.append(f"{name}: {', '.join(f'n={n} {fmt(a, 1)}' for n, a in acc)} (own {fmt(full, 1)})")
-        near = metric == "routing_acc" and report._float(ref["top_model_share"], path, "top_model_share") >= 0.9
+        near = metric == "routing_acc" and report.number_of(ref["top_model_share"], path, "top_model_share") >= 0.9
         if near:
             verdicts.append(("inconclusive", f"{name}: the run's router is near-constant"))
         elif sat is not None and sat <= upto:
@@ -375,11 +375,11 @@ def judge_overlap_stability(src: Source, stable: float = 1.0) -> Outcome:
         return Outcome("–", "untestable", "fewer than two overlap fractions in the figure")
     parts, verdicts = [], []
     for metric in ("routing_acc", "correctness_acc"):
-        acc = [100 * report._float(r[metric], path, metric) for r in means]
+        acc = [100 * report.number_of(r[metric], path, metric) for r in means]
         spread = max(acc) - min(acc)
         name = metric.split("_")[0]
         parts.append(f"{name}: {fmt(min(acc), 1)}–{fmt(max(acc), 1)} over {len(acc)} overlaps (range {fmt(spread, 2)})")
-        near = metric == "routing_acc" and report._float(ref["top_model_share"], path, "top_model_share") >= 0.9
+        near = metric == "routing_acc" and report.number_of(ref["top_model_share"], path, "top_model_share") >= 0.9
         if near:
             verdicts.append(("inconclusive", f"{name}: the run's router is near-constant"))
         elif spread <= stable:
@@ -405,16 +405,16 @@ def judge_fallback(src: Source, keep: float = 0.85) -> Outcome:
         return Outcome("–", "untestable", "no LOCUS fallback curve (a pool needs at least 2 models)")
     ks = sorted(int(r["k"]) for r in rows if r["curve"] == "embedding_neighbour")
     last = pick("embedding_neighbour", ks[-1])
-    orig = report._float(original["accuracy"], path, "accuracy")
-    acc, n = report._float(first["accuracy"], path, "accuracy"), int(float(first["n_queries"]))
+    orig = report.number_of(original["accuracy"], path, "accuracy")
+    acc, n = report.number_of(first["accuracy"], path, "accuracy"), int(float(first["n_queries"]))
     lo, hi = wilson(acc, n)
-    ret, r_rand = acc / orig, report._float(rand["retention"], path, "retention")
-    r_last = report._float(last["retention"], path, "retention")
+    ret, r_rand = acc / orig, report.number_of(rand["retention"], path, "retention")
+    r_last = report.number_of(last["retention"], path, "retention")
     ours = (
         f"nearest neighbour keeps {fmt(100 * ret, 1)}% [{fmt(100 * lo / orig, 1)}, {fmt(100 * hi / orig, 1)}], "
         f"k={ks[-1]} {fmt(100 * r_last, 1)}%, a random other {fmt(100 * r_rand, 1)}%"
     )
-    if report._float(original["top_model_share"], path, "top_model_share") >= 0.9:
+    if report.number_of(original["top_model_share"], path, "top_model_share") >= 0.9:
         return Outcome(ours, "inconclusive", "LOCUS's router is near-constant: its choice is nearly one model; one run")
     if hi / orig < keep or ret <= r_rand:
         return Outcome(ours, "refuted", f"keeps less than {100 * keep:g}% or no more than a random model; one run")
@@ -442,8 +442,10 @@ def judge_regeneration(src: Source) -> Outcome:
     rel = "figures/relearn_embedllm_heatmap_test_disagreement.csv"
     path = src.path(rel)
     rows = [r for r in report.read_rows(path, ("method", "kind", "test_disagreement")) if r["kind"] == "same"]
-    emb = [report._float(r["test_disagreement"], path, "test_disagreement") for r in rows if r["method"] == "embedllm"]
-    loc = [report._float(r["test_disagreement"], path, "test_disagreement") for r in rows if r["method"] == "locus"]
+    emb = [
+        report.number_of(r["test_disagreement"], path, "test_disagreement") for r in rows if r["method"] == "embedllm"
+    ]
+    loc = [report.number_of(r["test_disagreement"], path, "test_disagreement") for r in rows if r["method"] == "locus"]
     if not emb or not loc:
         return Outcome("–", "untestable", "the regeneration figure lacks EmbedLLM or LOCUS on the same data")
     e, l_ = max(emb), max(loc)
@@ -465,8 +467,10 @@ def judge_time_complexity(src: Source, low: float = 0.8, high: float = 1.25, sup
     rows = report.read_rows(path, ("source", "what", "precision", "n_models", "n", "median_s", "cpu_model", "threads"))
     rows = [r for r in rows if r["source"] == "measured" and r["what"] == "embed" and r["precision"] == "float32"]
     slopes = {}
-    for pool in report._unique(r["n_models"] for r in rows):
-        pts = [(float(r["n"]), report._float(r["median_s"], path, "median_s")) for r in rows if r["n_models"] == pool]
+    for pool in report.unique(r["n_models"] for r in rows):
+        pts = [
+            (float(r["n"]), report.number_of(r["median_s"], path, "median_s")) for r in rows if r["n_models"] == pool
+        ]
         pts = [(n, t) for n, t in pts if n >= 256 and t > 0]
         if len(pts) >= 2:
             x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])

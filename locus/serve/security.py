@@ -2,6 +2,7 @@
 before any endpoint — the Host allow-list (DNS rebinding), cross-origin browser requests, and the body's size,
 encoding and JSON nesting. Each refusal is one OpenAI-shaped JSON error and one WARNING line in the log."""
 
+import errno
 import ipaddress
 import logging
 import re
@@ -83,7 +84,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
         sock.listen(2048)
     except OSError as exc:
         sock.close()
-        if exc.errno == 98:  # EADDRINUSE
+        if exc.errno == errno.EADDRINUSE:
             raise ConfigError(
                 f"--port {port}: already in use on {host} (another locus serve?); choose another --port, or stop "
                 "the process that holds it."
