@@ -267,7 +267,8 @@ def test_routing_goes_on_during_a_slow_add(run_dir, fake_encoder, tmp_path, monk
         thread.join(30)
         assert result["add"].status_code == 201 and sum(chunks) == 40
         chunk_s = 0.1 * max(chunks)
-        assert len(took) >= 5 and max(took) < chunk_s + 0.4, (took, chunks)  # one chunk, not the add's 4 s
+        # one chunk (0.4 s) plus a loaded machine's slack, never the add's 4 s
+        assert len(took) >= 5 and max(took) < chunk_s + 1.0, (took, chunks)
         body = svc.client.post("/v1/route", json={"queries": ["q"], "top_k": 6}).json()
         assert "slow/model" in [m["name"] for m in body["results"][0]["ranking"]]  # swapped in once done
     finally:
@@ -394,7 +395,7 @@ def test_a_conversation_stays_on_its_first_model(run_dir, backend, tmp_path, mon
     first.stop()
     path = tmp_path / "backends.json"
     path.write_text(json.dumps({n: {"base_url": f"{backend.url}/{n[2:]}/v1", "model": n} for n in ("x/one", "x/two")}))
-    settings = serve.Settings(backends=serve.read_backends(path, serve.load(run_dir, pool_dir)), affinity_seconds=2.0)
+    settings = serve.Settings(backends=serve.read_backends(path, serve.load(run_dir, pool_dir)), affinity_seconds=3.0)
     svc = Service(run_dir, pool_dir, settings=settings)
     c = svc.client
 
@@ -427,7 +428,7 @@ def test_a_conversation_stays_on_its_first_model(run_dir, backend, tmp_path, mon
             assert got == model and locus == {"model": model, "p_correct": None, "session": "kept"}
         assert turn(other)[0] != model  # no key: every turn routed
         assert turn(other, headers={"x-locus-session": "conv-2"})[0] != model  # another conversation
-        time.sleep(2.2)  # the key expired
+        time.sleep(3.3)  # the key expired
         assert turn(other, headers={"x-locus-session": "conv-1"})[0] != model
         # the conversation's model is deleted: it moves on to the one left, and stays there
         turn(start, headers={"x-locus-session": "conv-3"})
