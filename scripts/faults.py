@@ -248,11 +248,12 @@ def scenario_a(s: Session):
     done = wait_for(lambda: [r for r in LOCUS_RUNS if (wd / r).is_file()], 300, "the first training run to finish")
     finished = done[0].rsplit("/", 1)[0]
     killed = next(r.removesuffix("/metrics.json") for r in LOCUS_RUNS if r not in done)
-    kept = snapshot(wd, [*DATA, ENCODINGS, *run_files(finished)])  # before: hashing takes a while on a busy machine
     wait_for(lambda: killed in train_processes(wd).values(), 120, f"training of {killed} to start")
-    time.sleep(0.3)  # into the job, well before it ends (a tiny run can end within 1 s plus the snapshot's time)
+    time.sleep(0.3)  # into the job, well before it ends (on a busy machine a tiny run can end within about 1 s)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    # what the rerun must leave as it is; hashed after the kill, which check_run's digests cover
+    kept = snapshot(wd, [*DATA, ENCODINGS, *run_files(finished)])
     time.sleep(0.5)
     survivors = [p for p, out in train_processes(wd, python_only=False).items() if out == killed]
     for pid in survivors:  # not expected; never left running
