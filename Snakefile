@@ -30,32 +30,37 @@ include: "workflow/rules/claims.smk"
 rule all:
     default_target: True
     input:
-        data_summary(DATASET),
-        encodings(DATASET, ENCODER),
-        "results/tables/routing.tex",
-        "results/tables/routing_by_dataset.tex",
-        "results/tables/correctness_by_dataset.tex",
-        "results/figures/train_sample_eff.pdf",
-        # ablation tables of LOCUS: embedding dimension and query encoder (ablation.smk)
-        ABLATION_TARGETS,
-        # embedding geometry, portfolio selection and views (geometry.smk, portfolio.smk, views.smk)
-        GEOMETRY_TARGETS,
-        PORTFOLIO_TARGETS,
-        VIEWS_TARGETS,
-        # new-model onboarding (onboarding.smk)
-        "results/figures/sample_eff_ood_test.pdf",
-        # active onboarding: which queries to evaluate a new model on (active_onboarding.smk)
-        "results/figures/active_onboarding.pdf",
-        "results/tables/active_onboarding.tex",
-        # EmbedLLM embeddings re-learned with G_psi frozen, LOCUS beside them (regeneration.smk)
-        REG_TARGETS,
-        # time complexity (timing.smk)
-        "results/figures/time_complexity.pdf",
-        "results/tables/precision_effect.tex",
-        # calibrated correctness probabilities, raw vs calibrated on test (calibration.smk)
-        "results/tables/calibration.tex",
-        "results/figures/reliability.pdf",
-        # routing decisions from calibrated probabilities: selective routing and cost-quality (decisions.smk)
-        DECISIONS_TARGETS,
-        # the paper's claims with verdicts computed from the outputs above (claims.smk)
-        "results/tables/claims.tex",
+        # every output the pool can carry (common.smk: `planned` drops what the pool's plan skips)
+        planned(
+            [
+                data_summary(DATASET),
+                encodings(DATASET, ENCODER),
+                "results/tables/routing.tex",
+                "results/tables/routing_by_dataset.tex",
+                "results/tables/correctness_by_dataset.tex",
+                "results/figures/train_sample_eff.pdf",
+                # ablation tables of LOCUS: embedding dimension and query encoder (ablation.smk)
+                ABLATION_TARGETS,
+                # embedding geometry, portfolio selection and views (geometry.smk, portfolio.smk, views.smk)
+                GEOMETRY_TARGETS,
+                PORTFOLIO_TARGETS,
+                VIEWS_TARGETS,
+                # new-model onboarding (onboarding.smk)
+                "results/figures/sample_eff_ood_test.pdf",
+                # active onboarding: which queries to evaluate a new model on (active_onboarding.smk)
+                "results/figures/active_onboarding.pdf",
+                "results/tables/active_onboarding.tex",
+                # EmbedLLM embeddings re-learned with G_psi frozen, LOCUS beside them (regeneration.smk)
+                REG_TARGETS,
+                # time complexity (timing.smk)
+                "results/figures/time_complexity.pdf",
+                "results/tables/precision_effect.tex",
+                # calibrated correctness probabilities, raw vs calibrated on test (calibration.smk)
+                "results/tables/calibration.tex",
+                "results/figures/reliability.pdf",
+                # routing decisions from calibrated probabilities: selective routing and cost-quality (decisions.smk)
+                DECISIONS_TARGETS,
+                # the paper's claims with verdicts computed from the outputs above (claims.smk)
+                "results/tables/claims.tex",
+            ]
+        ),

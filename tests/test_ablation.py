@@ -414,11 +414,6 @@ needs_schema = pytest.mark.skipif(not SCHEMA_HAS_ABLATION, reason="the config sc
             marks=needs_schema,
         ),
         pytest.param("ablation: {dims: [128, 30]}\n", r"ablation.dims: d = 30 does not fit", marks=needs_schema),
-        pytest.param(
-            "ablation: {dim_train_sizes: [256, 7000]}\n",
-            r"ablation.dim_train_sizes \[7000\] exceed the 6400",
-            marks=needs_schema,
-        ),
     ],
 )
 def test_ablation_config_errors_at_dag_build_time(tmp_path, yaml_text, message):

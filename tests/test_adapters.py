@@ -227,6 +227,30 @@ def test_csv_given_columns_and_parquet(tmp_path):
     )
 
 
+def test_csv_model_columns(tmp_path):
+    """params_b, family and held_out (like cost) are one value per model, empty cells filled from its other rows."""
+    df = _evals(4)
+    info = {"zeta": (70, "llama", "1"), "alpha": (7, "qwen", "false"), "mid": (13.5, "llama", "0")}
+    for i, column in enumerate(("params_b", "family", "held_out")):
+        df[column] = [str(info[m][i]) for m in df["model"]]
+    df.loc[0, ["params_b", "family", "held_out"]] = ""  # zeta's first row: given by its other rows
+    path = tmp_path / "evals.csv"
+    df.to_csv(path, index=False)
+    m = _valid(csv_source.build({"path": str(path)})).models.set_index("name")
+    assert m["params_b"].to_dict() == {"alpha": 7.0, "mid": 13.5, "zeta": 70.0}
+    assert m["family"].to_dict() == {"alpha": "qwen", "mid": "llama", "zeta": "llama"}
+    assert m["held_out"].to_dict() == {"alpha": 0, "mid": 0, "zeta": 1}
+    df.loc[1, "held_out"] = "maybe"
+    df.to_csv(path, index=False)
+    with pytest.raises(DataError, match=r"column 'held_out' must be 0 or 1.*'maybe'.*row\(s\) 3\b"):
+        csv_source.build({"path": str(path)})
+    df.loc[1, "held_out"] = "0"
+    df.loc[4, "family"] = "gemma"  # alpha's second row disagrees with its first
+    df.to_csv(path, index=False)
+    with pytest.raises(DataError, match=r"'family' must be constant per model, but model 'alpha' has 2 values"):
+        csv_source.build({"path": str(path)})
+
+
 @pytest.mark.parametrize(
     "mutate, pattern",
     [

@@ -101,12 +101,6 @@ CONFIG_ERRORS = [
     ),
     ("duplicate-seeds", "seeds: [0, 0]\n", r"seeds"),
     ("duplicate-sizes", "train_sizes: [256, 256]\n", r"train_sizes"),
-    ("size-over-train-split", "train_sizes: [8000]\n", r"train_sizes \[8000\] exceed the 6400 training queries"),
-    (
-        "figure-size-over-train-split",
-        "sample_efficiency:\n  train_sizes: [64, 7000]\n",
-        r"sample_efficiency.train_sizes \[7000\] exceed",
-    ),
     (
         "reference-not-a-method",
         "sample_efficiency:\n  reference_method: knn_router\n",

@@ -5,9 +5,12 @@ Columns (header names are matched exactly):
 * required: ``prompt`` (the query text), ``model`` (a model name), ``score`` (a number in [0, 1];
   1 = correct; ``true``/``false`` in any letter case are read as 1/0, also mixed with numbers);
 * optional: ``benchmark`` (default ``all``), ``category`` (default: the benchmark), ``split``
-  (``train``/``val``/``test``, any letter case; drawn when the column is absent), ``cost`` (the model's cost
-  per query in any unit, a number >= 0, the same on every row of a model; empty cells are allowed where
-  another row of the model gives it; written to models.parquet for cost-aware routing).
+  (``train``/``val``/``test``, any letter case; drawn when the column is absent), and the model's own columns
+  (:data:`MODEL_COLUMNS`), each the same on every row of a model, an empty cell allowed where another row of
+  the model gives it, written to models.parquet: ``cost`` (cost per query in any unit, a number >= 0; for
+  cost-aware routing), ``params_b`` (parameters in billions, a number >= 0; the portfolio's budgets and the
+  cost proxy), ``family`` (text; the families figure) and ``held_out`` (0/1, true/false; the models the
+  onboarding figures embed as new).
 
 How cells are read, how queries, model ids and splits are formed and how errors name rows: :func:`build`.
 Duplicate pairs and split overlaps are resolved by the data-set options (:mod:`locus.data.canonical`).
@@ -31,7 +34,14 @@ log = logging.getLogger(__name__)
 
 NAME = "csv"
 REQUIRED = ("prompt", "model", "score")
-OPTIONAL = ("benchmark", "category", "split", "cost")
+# a model's own columns: name -> (kind, what it is, for the error message)
+MODEL_COLUMNS = {
+    "cost": ("number", "cost per query, any unit"),
+    "params_b": ("number", "parameters in billions"),
+    "family": ("text", "the model's family"),
+    "held_out": ("flag", "1 for a model the onboarding figures embed as new, else 0"),
+}
+OPTIONAL = ("benchmark", "category", "split", *MODEL_COLUMNS)
 DEFAULT_BENCHMARK = "all"
 PARAMS = {
     "path": Param(
@@ -130,8 +140,9 @@ def build(params: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     names = sorted(model.unique()) if p["model_order"] == "sorted" else list(pd.unique(model))
     models = pd.DataFrame({"model_id": np.arange(len(names), dtype=np.int64), "name": names})
     model_ids = pd.Index(names).get_indexer(model)
-    if "cost" in df.columns:
-        models["cost"] = _model_costs(df["cost"], model_ids, names, where)
+    for column in MODEL_COLUMNS:
+        if column in df.columns:
+            models[column] = _model_values(df[column], column, model_ids, names, where)
     scores = pd.DataFrame(
         {
             "prompt_id": prompt_codes.astype(np.int64),
@@ -357,37 +368,45 @@ def _scores(values: pd.Series, where: _Where) -> np.ndarray:
     return num
 
 
-def _model_costs(values: pd.Series, model_ids: np.ndarray, names, where: _Where) -> np.ndarray:
-    """One cost per model from the rows' ``cost`` cells: numbers >= 0 (empty cells ignored), the same on every
-    row of a model; a model whose rows disagree or give none is refused, naming the rows."""
-    raw = _as_text(values).str.strip() if not pd.api.types.is_numeric_dtype(values) else values
-    empty = (raw.astype(str).str.strip() == "").to_numpy() | pd.isna(values).to_numpy()
-    num = pd.to_numeric(raw.where(~empty), errors="coerce").to_numpy(np.float64, na_value=np.nan)
-    with np.errstate(invalid="ignore"):
-        bad = ~empty & ~(np.isfinite(num) & (num >= 0))
+def _model_values(values: pd.Series, column: str, model_ids: np.ndarray, names, where: _Where) -> np.ndarray:
+    """One value per model from the rows' cells of a model column (:data:`MODEL_COLUMNS`; empty cells ignored),
+    the same on every row of a model; a bad value, or a model whose rows disagree or give none, is refused,
+    naming the rows."""
+    kind, what = MODEL_COLUMNS[column]
+    text = values.astype(str).str.strip() if not pd.api.types.is_numeric_dtype(values) else values.astype(str)
+    empty = (text == "").to_numpy() | pd.isna(values).to_numpy()
+    if kind == "text":
+        parsed, bad, allowed = text.to_numpy(object), np.zeros(len(values), bool), "text"
+    elif kind == "flag":
+        flags = {"1": 1.0, "0": 0.0, "1.0": 1.0, "0.0": 0.0, "true": 1.0, "false": 0.0}
+        parsed = text.str.lower().map(flags).to_numpy(np.float64, na_value=np.nan)
+        bad, allowed = ~empty & np.isnan(parsed), "0 or 1 (true or false)"
+    else:
+        parsed = pd.to_numeric(text.where(~empty), errors="coerce").to_numpy(np.float64, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            bad, allowed = ~empty & ~(np.isfinite(parsed) & (parsed >= 0)), "a number >= 0"
     if bad.any():
         shown = ", ".join(repr(v) for v in values[bad].tolist()[:_SHOW])
         raise DataError(
-            f"{where.path}: column 'cost' must be a number >= 0 (cost per query, any unit); bad value(s) {shown} in "
-            f"{where(bad)}. Fix them, or leave the cell empty where another row of the model gives its cost."
+            f"{where.path}: column {column!r} must be {allowed} ({what}); bad value(s) {shown} in {where(bad)}. "
+            f"Fix them, or leave the cell empty where another row of the model gives its {column}."
         )
-    out = np.full(len(names), np.nan)
+    out = []
     for m, name in enumerate(names):
         rows = (model_ids == m) & ~empty
-        distinct = np.unique(num[rows])
+        distinct = pd.unique(parsed[rows])
         if len(distinct) == 0:
             raise DataError(
-                f"{where.path}: model {name!r} has no cost on any of its rows ({where(model_ids == m)}); give its "
-                f"cost per query on at least one row, or drop the `cost` column."
+                f"{where.path}: model {name!r} has no {column} on any of its rows ({where(model_ids == m)}); give it "
+                f"on at least one row, or drop the {column!r} column."
             )
         if len(distinct) > 1:
             raise DataError(
-                f"{where.path}: column 'cost' must be constant per model, but model {name!r} has {len(distinct)} "
-                f"values {distinct[:_SHOW].tolist()} in {where(rows)}; give one cost per model (per-query costs "
-                f"are not supported)."
+                f"{where.path}: column {column!r} must be constant per model, but model {name!r} has "
+                f"{len(distinct)} values {pd.Series(distinct[:_SHOW]).tolist()} in {where(rows)}; give one {column} per model."
             )
-        out[m] = distinct[0]
-    return out
+        out.append(distinct[0])
+    return np.array(out, dtype={"text": object, "flag": np.int64}.get(kind, np.float64))
 
 
 def _splits(df: pd.DataFrame, where: _Where) -> pd.Series:

@@ -67,14 +67,6 @@ def _ablation_checks():
                 f"with internet also: {', '.join(_HUB_ENCODERS)}; for another sentence-transformers model "
                 f"add its short name to `extra_encoders`"
             )
-    n_train = train_split_size(DATASET)
-    for key in ("dim_train_sizes", "encoder_train_sizes"):
-        too_big = [n for n in ABL[key] if n_train is not None and n > n_train]
-        if too_big:
-            _config_error(
-                f"ablation.{key} {too_big} exceed the {n_train} training queries of data set {DATASET!r}; "
-                f"use sizes <= {n_train}"
-            )
 
 
 _ablation_checks()

@@ -5,11 +5,6 @@
 AON = config["active_onboarding"]
 AON_COUNT = 0 if 0 in ONB["model_counts"] else max(ONB["model_counts"])
 AON_RUN = onboarding_run_dir(AON_COUNT)
-if _onb_split is not None and max(AON["sizes"]) > _onb_split:
-    _config_error(
-        f"active_onboarding.sizes: {max(AON['sizes'])} exceeds the {_onb_split} training queries of data set "
-        f"{DATASET!r}"
-    )
 
 
 rule active_onboarding:

@@ -1,16 +1,30 @@
 # The claims ledger: the paper's claims with verdicts computed from the outputs that test them
-# (locus/experiments/claims.py lists the files; a test checks this rule reads exactly those).
+# (locus/experiments/claims.py lists the files; a test checks this rule reads exactly those), and the pool's
+# plan (common.smk), whose skipped outputs make their claims untestable with the reason.
 from locus.experiments.claims import FILES as CLAIM_FILES
 
 
 localrules:
+    pool_plan,
     claims_table,
+
+
+rule pool_plan:
+    output:
+        f"results/{_capacity.PLAN_FILE}",
+    params:
+        plan=PLAN.to_json() if PLAN is not None else "{}",
+    run:
+        from locus import atomic
+
+        atomic.write_text(output[0], params.plan + "\n")
 
 
 rule claims_table:
     input:
-        [f"results/{f}" for f in CLAIM_FILES],
+        planned([f"results/{f}" for f in CLAIM_FILES]),
         data_summary(DATASET),
+        plan=f"results/{_capacity.PLAN_FILE}",
     output:
         tex=report("results/tables/claims.tex", caption="../report/claims.rst", category="Tables"),
         csv="results/tables/claims.csv",

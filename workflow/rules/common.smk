@@ -80,8 +80,11 @@ if DATASET not in config["datasets"]:
 
 
 def dataset_label(dataset):
-    """The label a data set's captions, titles and summary carry (its own `label`, else its name)."""
-    return config["datasets"][dataset].get("label", dataset)
+    """The label a data set's captions, titles and summary carry (its own `label`, else its name), saying
+    when the pool's plan capped the evaluation counts at its training split."""
+    label = config["datasets"][dataset].get("label", dataset)
+    capped = dataset == DATASET and PLAN is not None and any(a["why"].startswith(TRAIN_CAP) for a in PLAN.adapted)
+    return f"{label}; sizes capped at its {PLAN.facts.train_queries} training queries" if capped else label
 
 
 # --- data sets: each source's parameters (names, types, ranges) as `locus data` checks them ----------
@@ -143,26 +146,89 @@ if ENCODER not in _encoders_ok:
     )
 
 
-# --- the number of training queries of a data set, known at DAG-build time where possible ----------
-def train_split_size(dataset):
-    """Number of training queries of a data set, when it can be known before building it (None if not)."""
-    entry = config["datasets"][dataset]
-    if entry["source"] == "synthetic":
-        from locus.data import synthetic
+# --- the pool's plan: sizes fitted to the pool, outputs it cannot carry skipped (locus.capacity) -------
+from locus import capacity as _capacity
 
-        try:
-            return int(synthetic.split_sizes(entry["params"])["train"])
-        except LocusError as exc:
-            _config_error(f"datasets.{dataset}.params: {exc}")
-    queries = Path(f"results/data/{dataset}/queries.parquet")
-    if queries.is_file():
-        import pyarrow.parquet as pq
 
-        try:
-            return int(sum(s == "train" for s in pq.read_table(queries, columns=["split"]).column(0).to_pylist()))
-        except Exception:  # an unreadable file is rebuilt by the data rule and refused by the loader
-            return None
-    return None
+def pool_facts(dataset):
+    """The pool's counts and model columns: from its canonical files once built, else from its source read
+    in memory (nothing written); None when the source cannot be read yet (the data rule names the fix)."""
+    facts = _capacity.read_facts(f"results/data/{dataset}")
+    if facts is None:
+        entry = config["datasets"][dataset]
+        params, options = _source_params(entry["source"], entry["params"] or {}, {"duplicates": config["duplicates"]})
+        facts = _capacity.source_facts(entry["source"], params, options)
+    return facts
+
+
+def _fit_config_to_pool(plan):
+    """Every evaluation-count setting capped by the training split (and by the reference set for what is
+    subsampled from it), every neighbour or model count by the pool; each change recorded in the plan."""
+    f = plan.facts
+    train = (f.train_queries, TRAIN_CAP)
+    cfg, geo, views = config, config["geometry"], config["geometry"]["views"]
+    sizes = lambda key, holder, name, cap: holder.__setitem__(key, plan.sizes(name, holder[key], *cap))
+    size = lambda key, holder, name, cap: holder.__setitem__(key, plan.size(name, holder[key], *cap))
+    sizes("train_sizes", cfg, "train_sizes", train)
+    sizes("train_sizes", cfg["sample_efficiency"], "sample_efficiency.train_sizes", train)
+    sizes("train_sizes", cfg["precision_effect"], "precision_effect.train_sizes", train)
+    for key in ("dim_train_sizes", "encoder_train_sizes"):
+        sizes(key, cfg["ablation"], f"ablation.{key}", train)
+    size("train_size", cfg["regeneration"], "regeneration.train_size", train)
+    reg = (cfg["regeneration"]["train_size"], "regeneration.train_size")
+    sizes("sizes", cfg["regeneration"], "regeneration.sizes", reg)
+    size("train_size", cfg["onboarding"], "onboarding.train_size", train)
+    sizes("sizes", cfg["onboarding"], "onboarding.sizes", train)
+    sizes("sizes", cfg["active_onboarding"], "active_onboarding.sizes", train)
+    size("reference_train_size", geo, "geometry.reference_train_size", train)
+    ref = (geo["reference_train_size"], "geometry.reference_train_size")
+    for key in ("hypothetical_sizes", "sizes", "evalset_sizes"):
+        sizes(key, views, f"geometry.views.{key}", ref)
+    for key in ("calibration", "decisions"):
+        if cfg[key]["train_size"] is not None:
+            size("train_size", cfg[key], f"{key}.train_size", train)
+    others = (max(f.models - 1, 1), "the other models of the pool")
+    size("max_k", geo["neighbours"], "geometry.neighbours.max_k", others)
+    if geo["portfolio"]["max_k"] is not None:
+        size("max_k", geo["portfolio"], "geometry.portfolio.max_k", (f.models, "the pool's models"))
+
+
+def _skip_what_the_pool_lacks(plan):
+    """Outputs that need model metadata this pool does not have."""
+    f = plan.facts
+    figure = lambda name, *ext: [f"figures/{name}.{e}" for e in ("pdf", "png", "csv", *ext)]
+    if not f.has("family"):
+        plan.skip(figure("models_family_clustering", "json"), "no model families in this pool (models `family`)")
+    if config["onboarding"]["held_out"] is None and f.held_out_models == 0:
+        plan.skip(
+            figure("sample_eff_ood_test")
+            + figure("active_onboarding")
+            + ["tables/active_onboarding.tex", "tables/active_onboarding.csv"],
+            "no held-out models in this pool (no `held_out` column): name them in onboarding.held_out",
+        )
+    if not (f.has("cost") or f.has("params_b")):
+        plan.skip(
+            figure("cost_quality") + ["tables/aiq.tex", "tables/aiq.csv"],
+            "no model costs or parameter counts in this pool (models `cost` or `params_b`)",
+        )
+    if not f.has("params_b"):
+        plan.skip(figure("model_portfolio", "json"), "no parameter counts in this pool (models `params_b`)")
+
+
+TRAIN_CAP = "the pool's training queries"
+POOL = pool_facts(DATASET)
+PLAN = _capacity.PoolPlan(DATASET, POOL) if POOL is not None else None
+if PLAN is not None:
+    _fit_config_to_pool(PLAN)
+    _skip_what_the_pool_lacks(PLAN)
+    for _line in PLAN.lines():
+        print(f"locus: pool {DATASET}: {_line}", file=sys.stderr)
+
+
+def planned(targets):
+    """`targets` (results/... paths) without the outputs the pool's plan skips."""
+    flat = [t for group in targets for t in ([group] if isinstance(group, str) else group)]
+    return [t for t in flat if PLAN is None or not PLAN.is_skipped(t.removeprefix("results/"))]
 
 
 # The interpreter running Snakemake also runs the jobs (the venv's python on every node).

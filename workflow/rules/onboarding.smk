@@ -9,12 +9,6 @@ ONB_DIR = "results/onboarding/{dataset}/{encoder}/m{models}/n{n}/s{seed}"
 ONB_HOLD_OUT = "column" if ONB["held_out"] is None else ",".join(ONB["held_out"])
 if "locus" not in config["methods"]:
     _config_error("onboarding: the figure embeds with LOCUS; add locus under `methods`")
-_onb_split = train_split_size(DATASET)
-if _onb_split is not None and int(ONB["train_size"]) > _onb_split:
-    _config_error(
-        f"onboarding.train_size {ONB['train_size']} exceeds the {_onb_split} training queries of data set "
-        f"{DATASET!r}"
-    )
 
 
 def onboarding_run_dir(count):

@@ -34,12 +34,6 @@ if int(REG_TSNE["hidden_layers"]) not in REG["hidden_layers"] or int(REG_TSNE["d
     )
 if [n for n in REG["sizes"] if n > int(REG["train_size"])] == list(REG["sizes"]) and REG["sizes"]:
     _config_error(f"regeneration.sizes {REG['sizes']}: all exceed regeneration.train_size {REG['train_size']}")
-_reg_split = train_split_size(DATASET)
-if _reg_split is not None and int(REG["train_size"]) > _reg_split:
-    _config_error(
-        f"regeneration.train_size {REG['train_size']} exceeds the {_reg_split} training queries of data set "
-        f"{DATASET!r}"
-    )
 
 
 def _reg_numbers(values):

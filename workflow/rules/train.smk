@@ -36,22 +36,6 @@ def run_metrics(methods, sizes, seeds=None, dataset=None, encoder=None):
     return run_files_named(methods, sizes, "metrics.json", seeds, dataset, encoder)
 
 
-# The training sizes must fit the data's training split (known before the data is built for synthetic
-# data sets, else once results/data/ holds it).
-_n_train = train_split_size(DATASET)
-if _n_train is not None:
-    for _where, _sizes in (
-        ("train_sizes", config["train_sizes"]),
-        ("sample_efficiency.train_sizes", SE["train_sizes"]),
-    ):
-        _too_big = [n for n in _sizes if n > _n_train]
-        if _too_big:
-            _config_error(
-                f"{_where} {_too_big} exceed the {_n_train} training queries of data set {DATASET!r}; "
-                f"use sizes <= {_n_train} (or a larger data set)"
-            )
-
-
 def _train_groups():
     """{rule name: methods} for the configured methods, grouped by whether they use torch."""
     groups = {}
