@@ -28,6 +28,7 @@ class PoolFacts:
     test_queries: int
     model_columns: frozenset[str] = frozenset()
     held_out_models: int = 0  # models flagged in the `held_out` column
+    names: tuple[str, ...] = ()  # model names, by model_id
 
     def has(self, column: str) -> bool:
         return column in self.model_columns
@@ -45,6 +46,7 @@ def facts_of(queries, models) -> PoolFacts:
         test_queries=int((split == "test").sum()),
         model_columns=frozenset(usable),
         held_out_models=held,
+        names=tuple(models.sort_values("model_id")["name"].astype(str)),
     )
 
 
@@ -101,6 +103,16 @@ class PoolPlan:
     def _record(self, setting: str, asked, used, why: str) -> None:
         self.adapted.append({"setting": setting, "asked": asked, "used": used, "why": why})
 
+    def models(self, setting: str, asked: list[str], present: list[str], why: str) -> list[str]:
+        """`asked` model names with those not in the pool replaced by the pool's first other models (by name),
+        as many as were asked for while the pool has them; the change is recorded under `setting`."""
+        kept = [m for m in asked if m in present]
+        fill = [m for m in sorted(self.facts.names) if m not in kept]
+        used = kept + fill[: max(len(asked) - len(kept), 0)]
+        if used != list(asked):
+            self._record(setting, list(asked), used, why)
+        return used
+
     def skip(self, outputs: list[str], why: str) -> None:
         """Leave `outputs` (paths under the results directory) out of the DAG, saying why."""
         self.skipped.append({"outputs": sorted(outputs), "why": why})
@@ -128,25 +140,3 @@ class PoolPlan:
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), indent=1, sort_keys=True)
-
-
-def read_plan(results: str | Path) -> dict | None:
-    """The plan a run wrote under `results` (:data:`PLAN_FILE`), or None for results without one."""
-    path = Path(results) / PLAN_FILE
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def adaptation_note(plan: dict | None, settings: tuple[str, ...]) -> str:
-    """A caption's note on the sizes of `settings` that were fitted to the pool ('' when none were)."""
-    if not plan:
-        return ""
-    parts = [
-        f"{a['setting']} {_listed(a['asked'])} → {_listed(a['used'])}"
-        for a in plan.get("adapted", [])
-        if a["setting"] in settings
-    ]
-    return f"Sizes fitted to the pool: {'; '.join(parts)}." if parts else ""
-
-
-def _listed(value) -> str:
-    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)

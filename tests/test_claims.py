@@ -1,5 +1,6 @@
 """The claims ledger on hand-made output files whose verdicts are known: a claim that holds, one refuted, one
-inconclusive and one untestable; the ledger's files and `locus claims`."""
+inconclusive and one untestable; the pool's plan (skipped outputs, adapted sizes); the ledger's files and
+`locus claims`."""
 
 import csv
 import json
@@ -8,6 +9,7 @@ import pytest
 
 from locus.cli import main
 from locus.constants import CLAIM_VERDICTS
+from locus.errors import DataError
 from locus.experiments import claims
 from locus.experiments.report import Source
 
@@ -102,7 +104,75 @@ def results(tmp_path):
     table(root / "tables/encoder_ablation_routing.csv", "routing_acc", [(mpnet, 256, -0.2, -0.9, 0.5)], reference=mini)
     table(root / "tables/encoder_ablation_correctness.csv", "correctness_acc", [(mpnet, 256, -2.0, -2.5, -1.5)],
           reference=mini)  # fmt: skip
+    onboarding(root, shift=0.0, gap=3.0)  # 128 evaluations suffice; the partial encoder 3 points behind
+    families(root, {"math": (0.5, 0.001), "code": (0.6, 0.002)})
+    portfolio(root, budget_panel="no parameter counts in this pool")
+    hypothetical(root, size=8192, recall=0.80)
+    table(root / "tables/dim_ablation_routing.csv", "routing_acc", [("d32", 256, 0.2, -0.5, 0.6)], reference="d128")
+    table(root / "tables/dim_ablation_correctness.csv", "correctness_acc", [("d32", 256, -0.1, -0.6, 0.4)],
+          reference="d128")  # fmt: skip
+    convergence(root, "overlap", FALLING, near=1.0)
+    convergence(root, "size", {16: [0.5, 0.1], 64: [0.2, 0.6], 256: [0.4, 0.3], 4096: [1e-6]}, near=1.0)
     return root
+
+
+FALLING = {0.0: [0.5, 0.45, 0.55], 0.3: [0.35, 0.4, 0.3], 0.6: [0.2, 0.25, 0.15], 1.0: [1e-6]}  # 1: the set itself
+JITTER = (0.001, -0.001, 0.002, -0.002)  # per held-out model, so the intervals over models have a width
+
+
+def onboarding(root, shift, gap, ks=(64, 128, 1024)):
+    """The onboarding figure: 4 held-out models, an all-models encoder (20 models) and a partial one (16); at
+    k = 128 the all-models encoder is `shift` points below its largest k, the partial one `gap` points below it."""
+    base = (0.60, 0.65, 0.70, 0.75)
+    header = ["row", "k", "accuracy", "std", "draws", "n_train_models", "run", "kind", "repeat", "model_id",
+              "n_pairs", "correct", "name"]  # fmt: skip
+    rows = []
+    for row, trained in (("all", 20), ("16", 16)):
+        for k in ks:
+            accs = []
+            for m, (b, e) in enumerate(zip(base, JITTER)):
+                a = b - (shift / 100 - e if k == 128 else 0.0)
+                a = a - gap / 100 + e if row == "16" else a
+                accs.append(a)
+                rows.append([row, k, "", "", "", "", "", "draw", 0, m, 1000, round(1000 * a), f"model {m}"])
+            rows.append([row, k, sum(accs) / 4, 0, 1, trained, "run", "cell", "", "", "", "", ""])
+    write_rows(root / "figures/sample_eff_ood_test.csv", header, rows)
+
+
+def families(root, tags):
+    """The families summary: per tag (within / to-others ratio, permutation p)."""
+    sep = {t: {"n_models": 5, "ratio": r, "p_value": p, "n_perm": 1000, "nn_same_tag": 0.4,
+               "nn_same_tag_chance": 0.04} for t, (r, p) in tags.items()}  # fmt: skip
+    summary = {"method": "locus", "distance": "euclidean", "cophenetic_correlation": 0.8, "separation": sep}
+    (root / "figures/models_family_clustering.json").write_text(json.dumps(summary))
+
+
+def portfolio(root, k=15.0, k_near=12.0, single=65.0, budget_panel="ok", budget_near=100.0):
+    """The portfolio summary of a 112-model pool routing at 70%, 2000B parameters."""
+    summary = {
+        "n_models": 112, "full_pool_routing_acc": 70.0, "n_test_queries": 800, "best_single_routing_acc": single,
+        "best_single_model": "big/model", "k-center_k_full": k, "k-center_k_within_1pt": k_near,
+        "k-medoids_k_full": None, "k-medoids_k_within_1pt": None, "random_k_full": 100.0,
+        "budget_panel": budget_panel,
+    }  # fmt: skip
+    if budget_panel == "ok":
+        summary |= {"total_params_b": 2000.0, "coverage-greedy_budget_b_within_1pt": budget_near,
+                    "random-feasible_budget_b_within_1pt": 1500.0}  # fmt: skip
+    (root / "figures/model_portfolio.json").write_text(json.dumps(summary))
+
+
+def hypothetical(root, size, recall, models=112):
+    rows = [[s, k, r * min(1.0, k / 10), models, 1, "recall"] for s, r in ((64, 0.3), (size, recall)) for k in (1, 10)]
+    write_rows(root / "figures/hypothetical_model_embedding.csv", ["size", "k", "recall", "models", "repeats", "kind"],
+               rows)  # fmt: skip
+
+
+def convergence(root, kind, draws, near):
+    """A convergence figure of one model: the distances of its draws per setting, and its nearest other models."""
+    by, rel = ("alpha", "overlap_convergence") if kind == "overlap" else ("n", "anchor_size_convergence")
+    rows = [["draw", "codellama", x, d, ""] for x, ds in draws.items() for d in ds]
+    rows += [["neighbour", "codellama", "", dist, f"other {i}"] for i, dist in enumerate((near, near + 0.5))]
+    write_rows(root / f"figures/{rel}.csv", ["kind", "name", by, "distance", "neighbour"], rows)
 
 
 def write_rows(path, header, rows):
@@ -150,6 +220,15 @@ def test_ledger_of_a_hand_made_run(results):
         "regeneration": "holds",
         "time-linear": "holds",  # slope 1
         "encoder-ablation": "refuted",  # correctness 2 points apart
+        "onboarding-128": "holds",
+        "onboarding-partial": "refuted",  # 3 points behind
+        "families": "holds",
+        "portfolio-count": "holds",  # 15 of 112 models
+        "portfolio-budget": "untestable",  # the figure had no parameter counts
+        "dim-ablation": "holds",
+        "hypothetical-recall": "refuted",  # 80% with 8,192 queries
+        "convergence-overlap": "holds",
+        "convergence-size": "inconclusive",  # no trend with n
     }
     row = frame.set_index("id").loc["routing-order"]
     assert "EmbedLLM n=256: +3.0 [+1.0, +5.0]" in row["ours"] and row["paper_value"].startswith("+3.1")
@@ -161,9 +240,9 @@ def test_claims_command_writes_the_three_files(results, tmp_path, capsys):
     assert main(["claims", "--results", str(results), "--out", str(out)]) == 0
     assert f"{len(claims.CLAIMS)} claims" in capsys.readouterr().out
     rows = list(csv.DictReader(open(out.with_suffix(".csv"))))
-    assert [r["verdict"] for r in rows].count("holds") == 7
+    assert [r["verdict"] for r in rows].count("holds") == 12
     md = out.with_suffix(".md").read_text()
-    assert md.startswith("Claims of the paper on a hand-made pool: 7 holds, 3 refuted, 4 inconclusive, 1 untestable.")
+    assert md.startswith("Claims of the paper on a hand-made pool: 12 holds, 5 refuted, 5 inconclusive, 2 untestable.")
     tex = out.read_text()
     assert "\\label{tab:claims}" in tex and "\\begin{tabular}" in tex and "&" in tex
     assert main(["claims", "--results", str(results)]) == 0
@@ -173,7 +252,7 @@ def test_claims_command_writes_the_three_files(results, tmp_path, capsys):
     from locus.experiments.report import render_block
 
     block = render_block("claims", Source(results))
-    assert block.startswith("7 holds, 3 refuted, 4 inconclusive, 1 untestable of 15 claims.")
+    assert block.startswith("12 holds, 5 refuted, 5 inconclusive, 2 untestable of 24 claims.")
     assert "**refuted**" in block and "results/tables/claims.csv" in block
 
 
@@ -182,3 +261,131 @@ def test_a_missing_output_is_one_line_naming_its_target(results, capsys):
     assert main(["claims", "--results", str(results)]) == 2
     err = capsys.readouterr().err
     assert "distance_correlation.csv: not found" in err and "snakemake --cores 2" in err and "Traceback" not in err
+
+
+def verdict(judge, root):
+    return judge(Source(root))
+
+
+def test_onboarding_judges(tmp_path):
+    (tmp_path / "figures").mkdir()
+    onboarding(tmp_path, shift=0.0, gap=0.2)
+    assert verdict(claims.judge_onboarding_k, tmp_path).verdict == "holds"
+    out = verdict(claims.judge_onboarding_partial, tmp_path)
+    assert out.verdict == "holds" and "over 4 held-out models" in out.reason
+    onboarding(tmp_path, shift=3.0, gap=1.0)  # k = 128 3 points short; the partial encoder's gap straddles 1
+    out = verdict(claims.judge_onboarding_k, tmp_path)
+    assert out.verdict == "refuted" and "k=128 short of k=1024 by +3.0" in out.ours
+    assert verdict(claims.judge_onboarding_partial, tmp_path).verdict == "inconclusive"
+    onboarding(tmp_path, shift=0.0, gap=0.0, ks=(16, 64))
+    assert verdict(claims.judge_onboarding_k, tmp_path).verdict == "untestable"  # no k = 128
+
+
+def test_families_judge(tmp_path):
+    (tmp_path / "figures").mkdir()
+    families(tmp_path, {"math": (0.5, 0.001), "code": (0.9, 0.04)})  # 0.04 above 0.05 / 2 families
+    out = verdict(claims.judge_families, tmp_path)
+    assert out.verdict == "inconclusive" and "code: closer" in out.reason
+    families(tmp_path, {"math": (0.5, 0.001), "code": (1.1, 0.7)})
+    assert verdict(claims.judge_families, tmp_path).verdict == "refuted"
+    (tmp_path / "figures/models_family_clustering.json").write_text(
+        json.dumps({"separation": {"math": {"n_models": 1}}})
+    )
+    assert verdict(claims.judge_families, tmp_path).verdict == "untestable"  # no family of two models
+
+
+def test_portfolio_judges(tmp_path):
+    (tmp_path / "figures").mkdir()
+    portfolio(tmp_path, budget_near=100.0)  # 15 models; 5% of the parameters
+    assert verdict(claims.judge_portfolio_count, tmp_path).verdict == "holds"
+    assert verdict(claims.judge_portfolio_budget, tmp_path).verdict == "holds"
+    portfolio(tmp_path, k=60.0, k_near=40.0, budget_near=800.0)  # 40 models, 40% of the parameters
+    assert verdict(claims.judge_portfolio_count, tmp_path).verdict == "refuted"
+    out = verdict(claims.judge_portfolio_budget, tmp_path)
+    assert out.verdict == "refuted" and "800B of 2,000B (40.0%)" in out.ours
+    portfolio(tmp_path, single=71.0, budget_near=240.0)  # one model routes as well as the pool; 12% of the budget
+    out = verdict(claims.judge_portfolio_count, tmp_path)
+    assert out.verdict == "inconclusive" and "best single model alone" in out.reason
+    assert verdict(claims.judge_portfolio_budget, tmp_path).verdict == "inconclusive"
+
+
+def test_hypothetical_judge(tmp_path):
+    (tmp_path / "figures").mkdir()
+    hypothetical(tmp_path, size=8192, recall=0.99)
+    out = verdict(claims.judge_hypothetical, tmp_path)
+    assert out.verdict == "holds" and out.ours.startswith("recall@10 at 8192 queries 99.0% [")
+    hypothetical(tmp_path, size=4096, recall=0.80)  # short of 97%, with fewer queries than the paper
+    out = verdict(claims.judge_hypothetical, tmp_path)
+    assert out.verdict == "inconclusive" and "smaller than the paper's 8192" in out.reason
+    hypothetical(tmp_path, size=4096, recall=0.05)  # chance is 10 / 112
+    assert verdict(claims.judge_hypothetical, tmp_path).verdict == "refuted"
+
+
+def test_dim_ablation_judge(results):
+    table(results / "tables/dim_ablation_correctness.csv", "correctness_acc", [("d32", 256, 2.0, 1.5, 2.5)],
+          reference="d128")  # fmt: skip
+    out = verdict(claims.judge_dim_ablation, results)
+    assert out.verdict == "refuted" and "d32 n=256: −2.0 [−2.5, −1.5]" in out.ours  # d32 minus d128
+    table(results / "tables/dim_ablation_correctness.csv", "correctness_acc", [("d32", 256, 0.1, -0.5, 0.6)],
+          reference="d128", near=(256,))  # fmt: skip
+    table(results / "tables/dim_ablation_routing.csv", "routing_acc", [("d32", 256, 0.2, -0.5, 0.6)], reference="d128",
+          near=(256,))  # fmt: skip
+    out = verdict(claims.judge_dim_ablation, results)
+    assert out.verdict == "inconclusive" and "near-constant" in out.reason
+
+
+def test_convergence_judges(tmp_path):
+    (tmp_path / "figures").mkdir()
+    convergence(tmp_path, "overlap", FALLING, near=0.3)  # α = 0 lies wholly above the nearest other model
+    out = verdict(claims.judge_overlap_convergence, tmp_path)
+    assert out.verdict == "refuted" and "at α = 0 farther" in out.reason and "α=1" not in out.ours
+    convergence(tmp_path, "size", {16: [0.9, 1.0, 1.1], 64: [0.5, 0.6, 0.4], 256: [0.1, 0.2, 0.15]}, near=1.0)
+    assert verdict(claims.judge_size_convergence, tmp_path).verdict == "holds"
+    convergence(tmp_path, "size", {16: [0.1, 0.2, 0.15], 64: [0.5, 0.6, 0.4], 256: [0.9, 1.0, 1.1]}, near=1.0)
+    assert verdict(claims.judge_size_convergence, tmp_path).verdict == "refuted"
+
+
+def write_plan(root, adapted=(), skipped=()):
+    plan = {"dataset": "hand", "models": 9, "train_queries": 2000, "val_queries": 300, "test_queries": 381,
+            "adapted": list(adapted), "skipped": list(skipped)}  # fmt: skip
+    (root / claims.PLAN).write_text(json.dumps(plan))
+
+
+def test_a_claim_whose_file_the_plan_skipped_is_untestable(results):
+    why = "no parameter counts in this pool (models `params_b`)"
+    write_plan(results, skipped=[{"outputs": ["figures/model_portfolio.csv", "figures/model_portfolio.json"],
+                                  "why": why}])  # fmt: skip
+    (results / "figures/model_portfolio.json").unlink()  # the workflow did not build it
+    src = Source(results)
+    assert claims.skipped_reason(src, "figures/model_portfolio.json") == why
+    assert claims.skipped_reason(src, "tables/routing.csv") is None
+    frame = claims.ledger(src).set_index("id")
+    for cid in ("portfolio-count", "portfolio-budget"):
+        assert tuple(frame.loc[cid, ["ours", "verdict", "reason"]]) == ("–", "untestable", why)
+    assert frame.loc["routing-order", "verdict"] == "holds"
+    assert "figures/model_portfolio.json" in claims.FILES  # the rule's inputs: the workflow subtracts the skipped
+
+
+def test_adapted_sizes_are_noted_on_the_claims_they_shape(results):
+    write_plan(results, adapted=[
+        {"setting": "train_sizes", "asked": [256, 512, 1024, 4096], "used": [256, 512, 1024, 2000],
+         "why": "the pool's training queries (2000)"},
+        {"setting": "onboarding.sizes", "asked": [64, 128, 1024, 4096], "used": [64, 128, 1024, 2000], "why": "x"},
+        {"setting": "unknown.setting", "asked": [1], "used": [0], "why": "x"},
+    ])  # fmt: skip
+    frame = claims.ledger(Source(results)).set_index("id")
+    note = "sizes adapted to the pool: train_sizes 4096→2000"
+    assert frame.loc["routing-order", "reason"].endswith(note) and frame.loc["routing-order", "verdict"] == "holds"
+    assert frame.loc["onboarding-128", "reason"].endswith("sizes adapted to the pool: onboarding.sizes 4096→2000")
+    assert not frame.loc[["time-linear", "families", "regeneration"], "reason"].str.contains("adapted").any()
+    assert claims.plan(Source(results / "data")) is None  # results without a plan
+
+
+def test_a_missing_file_the_plan_did_not_skip_is_a_data_error(results):
+    write_plan(results, skipped=[{"outputs": ["figures/model_portfolio.json"], "why": "no parameter counts"}])
+    (results / "figures/hypothetical_model_embedding.csv").unlink()
+    with pytest.raises(DataError, match=r"hypothetical_model_embedding\.csv: not found; build it first"):
+        claims.ledger(Source(results))
+    (results / claims.PLAN).write_text(json.dumps({"adapted": [], "skipped": [{"why": "no outputs"}]}))
+    with pytest.raises(DataError, match="pool_plan.json: adapted or skipped is not of the plan's shape"):
+        claims.ledger(Source(results))

@@ -35,10 +35,15 @@ def test_sizes_are_capped_in_order_and_recorded():
     assert plan.lines()[-1] == "skipped figures/a.pdf, figures/b.csv: no model families in this pool"
     saved = json.loads(plan.to_json())
     assert saved["train_queries"] == 480 and saved["skipped"][0]["outputs"] == ["figures/a.pdf", "figures/b.csv"]
-    note = capacity.adaptation_note(saved, ("train_sizes",))
-    assert note == "Sizes fitted to the pool: train_sizes 256, 512, 1024 → 256, 480."
-    assert capacity.adaptation_note(saved, ("regeneration.train_size",)) == ""
-    assert capacity.adaptation_note(None, ("train_sizes",)) == ""
+
+
+def test_models_the_pool_lacks_are_replaced_by_its_own():
+    facts = capacity.PoolFacts(models=3, train_queries=9, val_queries=1, test_queries=1, names=("c", "a", "b"))
+    plan = capacity.PoolPlan("mine", facts)
+    assert plan.models("views", ["x", "b", "y"], ["b"], "not in the pool") == ["b", "a", "c"]
+    assert plan.models("views", ["b"], ["b"], "not in the pool") == ["b"]  # nothing to replace
+    assert plan.models("views", ["w", "x", "y", "z"], [], "not in the pool") == ["a", "b", "c"]  # all it has
+    assert [a["used"] for a in plan.adapted] == [["b", "a", "c"], ["a", "b", "c"]]
 
 
 def test_facts_of_frames_and_missing_data(tmp_path):
@@ -88,6 +93,10 @@ def test_a_small_csv_pool_plans_what_it_can_carry_and_skips_the_rest(tmp_path):
     assert "train_sizes: [256, 512, 1024] -> [256, 480]: the pool's training queries (480)" in lines
     assert "geometry.reference_train_size: 4096 -> 480: the pool's training queries (480)" in lines
     assert "geometry.neighbours.max_k" not in "\n".join(lines)  # 11 other models: no change
+    assert (
+        "geometry.views.convergence_model: ['codellama/CodeLlama-13b-Instruct-hf'] -> ['org/model-00']: "
+        "the paper's models that this pool lacks replaced by its own"
+    ) in lines
     reasons = {line.split(": ", 1)[1] for line in lines if line.startswith("skipped ")}
     assert reasons == {
         "no model families in this pool (models `family`)",

@@ -8,6 +8,11 @@ ours as context, since they were measured on another pool unless the pool is the
 
 Every comparison reads the intervals the tables already carry (a paired bootstrap over test queries). With one
 seed they cover test-query noise only; the reason says so, and `config/seed-bands.yaml` (three seeds) decides.
+Figures without such intervals get one from their own draws (over held-out models, over models, over re-embedding
+draws), named in the reason; a statistic with none (portfolios) is judged with a margin.
+
+The pool's plan (:data:`PLAN`, written by the workflow) is read once: a claim reading an output the plan skipped
+is untestable with the plan's reason, and sizes the plan fitted to the pool are noted on the claims they shape.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Callable
 import pandas as pd
 
 from locus import atomic
+from locus.capacity import PLAN_FILE
 from locus.constants import CLAIM_VERDICTS
 from locus.errors import DataError
 from locus.experiments import report
@@ -294,14 +300,33 @@ def judge_neighbour_proxies(src: Source) -> Outcome:
 def judge_encoder_ablation(src: Source) -> Outcome:
     """Encoders comparable: every other encoder within ±1 point of the configured one in routing and correctness
     (routing inconclusive where either router is near-constant)."""
+    return _ablation_comparable(
+        src,
+        ("tables/encoder_ablation_routing.csv", "tables/encoder_ablation_correctness.csv"),
+        "the encoder ablation has one encoder; list two in ablation.encoders",
+        "every encoder within ±1 point in both metrics",
+    )
+
+
+def judge_dim_ablation(src: Source) -> Outcome:
+    """Embedding dimensions comparable: every other dimension within ±1 point of the configured one in routing
+    and correctness (routing inconclusive where either router is near-constant)."""
+    return _ablation_comparable(
+        src,
+        ("tables/dim_ablation_routing.csv", "tables/dim_ablation_correctness.csv"),
+        "the dimension ablation has one dimension; list two in ablation.dims",
+        "every dimension within ±1 point in both metrics",
+    )
+
+
+def _ablation_comparable(src: Source, rels: tuple[str, str], one: str, when_holds: str) -> Outcome:
+    """An ablation's settings against its configured one (the tables' reference), routing then correctness, by
+    :func:`judge_comparable`; `one` is the reason when the table has a single setting."""
     parts, verdicts = [], []
-    for metric, rel in (
-        ("routing_acc", "tables/encoder_ablation_routing.csv"),
-        ("correctness_acc", "tables/encoder_ablation_correctness.csv"),
-    ):
+    for metric, rel in zip(("routing_acc", "correctness_acc"), rels):
         cells = comparison_cells(src, rel, metric, None, reference=None)
         if not cells:
-            return Outcome("–", "untestable", "the encoder ablation has one encoder; list two in ablation.encoders")
+            return Outcome("–", "untestable", one)
         cells = [Cell(c.approach, c.n, -c.diff, -c.high, -c.low, c.n_seeds, c.locus_near_constant) for c in cells]
         out = judge_comparable(cells, [])
         near = metric == "routing_acc" and _near_constant_rows(src.path(rel), metric)
@@ -309,7 +334,7 @@ def judge_encoder_ablation(src: Source) -> Outcome:
         why = "a near-constant router" if near and out.verdict == "holds" else out.reason
         parts.append(f"{metric.split('_')[0]}: {out.ours}")
         verdicts.append((verdict, f"{metric.split('_')[0]}: {why}" if verdict != "holds" else ""))
-    return _combine("; ".join(parts), verdicts, "every encoder within ±1 point in both metrics")
+    return _combine("; ".join(parts), verdicts, when_holds)
 
 
 def _near_constant_rows(path: Path, metric: str) -> bool:
@@ -510,6 +535,360 @@ def _combine(ours: str, verdicts: list[tuple[str, str]], when_holds: str) -> Out
 
 
 # --------------------------------------------------------------------------------------------------
+# onboarding, families, portfolios, hypothetical recall, convergence
+# --------------------------------------------------------------------------------------------------
+def _mean_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
+    """The mean of `values` with its t interval (NaN bounds for fewer than two values)."""
+    import numpy as np
+    from scipy import stats
+
+    x = np.asarray(values, dtype=float)
+    if len(x) == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(x.mean())
+    if len(x) < 2:
+        return mean, math.nan, math.nan
+    half = float(stats.t.ppf((1 + confidence) / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return mean, mean - half, mean + half
+
+
+def _interval(d: float, lo: float, hi: float, decimals: int = 1) -> str:
+    return f"{fmt(d, decimals, signed=True)} [{fmt(lo, decimals, signed=True)}, {fmt(hi, decimals, signed=True)}]"
+
+
+def _onboarding(src: Source):
+    """({(row, k): {model: accuracy in points}}, {row: models the encoder was trained on}) of the onboarding
+    figure: each held-out model's correctness over its draws (repeats pooled)."""
+    rel = "figures/sample_eff_ood_test.csv"
+    path = src.path(rel)
+    rows = report.read_rows(path, ("row", "k", "kind", "n_train_models", "model_id", "n_pairs", "correct"))
+    trained = {
+        r["row"]: report.number_of(r["n_train_models"], path, "n_train_models") for r in rows if r["kind"] == "cell"
+    }
+    sums: dict[tuple[str, int], dict[str, list[float]]] = {}
+    for r in rows:
+        if r["kind"] == "draw":
+            cell = sums.setdefault((r["row"], int(float(r["k"]))), {})
+            pair = cell.setdefault(r["model_id"], [0.0, 0.0])
+            pair[0] += report.number_of(r["correct"], path, "correct")
+            pair[1] += report.number_of(r["n_pairs"], path, "n_pairs")
+    if not sums or not trained:
+        raise DataError(
+            f"{path}: no per-model draw rows or no cell rows; it was written by another version: rebuild it"
+        )
+    acc = {key: {m: 100 * c / n for m, (c, n) in cell.items() if n > 0} for key, cell in sums.items()}
+    return acc, trained
+
+
+def _encoder(row: str, trained: dict[str, float]) -> str:
+    n = fmt(trained.get(row, math.nan), 0)
+    return f"all {n} models" if row == "all" else f"{n} models"
+
+
+def _paired(a: dict[str, float], b: dict[str, float]) -> tuple[float, float, float, int]:
+    """Mean of a − b over the models both hold, with its t interval, and the number of models."""
+    models = sorted(set(a) & set(b))
+    return (*_mean_interval([a[m] - b[m] for m in models]), len(models))
+
+
+def judge_onboarding_k(src: Source, k: int = 128, within: float = EQUIVALENCE_PP) -> Outcome:
+    """A held-out model embedded from `k` evaluations is as accurate as from the figure's largest k: for every
+    encoder, the shortfall (largest k minus `k`, points, t interval over held-out models) at most `within`."""
+    acc, trained = _onboarding(src)
+    parts, verdicts, counts = [], [], set()
+    for row in sorted(trained, key=lambda r: -trained[r]):
+        ks = sorted(n for r, n in acc if r == row)
+        if k not in ks or ks[-1] <= k:
+            continue
+        top = ks[-1]
+        d, lo, hi, n = _paired(acc[(row, top)], acc[(row, k)])
+        counts.add(n)
+        name = _encoder(row, trained)
+        parts.append(f"encoder on {name}: k={k} short of k={top} by {_interval(d, lo, hi)}")
+        if hi <= within:
+            verdicts.append(("holds", ""))
+        elif lo > within:
+            verdicts.append(("refuted", f"encoder on {name}: more than {_points(within)} short"))
+        else:
+            verdicts.append(("inconclusive", f"encoder on {name}: the interval reaches past {_points(within)}"))
+    if not parts:
+        ks = sorted({n for _, n in acc})
+        return Outcome("–", "untestable", f"no k = {k} below a larger k in the figure (k: {', '.join(map(str, ks))})")
+    note = f"t interval over {'/'.join(map(str, sorted(counts)))} held-out models"
+    out = _combine("; ".join(parts), verdicts, f"within {_points(within)} for every encoder")
+    return Outcome(out.ours, out.verdict, f"{out.reason}; {note}")
+
+
+def judge_onboarding_partial(src: Source, margin: float = EQUIVALENCE_PP) -> Outcome:
+    """The encoder trained on every model and one trained on a subset embed held-out models alike: at every k,
+    the difference in their correctness (points, t interval over held-out models) within ±`margin`."""
+    acc, trained = _onboarding(src)
+    partial = [r for r in sorted(trained, key=lambda r: -trained[r]) if r != "all"]
+    if "all" not in trained or not partial:
+        return Outcome(
+            "–", "untestable", "the figure lacks the all-models row or a partial one (onboarding.all_models_row)"
+        )
+    parts, verdicts, counts = [], [], set()
+    for row in partial:
+        cells, outside, straddle = [], [], []
+        for k in sorted(n for r, n in acc if r == row and ("all", n) in acc):
+            d, lo, hi, n = _paired(acc[("all", k)], acc[(row, k)])
+            counts.add(n)
+            cells.append(f"k={k} {_interval(d, lo, hi)}")
+            if lo > margin or hi < -margin:
+                outside.append(str(k))
+            elif lo < -margin or hi > margin:
+                straddle.append(str(k))
+        name = f"encoder on {_encoder(row, trained)}"
+        parts.append(f"{name}: {', '.join(cells)}")
+        if outside:
+            verdicts.append(("refuted", f"{name}: more than {_points(margin)} apart at k = {', '.join(outside)}"))
+        elif straddle:
+            verdicts.append(("inconclusive", f"{name}: intervals reach past ±{margin:g} at k = {', '.join(straddle)}"))
+        else:
+            verdicts.append(("holds", ""))
+    note = f"all-models encoder minus the partial one; t interval over {'/'.join(map(str, sorted(counts)))} held-out models"
+    out = _combine("; ".join(parts), verdicts, f"every interval within ±{_points(margin)}")
+    return Outcome(out.ours, out.verdict, f"{out.reason}; {note}")
+
+
+def judge_families(src: Source, alpha: float = 0.05) -> Outcome:
+    """Tagged model families sit together: for every highlighted family (two or more models) the mean distance
+    within it is below that to the other models, with the figure's permutation p below `alpha` (Bonferroni over
+    the families); refuted when a family's members are on average no closer to each other than to the rest."""
+    summary = report.read_json(src, "figures/models_family_clustering.json", ("separation",))
+    seps = {t: s for t, s in (summary["separation"] or {}).items() if s and _number(s.get("n_models")) >= 2}
+    if not seps:
+        return Outcome("–", "untestable", "no highlighted family has two models in this pool (geometry.neighbours)")
+    level = alpha / len(seps)  # Bonferroni: one permutation test per family
+    parts, verdicts = [], []
+    for tag, s in seps.items():
+        ratio, p = _number(s.get("ratio")), _number(s.get("p_value"))
+        nn, chance = _number(s.get("nn_same_tag")), _number(s.get("nn_same_tag_chance"))
+        parts.append(
+            f"{tag} ({int(_number(s['n_models']))} models): within / to others {fmt(ratio, 2)}, permutation "
+            f"p = {fmt(p, 3)}; nearest neighbour in the family {fmt(100 * nn, 0)}% (chance {fmt(100 * chance, 0)}%)"
+        )
+        if ratio >= 1:
+            verdicts.append(("refuted", f"{tag}: no closer to each other than to the other models"))
+        elif p < level:
+            verdicts.append(("holds", ""))
+        else:
+            verdicts.append(("inconclusive", f"{tag}: closer, but p = {fmt(p, 3)} ≥ {level:.3g}"))
+    perms = fmt(min(_number(s.get("n_perm")) for s in seps.values()), 0)
+    how = f"{summary.get('distance', '?')} distance, {perms} permutations"
+    out = _combine("; ".join(parts), verdicts, f"every family closer together with p < {level:.3g}")
+    return Outcome(out.ours, out.verdict, f"{out.reason}; one embedding run, {how}")
+
+
+def _portfolio(src: Source, keys: tuple[str, ...]) -> dict:
+    return report.read_json(src, "figures/model_portfolio.json", ("n_models", "full_pool_routing_acc") + keys)
+
+
+def _one_model_suffices(s: dict) -> str:
+    """The reason a portfolio claim is vacuous: the best single model (on validation) routes as well as the pool."""
+    single, full = _number(s.get("best_single_routing_acc")), _number(s.get("full_pool_routing_acc"))
+    if single >= full:
+        return (
+            f"the best single model alone ({s.get('best_single_model')}, {fmt(single, 1)}%) routes as well as the "
+            f"whole pool ({fmt(full, 1)}%): any portfolio that holds it matches"
+        )
+    return ""
+
+
+def judge_portfolio_count(src: Source, share: float = 20 / 112, within: float = EQUIVALENCE_PP) -> Outcome:
+    """A portfolio chosen in the embedding space (k-center or k-medoids) of at most `share` of the pool (the
+    paper's 15–20 of 112) routes as accurately as the whole pool. No interval: one portfolio per k."""
+    keys = tuple(f"{m}_k_{t}" for m in ("k-center", "k-medoids") for t in ("full", "within_1pt"))
+    s = _portfolio(src, keys)
+    n, full = int(_number(s["n_models"])), _number(s["full_pool_routing_acc"])
+    cap = share * n
+    # the smaller of the two selectors' k; None (never reached) reads NaN and is left out
+    k_full = min(
+        (v for m in ("k-center", "k-medoids") if not math.isnan(v := _number(s[f"{m}_k_full"]))), default=math.nan
+    )
+    k_near = min(
+        (v for m in ("k-center", "k-medoids") if not math.isnan(v := _number(s[f"{m}_k_within_1pt"]))), default=math.nan
+    )
+    shown = lambda m, t: fmt(_number(s.get(f"{m}_k_{t}")), 0)  # noqa: E731
+    ours = (
+        f"of {n} models (pool {fmt(full, 1)}%): reached by k-center at {shown('k-center', 'full')}, k-medoids at "
+        f"{shown('k-medoids', 'full')} (within 1 point: {shown('k-center', 'within_1pt')}, "
+        f"{shown('k-medoids', 'within_1pt')}); by random subsets at {shown('random', 'full')}"
+    )
+    noise = f"no interval: one portfolio per k on {s.get('n_test_queries', '?')} test queries"
+    if not k_near <= cap:  # NaN (never) fails too
+        return Outcome(
+            ours, "refuted", f"no embedding portfolio of ≤ {cap:.0f} models within {_points(within)}; {noise}"
+        )
+    if vacuous := _one_model_suffices(s):
+        return Outcome(ours, "inconclusive", f"{vacuous}; {noise}")
+    if k_full <= cap:
+        return Outcome(ours, "holds", f"{fmt(k_full, 0)} models (≤ {cap:.0f}) reach the pool's accuracy; {noise}")
+    return Outcome(ours, "inconclusive", f"≤ {cap:.0f} models come within {_points(within)} but not level; {noise}")
+
+
+def judge_portfolio_budget(src: Source, share: float = 0.08, within: float = EQUIVALENCE_PP) -> Outcome:
+    """A coverage-greedy portfolio within `share` of the pool's parameters (the paper's ≈150B of 1930B, "8%")
+    comes within `within` points of the whole pool's routing accuracy. No interval: one portfolio per budget."""
+    s = _portfolio(src, ("budget_panel",))
+    if s["budget_panel"] != "ok":
+        return Outcome("–", "untestable", str(s["budget_panel"]))
+    full, total = _number(s["full_pool_routing_acc"]), _number(s.get("total_params_b"))
+    near = _number(s.get("coverage-greedy_budget_b_within_1pt"))
+    rand = _number(s.get("random-feasible_budget_b_within_1pt"))
+    ours = (
+        f"coverage-greedy within 1 point of the pool ({fmt(full, 1)}%) at {fmt(near, 0)}B of {fmt(total, 0)}B "
+        f"({fmt(100 * near / total, 1)}%); random subsets at {fmt(rand, 0)}B"
+    )
+    noise = "no interval: one portfolio per budget, budgets ≈1.3× apart"
+    if not near <= 2 * share * total:  # NaN: never within 1 point
+        much = f"needs more than {100 * 2 * share:g}% of the parameters (twice the paper's share)"
+        return Outcome(ours, "refuted", f"{'never within 1 point' if math.isnan(near) else much}; {noise}")
+    if near > share * total:
+        return Outcome(ours, "inconclusive", f"needs {100 * share:g}–{100 * 2 * share:g}% of the parameters; {noise}")
+    if vacuous := _one_model_suffices(s):
+        return Outcome(ours, "inconclusive", f"{vacuous}; {noise}")
+    return Outcome(ours, "holds", f"within {_points(within)} at ≤ {100 * share:g}% of the parameters; {noise}")
+
+
+def judge_hypothetical(
+    src: Source, k: int = 10, target: float = 0.97, floor: float = 0.90, paper_size: int = 8192
+) -> Outcome:
+    """A model made up from one model's per-benchmark accuracies is embedded among that model's `k` nearest:
+    recall@`k` at the largest set size (Wilson 95% interval over models) reaches `target` (the paper's "almost
+    97%" at 8,192 queries) with its lower end at least `floor`."""
+    rel = "figures/hypothetical_model_embedding.csv"
+    path = src.path(rel)
+    rows = [
+        r
+        for r in report.read_rows(path, ("size", "k", "recall", "models", "kind"))
+        if r["kind"] == "recall" and int(float(r["k"])) == k
+    ]
+    if not rows:
+        return Outcome("–", "untestable", f"no recall@{k} in the figure (a pool needs more than {k} models)")
+    by_size = sorted(((int(float(r["size"])), r) for r in rows), key=lambda sr: sr[0])
+    size, last = by_size[-1]
+    recall, models = report.number_of(last["recall"], path, "recall"), int(float(last["models"]))
+    lo, hi = wilson(recall, models)
+    chance = k / models
+    smaller = "/".join(str(x) for x, _ in by_size[:-1])
+    ours = (
+        f"recall@{k} at {size} queries {fmt(100 * recall, 1)}% [{fmt(100 * lo, 1)}, {fmt(100 * hi, 1)}] "
+        f"({models} models, chance {fmt(100 * chance, 0)}%)"
+    )
+    if smaller:
+        shown = "/".join(fmt(100 * report.number_of(r["recall"], path, "recall"), 1) for _, r in by_size[:-1])
+        ours += f"; at {smaller}: {shown}%"
+    if lo <= chance:
+        return Outcome(ours, "refuted", "no better than chance at the largest set; Wilson interval over models")
+    if hi < target and size >= paper_size:
+        return Outcome(ours, "refuted", f"below {100 * target:g}% with as many queries as the paper; Wilson interval")
+    if hi >= target and lo >= floor:
+        return Outcome(ours, "holds", f"reaches {100 * target:g}%, above {100 * floor:g}%; Wilson interval over models")
+    if hi < target:
+        return Outcome(
+            ours,
+            "inconclusive",
+            f"below {100 * target:g}%, but the largest set ({size}) is smaller than the paper's {paper_size}",
+        )
+    return Outcome(ours, "inconclusive", f"the interval reaches below {100 * floor:g}%; Wilson interval over models")
+
+
+def _convergence(src: Source, rel: str, by: str):
+    """Per model of a convergence figure: ({setting: [distances of its draws]}, the nearest other model's
+    distance). Settings whose every draw reproduces the reference embedding are the reference set itself
+    (overlap 1, the whole set): they are 0 by construction and left out."""
+    path = src.path(rel)
+    rows = report.read_rows(path, ("kind", "name", by, "distance"))
+    out = {}
+    for name in report.unique(r["name"] for r in rows):
+        draws: dict[float, list[float]] = {}
+        for r in rows:
+            if r["name"] == name and r["kind"] == "draw":
+                draws.setdefault(float(r[by]), []).append(report.number_of(r["distance"], path, "distance"))
+        draws = {x: d for x, d in sorted(draws.items()) if max(d) >= 1e-4}
+        near = [
+            report.number_of(r["distance"], path, "distance")
+            for r in rows
+            if r["name"] == name and r["kind"] == "neighbour"
+        ]
+        out[name] = (draws, min(near, default=math.nan))
+    return out
+
+
+def _trend(draws: dict[float, list[float]]) -> tuple[float, float, int]:
+    """Spearman's ρ of distance against the setting over all draws, its two-sided p and the number of draws."""
+    from scipy import stats
+
+    x = [s for s, d in draws.items() for _ in d]
+    y = [v for d in draws.values() for v in d]
+    if len(set(x)) < 2:
+        return math.nan, math.nan, len(y)
+    rho, p = stats.spearmanr(x, y)
+    return float(rho), float(p), len(y)
+
+
+def judge_overlap_convergence(src: Source, alpha: float = 0.05) -> Outcome:
+    """Re-embeddings from sets overlapping the reference set by α stay closer to the reference embedding than the
+    nearest other model is (every α's mean distance, t interval over draws), and the distance falls as α grows
+    (Spearman's ρ over draws < 0 with p < `alpha`)."""
+    models = _convergence(src, "figures/overlap_convergence.csv", "alpha")
+    parts, verdicts = [], []
+    for name, (draws, near) in models.items():
+        if len(draws) < 2 or math.isnan(near):
+            continue
+        rho, p, n = _trend(draws)
+        stats_ = {a: _mean_interval(d) for a, d in draws.items()}
+        far = [a for a, (m, lo, hi) in stats_.items() if (lo if not math.isnan(lo) else m) > near]
+        parts.append(
+            f"{name}: "
+            + ", ".join(f"α={a:g} {fmt(m, 3)}" for a, (m, _, _) in stats_.items())
+            + f"; nearest other model {fmt(near, 3)}; ρ = {fmt(rho, 2)} (p = {p:.1g}, {n} draws)"
+        )
+        if (rho > 0 and p < alpha) or far:
+            where = f"at α = {', '.join(f'{a:g}' for a in far)} farther than the nearest other model" if far else ""
+            verdicts.append(("refuted", f"{name}: " + (where or "the distance grows with the overlap")))
+        elif rho < 0 and p < alpha and all(hi < near for _, _, hi in stats_.values()):
+            verdicts.append(("holds", ""))
+        else:
+            verdicts.append(
+                ("inconclusive", f"{name}: not clearly closer than the nearest other model, or no clear fall")
+            )
+    if not parts:
+        return Outcome("–", "untestable", "fewer than two overlaps below 1, or no neighbour distances, in the figure")
+    out = _combine("; ".join(parts), verdicts, "closer than the nearest other model at every α, falling with α")
+    return Outcome(out.ours, out.verdict, f"{out.reason}; Euclidean distances, one embedding run")
+
+
+def judge_size_convergence(src: Source, alpha: float = 0.05) -> Outcome:
+    """Re-embeddings from n evaluations subsampled from the reference set approach the reference embedding as n
+    grows: Spearman's ρ of distance against n over draws < 0 with p < `alpha`; refuted when > 0 with p < `alpha`."""
+    models = _convergence(src, "figures/anchor_size_convergence.csv", "n")
+    parts, verdicts = [], []
+    for name, (draws, near) in models.items():
+        if len(draws) < 2:
+            continue
+        rho, p, n = _trend(draws)
+        means = {x: sum(d) / len(d) for x, d in draws.items()}
+        parts.append(
+            f"{name}: "
+            + ", ".join(f"n={x:g} {fmt(m, 2)}" for x, m in means.items())
+            + f"; nearest other model {fmt(near, 3)}; ρ = {fmt(rho, 2)} (p = {p:.1g}, {n} draws)"
+        )
+        if rho < 0 and p < alpha:
+            verdicts.append(("holds", ""))
+        elif rho > 0 and p < alpha:
+            verdicts.append(("refuted", f"{name}: the distance grows with n"))
+        else:
+            verdicts.append(("inconclusive", f"{name}: no significant fall with n (p = {p:.2g})"))
+    if not parts:
+        return Outcome("–", "untestable", "fewer than two subsampled sizes below the reference set in the figure")
+    out = _combine("; ".join(parts), verdicts, f"the distance falls with n (p < {alpha:g})")
+    return Outcome(out.ours, out.verdict, f"{out.reason}; Euclidean distances, one embedding run")
+
+
+# --------------------------------------------------------------------------------------------------
 # the registry
 # --------------------------------------------------------------------------------------------------
 EMBEDDERS = ("embedllm", "irt_net")
@@ -600,6 +979,30 @@ CLAIMS: tuple[Claim, ...] = (
         judge_sample_efficiency,
     ),
     Claim(
+        "onboarding-128",
+        "About 128 evaluations suffice to embed an unseen model",
+        "fig:sample_eff_ood_test",
+        "held-out models' correctness at the largest k minus at k = 128 (points, t interval over held-out models)",
+        "≈128 evaluations suffice (k = 16…1024, 16 held-out models)",
+        ("figures/sample_eff_ood_test.csv",),
+        "holds when, for every encoder in the figure, the shortfall of k = 128 against the largest k has its "
+        "interval's upper end within 1 point (the paper gives no margin; the ledger's 1 point); refuted when one "
+        "interval lies wholly above 1 point; inconclusive otherwise",
+        judge_onboarding_k,
+    ),
+    Claim(
+        "onboarding-partial",
+        "An encoder trained on a subset of the models embeds unseen models as well as one trained on all (< 1% gap)",
+        "fig:sample_eff_ood_test",
+        "held-out models' correctness, all-models encoder minus partial encoder, per k (points, t interval over "
+        "held-out models)",
+        "negligible (< 1%) gap",
+        ("figures/sample_eff_ood_test.csv",),
+        "holds when every k's interval lies within ±1 point (the paper's 1%, read as points); refuted when one "
+        "lies wholly outside; inconclusive otherwise",
+        judge_onboarding_partial,
+    ),
+    Claim(
         "distance-disagreement",
         "Embedding distance tracks disagreement in correctness (strong positive relation)",
         "tab:performance_distance_correlation",
@@ -620,6 +1023,40 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when the k = 1 agreement's interval (±1.96 SE over models) lies above a random model's and agreement "
         "falls from k = 1 to the largest k; refuted when k = 1 is at or below random; inconclusive otherwise",
         judge_neighbour_proxies,
+    ),
+    Claim(
+        "families",
+        "Hierarchical clustering of the embeddings separates model families (math, code)",
+        "fig:models_family_heirarchical_clustering",
+        "per highlighted family: mean distance within / to the other models, with a permutation p",
+        "coherent math and code groupings",
+        ("figures/models_family_clustering.json",),
+        "holds when every highlighted family (≥ 2 models) has ratio < 1 with permutation p below 0.05 divided by "
+        "the number of families; refuted when a family's ratio is ≥ 1; inconclusive otherwise",
+        judge_families,
+    ),
+    Claim(
+        "portfolio-count",
+        "A 15-model portfolio chosen in the embedding space captures the full pool's routing accuracy",
+        "fig:model_portfolio_joint",
+        "smallest k-center / k-medoids portfolio reaching the full pool's routing accuracy (no interval)",
+        "15 of 112 models (15–20 in the appendix)",
+        ("figures/model_portfolio.json",),
+        "holds when k-center or k-medoids reaches the full pool's accuracy with at most 20/112 of the pool; "
+        "refuted when neither comes within 1 point with that many; inconclusive otherwise, or when the best single "
+        "model alone routes as well as the pool",
+        judge_portfolio_count,
+    ),
+    Claim(
+        "portfolio-budget",
+        "A coverage-greedy portfolio of ≈150B parameters comes very close to the full pool's routing accuracy",
+        "fig:model_portfolio_joint",
+        "smallest coverage-greedy budget within 1 point of the full pool, as a share of its parameters (no interval)",
+        "≈150B of 1930B parameters (8%)",
+        ("figures/model_portfolio.json",),
+        "holds when within 1 point at ≤ 8% of the pool's parameters; refuted above 16% (twice the paper's) or "
+        "never; inconclusive in between, or when the best single model alone routes as well as the pool",
+        judge_portfolio_budget,
     ),
     Claim(
         "saturation",
@@ -687,16 +1124,153 @@ CLAIMS: tuple[Claim, ...] = (
         COMPARABLE_RULE + " (routing inconclusive for a near-constant router)",
         judge_encoder_ablation,
     ),
+    Claim(
+        "dim-ablation",
+        "Routing and correctness accuracy change little with the embedding dimension",
+        "app:embedding_dim_ablation",
+        "other dimension − the configured one (points), Overall, with 95% interval",
+        "routing 60.97–62.13, correctness 67.75–68.42 over d = 16…512 at n = 256 (128/256 called best)",
+        ("tables/dim_ablation_routing.csv", "tables/dim_ablation_correctness.csv"),
+        COMPARABLE_RULE + " (routing inconclusive for a near-constant router)",
+        judge_dim_ablation,
+    ),
+    Claim(
+        "hypothetical-recall",
+        "A model made up from a real model's per-benchmark accuracies is embedded near it (recall@10 almost 97%)",
+        "fig:hypothetical_model_embedding",
+        "recall@10 at the largest evaluation set (Wilson 95% interval over models)",
+        "almost 97% at 8,192 queries",
+        ("figures/hypothetical_model_embedding.csv",),
+        "holds when the interval reaches 97% with its lower end ≥ 90%; refuted when it is no better than chance "
+        "(10 / models) or below 97% with ≥ 8,192 queries; inconclusive otherwise",
+        judge_hypothetical,
+    ),
+    Claim(
+        "convergence-overlap",
+        "Re-embeddings stay close to the reference embedding compared with other models, closer as the overlap grows",
+        "fig:overlap_convergence",
+        "‖z − z_ref‖ per overlap α (t interval over draws) against the nearest other model; Spearman ρ over draws",
+        "close relative to other models; decays with the overlap",
+        ("figures/overlap_convergence.csv",),
+        "holds when every α < 1 has its interval below the nearest other model's distance and ρ < 0 with p < 0.05; "
+        "refuted when an α's interval lies wholly above that distance or ρ > 0 with p < 0.05; inconclusive otherwise",
+        judge_overlap_convergence,
+    ),
+    Claim(
+        "convergence-size",
+        "Re-embeddings from fewer evaluations converge to the reference embedding as the number grows",
+        "fig:anchor_size_convergence",
+        "‖z − z_ref‖ per subsample size n; Spearman ρ of distance against n over draws",
+        "a similar trend (decays with n)",
+        ("figures/anchor_size_convergence.csv",),
+        "holds when ρ < 0 with p < 0.05 (the whole reference set left out); refuted when ρ > 0 with p < 0.05; "
+        "inconclusive otherwise",
+        judge_size_convergence,
+    ),
 )
-FILES = tuple(sorted({f for c in CLAIMS for f in c.files}))  # what the `claims` rule reads
+FILES = tuple(sorted({f for c in CLAIMS for f in c.files}))  # what the `claims` rule reads, less what the plan skips
+
+
+# --------------------------------------------------------------------------------------------------
+# the pool's plan: outputs it skipped make their claims untestable; sizes it adapted are noted
+# --------------------------------------------------------------------------------------------------
+PLAN = PLAN_FILE  # the workflow's plan for the pool
+GEOMETRY_FILES = (
+    "tables/distance_correlation.csv",
+    "figures/nearest_neighbor_proxies.csv",
+    "figures/fallback_routing.csv",
+    "figures/perf_vs_size_and_overlap.csv",
+    "figures/models_family_clustering.json",
+    "figures/model_portfolio.json",
+    "figures/hypothetical_model_embedding.csv",
+    "figures/overlap_convergence.csv",
+    "figures/anchor_size_convergence.csv",
+)
+ADAPTS: dict[str, tuple[str, ...]] = {  # a setting of the plan (fnmatch pattern) -> the files its sizes shape
+    "train_sizes": ("tables/routing.csv", "tables/routing_by_dataset.csv", "tables/correctness_by_dataset.csv"),
+    "sample_efficiency.train_sizes": ("figures/train_sample_eff.json", "figures/train_sample_eff.csv"),
+    "ablation.dim_train_sizes": ("tables/dim_ablation_routing.csv", "tables/dim_ablation_correctness.csv"),
+    "ablation.encoder_train_sizes": ("tables/encoder_ablation_routing.csv", "tables/encoder_ablation_correctness.csv"),
+    "regeneration.*": ("figures/relearn_embedllm_heatmap_test_disagreement.csv",),
+    "onboarding.*": ("figures/sample_eff_ood_test.csv",),
+    "geometry.reference_train_size": GEOMETRY_FILES,
+    "geometry.views.hypothetical_sizes": ("figures/hypothetical_model_embedding.csv",),
+    "geometry.views.sizes": ("figures/anchor_size_convergence.csv",),
+    "geometry.views.evalset_sizes": ("figures/perf_vs_size_and_overlap.csv",),
+    "geometry.neighbours.max_k": ("figures/nearest_neighbor_proxies.csv", "figures/fallback_routing.csv"),
+    "geometry.portfolio.max_k": ("figures/model_portfolio.json",),
+}
+
+
+def plan(src: Source) -> dict | None:
+    """The pool's plan under ``src.results`` (:data:`PLAN`), or None for results without one; a DataError when
+    it is not of the plan's shape."""
+    path = src.path(PLAN)
+    if not path.is_file():
+        return None
+    found = report.read_json(src, PLAN, ("adapted", "skipped"))
+    ok = isinstance(found["adapted"], list) and isinstance(found["skipped"], list)
+    ok = ok and all(isinstance(s, dict) and isinstance(s.get("outputs"), list) and "why" in s for s in found["skipped"])
+    ok = ok and all(isinstance(a, dict) and {"setting", "asked", "used"} <= set(a) for a in found["adapted"])
+    if not ok:
+        raise DataError(f"{path}: adapted or skipped is not of the plan's shape; rebuild it (snakemake --cores 2)")
+    return found
+
+
+def _skipped(the_plan: dict | None, rel: str) -> str | None:
+    return next((s["why"] for s in (the_plan or {}).get("skipped", []) if rel in s["outputs"]), None)
+
+
+def skipped_reason(src: Source, rel: str) -> str | None:
+    """Why the pool's plan left `rel` (a path under the results directory) out, or None when it did not."""
+    return _skipped(plan(src), rel)
+
+
+def adaptation_note(the_plan: dict | None, files: tuple[str, ...]) -> str:
+    """ "sizes adapted to the pool: SETTING ASKED→USED, ..." for the plan's settings that shape `files` ('' when
+    none does); settings :data:`ADAPTS` does not name shape nothing."""
+    import fnmatch
+
+    def change(a: dict) -> str:
+        asked, used = (v if isinstance(v, list) else [v] for v in (a["asked"], a["used"]))
+        if len(asked) == len(used):
+            return ", ".join(f"{x}→{y}" for x, y in zip(asked, used) if x != y)
+        return f"{', '.join(map(str, asked))}→{', '.join(map(str, used))}"
+
+    parts = [
+        f"{a['setting']} {change(a)}"
+        for a in (the_plan or {}).get("adapted", [])
+        if any(fnmatch.fnmatchcase(a["setting"], pat) and set(fs) & set(files) for pat, fs in ADAPTS.items())
+    ]
+    return f"sizes adapted to the pool: {', '.join(parts)}" if parts else ""
+
+
+def judged(claim: Claim, src: Source, the_plan: dict | None) -> Outcome:
+    """The claim's outcome: untestable, with the plan's reason, when the plan skipped a file it reads; a
+    DataError naming a file that is missing otherwise; else its judge's, noting the sizes the plan adapted."""
+    whys = report.unique(why for f in claim.files if (why := _skipped(the_plan, f)))
+    if whys:
+        return Outcome("–", "untestable", "; ".join(whys))
+    for rel in claim.files:
+        path = src.path(rel)
+        if not path.is_file():
+            raise DataError(
+                f"{path}: not found; build it first (snakemake --cores 2 {report._target(path)}) or point "
+                "--results at a finished run"
+            )
+    out = claim.judge(src)
+    note = adaptation_note(the_plan, claim.files)
+    return Outcome(out.ours, out.verdict, f"{out.reason}; {note}") if note else out
 
 
 def ledger(src: Source) -> pd.DataFrame:
-    """One row per claim (:data:`COLUMNS`), its verdict computed from the files under ``src.results``."""
+    """One row per claim (:data:`COLUMNS`), its verdict computed from the files under ``src.results`` (untestable
+    where the pool's plan skipped a file the claim reads: :func:`judged`)."""
     label = report.dataset_label(src)
+    the_plan = plan(src)
     rows = []
     for c in CLAIMS:
-        out = c.judge(src)
+        out = judged(c, src, the_plan)
         rows.append(
             {
                 "id": c.id,
@@ -745,7 +1319,11 @@ def latex(frame: pd.DataFrame) -> str:
             ("^", r"\^{}"),
         ):
             text = text.replace(a, b)
-        return text.replace("≥", r"$\geq$").replace("±", r"$\pm$").replace("×", r"$\times$").replace("−", "--")
+        symbols = {"≥": r"$\geq$", "≤": r"$\leq$", "≈": r"$\approx$", "±": r"$\pm$", "×": r"$\times$"}
+        symbols |= {"α": r"$\alpha$", "ρ": r"$\rho$", "→": r"$\to$", "‖": r"$\|$", "…": r"\ldots{}"}
+        for a, b in symbols.items():  # outside what pdflatex's utf8 reads
+            text = text.replace(a, b)
+        return text.replace("−", "--")
 
     body = [
         "\\begin{tabular}{p{4.2cm}p{3.2cm}p{5.6cm}l}",
@@ -759,7 +1337,8 @@ def latex(frame: pd.DataFrame) -> str:
     body += ["\\bottomrule", "\\end{tabular}"]
     caption = (
         f"The paper's claims on {esc(frame['dataset'].iloc[0])}, each verdict computed from the DAG's outputs by "
-        "the rule in claims.csv (one seed: intervals over test queries only)."
+        "the rule in claims.csv, whose reasons say what each interval covers (one seed: method comparisons cover "
+        "test queries only)."
     )
     return wrap(body, caption, "tab:claims", wide=True, size="\\scriptsize")
 

@@ -187,10 +187,35 @@ def _fit_config_to_pool(plan):
     for key in ("calibration", "decisions"):
         if cfg[key]["train_size"] is not None:
             size("train_size", cfg[key], f"{key}.train_size", train)
+    _default_views_models(plan, views)
     others = (max(f.models - 1, 1), "the other models of the pool")
     size("max_k", geo["neighbours"], "geometry.neighbours.max_k", others)
     if geo["portfolio"]["max_k"] is not None:
         size("max_k", geo["portfolio"], "geometry.portfolio.max_k", (f.models, "the pool's models"))
+
+
+def _default_views_models(plan, views):
+    """The views' default models name the paper's pool: on another pool, those it lacks are replaced by its
+    own (first by name). A name the user set is kept, and checked by views.smk (a typo is an error)."""
+    from locus.data.canonical import resolve_model
+
+    schema = yaml.safe_load(Path(_SCHEMA).read_text())["properties"]["geometry"]["properties"]["views"]["properties"]
+    names = dict(enumerate(plan.facts.names))
+
+    def present(name):
+        try:
+            return names[resolve_model(name, names, "")]
+        except LocusError:
+            return None
+
+    why = "the paper's models that this pool lacks replaced by its own"
+    for key, single in (("robustness_models", False), ("convergence_model", True)):
+        asked = [views[key]] if single else list(views[key])
+        if asked != ([schema[key]["default"]] if single else schema[key]["default"]):
+            continue
+        found = [present(m) for m in asked]
+        used = plan.models(f"geometry.views.{key}", asked, [m for m in found if m], why)
+        views[key] = used[0] if single else used
 
 
 def _skip_what_the_pool_lacks(plan):
