@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from locus.cli import add_results_arguments, existing_file
+from locus.cli import add_results_arguments, existing_dir, existing_file
 
 NAME = "report"
 HELP = "Markdown tables of a finished run, pasted between markers into a page (docs/results.md)"
@@ -32,6 +32,14 @@ def add_arguments(p):
         help="exit 2 if a generated block of this page is stale",
     )
     mode.add_argument("--block", nargs="+", default=None, help="print these blocks (default: all)")
+    p.add_argument(
+        "--also",
+        nargs="+",
+        default=[],
+        type=existing_dir("results directory"),
+        metavar="DIR",
+        help="results of runs on other pools, set beside this one in the claims-pools block",
+    )
 
 
 def run(args) -> int:
@@ -45,7 +53,7 @@ def run(args) -> int:
         update_text,
     )
 
-    src = Source(Path(args.results), args.dataset)
+    src = Source(Path(args.results), args.dataset, tuple(Source(Path(d)) for d in args.also))
     page = args.update or args.check
     if page is None:
         for name in args.block or list(BLOCKS):

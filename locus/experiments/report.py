@@ -39,6 +39,7 @@ class Source:
 
     results: Path
     dataset: str | None = None
+    others: tuple[Source, ...] = ()  # runs on other pools, set beside this one (`locus report --also`)
 
     def path(self, rel: str) -> Path:
         return self.results / rel
@@ -1099,6 +1100,29 @@ def block_claims(src):
     return lines + ["", provenance(src, [rel])]
 
 
+def block_claims_pools(src):
+    """The verdicts of the claims ledgers of several runs side by side: this one's and each of ``src.others``
+    (one column per pool, in the order given), with each run's machine and commit below."""
+    rel = "tables/claims.csv"
+    runs = [src, *src.others]
+    ledgers = [{r["id"]: r for r in read_rows(s.path(rel), ("id", "claim", "verdict"))} for s in runs]
+    ids = unique(i for ledger in ledgers for i in ledger)
+    labels = [dataset_label(s) for s in runs]
+    rows = []
+    for i in ids:
+        claim = next(ledger[i]["claim"] for ledger in ledgers if i in ledger)
+        verdicts = [ledger[i]["verdict"] if i in ledger else "–" for ledger in ledgers]
+        agree = "" if len(set(verdicts)) == 1 else " ≠"
+        rows.append([claim + agree, *verdicts])
+    lines = md_table(
+        ["claim (≠: the pools' verdicts differ)", *[f"{k + 1}. {lab}" for k, lab in enumerate(labels)]], rows
+    )
+    lines.append("")
+    for k, s in enumerate(runs):
+        lines.append(f"{k + 1}. {provenance(s, [rel])}")
+    return lines
+
+
 BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
     "data": (
         block_data,
@@ -1191,6 +1215,10 @@ BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
     "claims": (
         block_claims,
         "tables/claims.csv: the paper's claims with their verdicts",
+    ),
+    "claims-pools": (
+        block_claims_pools,
+        "tables/claims.csv of this run and of each --also run: verdicts side by side",
     ),
 }
 
