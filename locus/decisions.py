@@ -4,9 +4,13 @@
   model column, or abstain). :func:`learn_then_test_threshold` certifies tau on validation data with
   Learn-then-Test (Angelopoulos et al., 2021): fixed-sequence testing from high to low thresholds, each with
   the exact binomial p-value of H0 "risk > alpha" (risk = error rate among routed queries), so that with
-  probability >= 1 - delta the chosen tau has risk <= alpha on new queries from the same distribution.
+  probability >= 1 - delta the chosen tau has risk <= alpha on new queries from the same distribution;
+  :func:`learn_then_test_thresholds` does it over a grid of alphas, non-increasing in alpha by construction.
 - Cost-aware routing: maximise P - lambda * cost (:func:`choose_cost_weighted`), or the cheapest model with
-  P >= p (:func:`choose_cheapest_above`); :func:`aiq` is RouterBench's Average Improvement in Quality.
+  P >= p (:func:`choose_cheapest_above`); :func:`aiq` is RouterBench's Average Improvement in Quality, divided
+  by the largest cost (its code) or by the cost range (its paper).
+- Checks: :func:`binomial_interval` (Clopper-Pearson) and :func:`expected_risk` (the true error among routed
+  queries, from a generator's true probabilities).
 
 Pure functions over numpy arrays (no run, data set or calibration here); ties go to the lower column.
 Bad alpha / delta / lambda / cost: one-line :class:`~locus.errors.ConfigError`.
@@ -130,21 +134,9 @@ def min_routed(alpha: float, delta: float) -> int:
     return int(math.ceil(math.log(delta) / math.log(1.0 - alpha)))
 
 
-def learn_then_test_threshold(probs_val, correct_val, alpha, delta, fallback=None, grid=None, logits=None) -> float:
-    """The smallest threshold tau certified by Learn-then-Test on validation data, or :data:`NONE` (inf:
-    route nothing) when none is.
-
-    Thresholds of `grid` (default :data:`DEFAULT_GRID`) are tested from high to low with the p-value of
-    :func:`binomial_p_value` and fixed-sequence testing: each is certified while p <= delta, and testing
-    stops at the first that is not, so the family-wise error is <= delta and P(risk(tau) <= alpha) >= 1 - delta.
-    Thresholds routing fewer than :func:`min_routed` labelled queries are skipped: they cannot be certified
-    even without an error, and the skip looks at counts, never at correctness. Correctness is binary (scores
-    >= 0.5 count as correct). `fallback` does not enter the risk (only routed queries do); it is accepted so
-    that a call names the whole policy. `logits`: the scores behind the probabilities (ties, :func:`top_choice`)."""
-    alpha, delta = check_level("alpha", alpha), check_level("delta", delta)
-    grid = np.sort(np.asarray(DEFAULT_GRID if grid is None else grid, dtype=np.float64))[::-1]
-    n, k = routed_counts(probs_val, binary(correct_val), grid, logits)
-    need = min_routed(alpha, delta)
+def _fixed_sequence(grid, n, k, alpha: float, delta: float, need: int) -> float:
+    """The last threshold of `grid` (high to low) certified before the first failed test, or :data:`NONE`;
+    thresholds routing fewer than `need` labelled queries are skipped (neither certified nor a failure)."""
     certified = NONE
     for t, n_t, k_t in zip(grid, n, k):
         if n_t < need:
@@ -153,6 +145,53 @@ def learn_then_test_threshold(probs_val, correct_val, alpha, delta, fallback=Non
             break
         certified = float(t)
     return certified
+
+
+def _grid(grid) -> np.ndarray:
+    return np.sort(np.asarray(DEFAULT_GRID if grid is None else grid, dtype=np.float64))[::-1]
+
+
+def learn_then_test_threshold(
+    probs_val, correct_val, alpha, delta, fallback=None, grid=None, logits=None, min_count: int | None = None
+) -> float:
+    """The smallest threshold tau certified by Learn-then-Test on validation data, or :data:`NONE` (inf:
+    route nothing) when none is.
+
+    Thresholds of `grid` (default :data:`DEFAULT_GRID`) are tested from high to low with the p-value of
+    :func:`binomial_p_value` and fixed-sequence testing: each is certified while p <= delta, and testing
+    stops at the first that is not, so the family-wise error is <= delta and P(risk(tau) <= alpha) >= 1 - delta.
+    Thresholds routing fewer than `min_count` labelled queries (default :func:`min_routed` of alpha, delta) are
+    skipped: they cannot be certified even without an error, and the skip looks at counts, never at
+    correctness, so any count fixed before seeing the labels keeps the guarantee. Correctness is binary
+    (scores >= 0.5 count as correct). `fallback` does not enter the risk (only routed queries do); it is accepted
+    so that a call names the whole policy. `logits`: the scores behind the probabilities (ties, :func:`top_choice`).
+    Over a grid of alphas use :func:`learn_then_test_thresholds` (monotone in alpha)."""
+    alpha, delta = check_level("alpha", alpha), check_level("delta", delta)
+    grid = _grid(grid)
+    n, k = routed_counts(probs_val, binary(correct_val), grid, logits)
+    need = min_routed(alpha, delta) if min_count is None else int(min_count)
+    return _fixed_sequence(grid, n, k, alpha, delta, need)
+
+
+def learn_then_test_thresholds(probs_val, correct_val, alphas, delta, grid=None, logits=None) -> np.ndarray:
+    """:func:`learn_then_test_threshold` for each alpha of `alphas` (in their order), non-increasing in alpha
+    by construction, so a larger alpha never routes fewer queries.
+
+    Why: with a skip count that depends on alpha (:func:`min_routed`), a larger alpha starts testing at higher,
+    sparsely populated thresholds, and one failure there stops it before the thresholds a smaller alpha
+    certifies (tau(0.3) = none while tau(0.05) = 0.8 is possible). Here every alpha skips the same thresholds:
+    those routing fewer than :func:`min_routed` of the SMALLEST alpha (a count fixed before the labels are
+    seen, so each alpha keeps its guarantee), and P(Binomial(n, alpha) <= k) falls as alpha grows, so a larger
+    alpha passes every test a smaller one passes and stops no earlier. No running min is applied: a min over
+    alphas would mix thresholds certified at other levels, which the guarantee does not cover."""
+    alphas = [check_level("alpha", a) for a in alphas]
+    delta = check_level("delta", delta)
+    if not alphas:
+        return np.zeros(0)
+    grid = _grid(grid)
+    n, k = routed_counts(probs_val, binary(correct_val), grid, logits)
+    need = min_routed(min(alphas), delta)
+    return np.array([_fixed_sequence(grid, n, k, a, delta, need) for a in alphas])
 
 
 def selective_outcome(probs, correct, tau: float, fallback: int | str = "abstain", logits=None) -> dict:
@@ -270,11 +309,25 @@ def nondecreasing_hull(costs, qualities) -> np.ndarray:
     return hull[: int(np.argmax(hull[:, 1])) + 1]  # up to the first best quality: never decreasing
 
 
-def aiq(costs, qualities, max_cost: float | None = None) -> float:
-    """RouterBench's Average Improvement in Quality. RouterBench (Hu et al., 2024; evaluation/AIQ.py) reads:
-    take the non-decreasing convex hull of a router's (cost, quality) points, extend it flat to the largest
-    cost of the compared routers, integrate it (trapezoids, from the router's cheapest point) and divide by
-    that largest cost. `max_cost` (default: the largest cost among these points) sets the common end."""
+AIQ_NORMALISATIONS = ("max", "range")
+
+
+def aiq(
+    costs, qualities, max_cost: float | None = None, min_cost: float | None = None, normalisation: str = "max"
+) -> float:
+    """RouterBench's Average Improvement in Quality: the non-decreasing convex hull of a router's (cost, quality)
+    points, extended flat to the largest cost of the compared routers (`max_cost`; default the largest of these
+    costs) and integrated (trapezoids) from the router's cheapest point (zero quality below it), then divided by
+
+    - ``"max"``: `max_cost`, as RouterBench's code does (evaluation/AIQ.py, ``calc_AIQ``): the cost axis from 0;
+    - ``"range"``: `max_cost` - `min_cost`, as RouterBench's paper (Hu et al., 2024) writes it: the mean quality
+      over [c_min, c_max]; `min_cost` (default: the smallest of these costs) is the compared routers' common
+      cheapest cost and may not exceed the router's cheapest point. NaN when the range is empty.
+
+    The two agree when `min_cost` is 0; otherwise "range" = "max" x c_max / (c_max - c_min) for a router whose
+    curve starts at c_min."""
+    if normalisation not in AIQ_NORMALISATIONS:
+        raise ConfigError(f"AIQ normalisation must be one of {AIQ_NORMALISATIONS}, got {normalisation!r}.")
     costs = check_costs(costs)
     hull = nondecreasing_hull(costs, qualities)
     end = float(np.max(costs) if max_cost is None else max_cost)
@@ -283,4 +336,35 @@ def aiq(costs, qualities, max_cost: float | None = None) -> float:
     end = max(end, float(hull[-1, 0]))
     hull = np.vstack([hull, [end, hull[-1, 1]]])
     area = float(np.sum(np.diff(hull[:, 0]) * (hull[1:, 1] + hull[:-1, 1]) / 2.0))
-    return area / end
+    if normalisation == "max":
+        return area / end
+    start = float(np.min(costs) if min_cost is None else min_cost)
+    if start > hull[0, 0] * (1 + 1e-9) + 1e-12 or start < 0:
+        raise ConfigError(f"min_cost {min_cost!r} must be >= 0 and at most the router's cheapest cost {hull[0, 0]:g}.")
+    return area / (end - start) if end > start else math.nan
+
+
+# --------------------------------------------------------------------------------------------------
+# checks against known answers
+# --------------------------------------------------------------------------------------------------
+def binomial_interval(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Clopper-Pearson (exact) interval of a proportion after k successes in n trials ((0, 1) without trials)."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return 0.0, 1.0
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=float(confidence), method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def expected_risk(true_probs, probs, tau: float, logits=None) -> float:
+    """The true expected error among routed queries: the mean of 1 - p_true of the chosen (most likely) model
+    over the queries whose top probability reaches tau (`true_probs`: the generator's P(correct), same shape as
+    `probs`); NaN when nothing is routed (or no routed pair has a true probability)."""
+    cols, routed = selective_choice(probs, tau, "abstain", logits)
+    t = np.asarray(true_probs, dtype=np.float64)
+    if t.shape != np.shape(probs):
+        raise ValueError(f"true probabilities {t.shape} and probabilities {np.shape(probs)} must have one shape")
+    err = 1.0 - t[np.arange(len(t)), np.where(routed, cols, 0)][routed]
+    err = err[~np.isnan(err)]
+    return float(err.mean()) if len(err) else math.nan

@@ -150,3 +150,72 @@ def test_rankings_follow_the_logits_and_show_the_calibrated_probabilities():
     assert [(m, p) for m, _, p in ranking.models] == [(11, 0.6), (10, 0.6), (12, 0.3)]
     (plain,) = rank(["q"], logits, np.array([10, 11, 12]), lambda m: f"m{m}", 2)
     assert [m for m, _, _ in plain.models] == [11, 10] and plain.models[0][2] == 1 / (1 + np.exp(-2.0))
+
+
+def sparse_top():
+    """10 queries the top model gets wrong at probability 0.99, then 1000 it gets right at 0.8 (model 1 is never
+    the most likely). With alpha's own skip count, alpha = 0.3 (7 queries) tests the 10 sparse queries, fails and
+    stops, while alpha = 0.05 (45 queries) skips them and certifies everything: the old tau rose with alpha."""
+    probs = np.vstack([np.tile([0.99, 0.1], (10, 1)), np.tile([0.8, 0.1], (1000, 1))])
+    correct = np.vstack([np.tile([0.0, 0.0], (10, 1)), np.tile([1.0, 0.0], (1000, 1))])
+    return probs, correct
+
+
+def test_thresholds_are_monotone_in_alpha_where_one_alpha_at_a_time_is_not():
+    probs, correct = sparse_top()
+    alphas = [0.05, 0.1, 0.2, 0.3]
+    assert [d.min_routed(a, 0.1) for a in alphas] == [45, 22, 11, 7]
+    old = [d.learn_then_test_threshold(probs, correct, a, 0.1) for a in alphas]
+    assert old[0] == 0.0 and old[-1] == d.NONE  # one alpha at a time: a looser level routes nothing
+    new = d.learn_then_test_thresholds(probs, correct, alphas, 0.1)
+    assert new.tolist() == [0.0, 0.0, 0.0, 0.0]
+    # any order of the grid: tau never rises with alpha
+    shuffled = [0.3, 0.05, 0.2, 0.1]
+    taus = dict(zip(shuffled, d.learn_then_test_thresholds(probs, correct, shuffled, 0.1)))
+    assert all(taus[a] >= taus[b] for a, b in zip(sorted(taus), sorted(taus)[1:]))
+    # the common skip count is min_routed of the smallest alpha: the single-alpha call with it agrees
+    for a, t in zip(alphas, new):
+        assert d.learn_then_test_threshold(probs, correct, a, 0.1, min_count=45) == t
+
+
+def test_thresholds_over_alphas_keep_the_guarantee_and_stay_monotone():
+    rng = np.random.default_rng(5)
+    alphas, delta, sims, viol = [0.05, 0.1, 0.15, 0.2], 0.1, 200, np.zeros(4)
+    for _ in range(sims):
+        probs, correct = draw(rng, 300)
+        taus = d.learn_then_test_thresholds(probs, correct, alphas, delta)
+        assert all(a >= b for a, b in zip(taus, taus[1:]))  # inf (none) first, then falling
+        viol += [t != d.NONE and true_risk(t) > a for a, t in zip(alphas, taus)]
+    assert (viol / sims <= delta + 0.06).all()  # sd of a frequency over 200 draws <= 0.021
+
+
+def test_aiq_under_both_normalisations_by_hand():
+    # frontier (2, 0.4) -> (4, 0.6) -> (8, 0.8), extended flat to c_max = 10; c_min = 2 (the cheapest point)
+    # area = (0.4 + 0.6) / 2 * 2 + (0.6 + 0.8) / 2 * 4 + 0.8 * 2 = 1.0 + 2.8 + 1.6 = 5.4
+    costs, quality = [2, 4, 8, 6], [0.4, 0.6, 0.8, 0.5]
+    assert d.aiq(costs, quality, max_cost=10) == pytest.approx(5.4 / 10)  # RouterBench's code: / c_max
+    assert d.aiq(costs, quality, max_cost=10, normalisation="range") == pytest.approx(5.4 / 8)  # paper: / range
+    # a common c_min below the router's cheapest point: zero quality below it, the range is the compared one
+    assert d.aiq(costs, quality, max_cost=10, min_cost=1, normalisation="range") == pytest.approx(5.4 / 9)
+    assert d.aiq(costs, quality, 10, 0, "range") == pytest.approx(d.aiq(costs, quality, 10))  # c_min = 0: equal
+    # a router of one point at c_max: 0 under both
+    assert d.aiq([10], [0.9], max_cost=10) == 0 and d.aiq([10], [0.9], 10, 2, "range") == 0
+    assert math.isnan(d.aiq([3], [0.9], normalisation="range"))  # an empty range
+    with pytest.raises(ConfigError, match="min_cost"):
+        d.aiq(costs, quality, 10, 3, "range")  # the router starts below the common cheapest cost
+    with pytest.raises(ConfigError, match="normalisation"):
+        d.aiq(costs, quality, normalisation="paper")
+
+
+def test_binomial_interval_and_expected_risk_by_hand():
+    low, high = d.binomial_interval(0, 10, 0.95)
+    assert low == 0 and high == pytest.approx(1 - 0.025 ** (1 / 10))  # Clopper-Pearson with no success
+    low, high = d.binomial_interval(10, 10, 0.95)
+    assert low == pytest.approx(0.025 ** (1 / 10)) and high == 1
+    assert d.binomial_interval(0, 0) == (0.0, 1.0)
+    probs = np.array([[0.9, 0.2], [0.3, 0.7], [0.5, 0.4], [np.nan, 0.95]])
+    truth = np.array([[0.8, 0.1], [0.9, 0.6], [0.5, 0.5], [np.nan, 1.0]])
+    # tau 0.6 routes queries 0, 1, 3 to models 0, 1, 1: true errors 0.2, 0.4, 0.0
+    assert d.expected_risk(truth, probs, 0.6) == pytest.approx(0.2)
+    assert d.expected_risk(truth, probs, 0.92) == pytest.approx(0.0)
+    assert math.isnan(d.expected_risk(truth, probs, d.NONE))

@@ -1,6 +1,8 @@
 """`locus decisions selective|cost` on tiny calibrated runs: outputs written with the right columns and ranges,
 and the refusal of an uncalibrated run."""
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -85,13 +87,23 @@ def test_selective_outputs(runs, tmp_path, capsys):
     assert frame.loc[frame["fallback"] == "abstain", "accuracy"].isna().all()
     certified = frame.dropna(subset=["tau_mean"])
     assert certified["tau_mean"].between(0, 1).all()
-    # a looser alpha never certifies a higher threshold (fixed-sequence from high to low)
+    # a looser alpha never certifies a higher threshold (one skip count for the whole alpha grid)
     by_alpha = frame[frame["fallback"] == "abstain"].set_index("alpha")
     assert by_alpha.loc[0.4, "coverage"] >= by_alpha.loc[0.2, "coverage"]
+    assert by_alpha.loc[0.4, "tau_max"] <= by_alpha.loc[0.2, "tau_min"] or by_alpha.loc[0.2, "n_none"] > 0
+    # violations: a Clopper-Pearson interval around the frequency, flagged above delta
+    assert (frame["violation_ci_low"] <= frame["violation_freq"]).all()
+    assert (frame["violation_freq"] <= frame["violation_ci_high"]).all()
+    assert (frame["violation_above_delta"] == (frame["violation_freq"] > 0.1)).all()
+    assert (frame["n_violations"] == (frame["violation_freq"] * frame["n_checks"]).round()).all()
+    assert (frame["truth"] == "no generator truth").all() and frame["true_risk"].isna().all()
     text = table.read_text()
-    assert "Learn-then-Test" in text and "must be $\\le$ $\\delta$" in text and "NN router" in text
+    assert "Learn-then-Test" in text and "Clopper--Pearson" in text and "NN router" in text
+    assert "no generator truth" in text and "Difficulty, validation $\\to$ test" in text
     curve = pd.read_csv(tmp_path / "rc.csv")
     assert curve["coverage"].between(0, 1).all() and curve["risk"].dropna().between(0, 1).all()
+    best = curve[curve["series"] == "best_single"]
+    assert len(best) == 20 and best["risk"].nunique() == 1 and "chosen on validation" in best["method"].iat[0]
     assert (tmp_path / "rc.png").stat().st_size > 0 and figure.stat().st_size > 0
 
 
@@ -101,18 +113,30 @@ def test_cost_outputs(runs, tmp_path):
     args = ["decisions", "cost", "--runs", *map(str, dirs), "--data", str(data), "--table", str(table)]
     assert main([*args, "--figure", str(figure), "--lambdas", "8", "--bootstrap-resamples", "40"]) == 0
     frame = pd.read_csv(tmp_path / "aiq.csv")
-    assert frame["kind"].tolist() == ["method", "oracle", "best_single", "mix"]
-    assert frame["aiq"].between(0, 1).all() and (frame["aiq_ci_low"] <= frame["aiq"] + 1e-12).all()
-    assert (frame["aiq"] <= frame["aiq_ci_high"] + 1e-12).all() and (frame["cost_source"] == "cost").all()
-    oracle = frame.set_index("kind").loc["oracle", "aiq"]
-    assert oracle >= frame["aiq"].max() - 1e-12  # nothing beats the oracle
+    assert frame["kind"].tolist() == ["method", "oracle", "mix"]  # the best single model: a point, not a row
+    for col in ("aiq", "aiq_range"):
+        assert frame[col].between(0, 1).all() and (frame[f"{col}_ci_low"] <= frame[col] + 1e-12).all()
+        assert (frame[col] <= frame[f"{col}_ci_high"] + 1e-12).all()
+        oracle = frame.set_index("kind").loc["oracle", col]
+        assert oracle >= frame[col].max() - 1e-12  # nothing beats the oracle
+    assert (frame["cost_source"] == "cost").all()
+    assert (frame["min_cost"] == min(COSTS)).all() and (frame["max_cost"] == max(COSTS)).all()
+    # every router starts at the cheapest model: / range = / max x c_max / (c_max - c_min)
+    scale = max(COSTS) / (max(COSTS) - min(COSTS))
+    assert frame["aiq_range"].to_numpy() == pytest.approx(frame["aiq"].to_numpy() * scale)
+    mix = frame.set_index("kind").loc["mix"]
+    assert mix["diff_vs_mix"] == 0 and mix["diff_vs_mix_ci_low"] == 0 and mix["diff_vs_mix_ci_high"] == 0
+    assert frame["diff_vs_mix"].to_numpy() == pytest.approx((frame["aiq"] - mix["aiq"]).to_numpy())
+    assert (frame["diff_vs_mix_ci_low"] <= frame["diff_vs_mix"] + 1e-12).all()
     points = pd.read_csv(tmp_path / "cq.csv")
-    assert set(points["series"]) == {"method", "oracle", "single", "mix"}
+    assert set(points["series"]) == {"method", "oracle", "single", "mix", "best_single"}
     singles = points[points["series"] == "single"]
     assert sorted(singles["cost"]) == pytest.approx(COSTS) and singles["quality"].between(0, 1).all()
     method = points[points["series"] == "method"]
     assert method["cost"].iat[-1] == pytest.approx(min(COSTS))  # the largest lambda: always the cheapest
-    assert "models' cost column" in table.read_text()
+    text = table.read_text()
+    assert "models' cost column" in text and "RouterBench's code" in text and "RouterBench's paper" in text
+    assert "is not a row" in text and "paired bootstrap" in text
 
 
 def test_uncalibrated_run_is_refused(runs, tmp_path, capsys):
@@ -240,7 +264,102 @@ def test_violation_check_keeps_delta_where_the_risk_is_known():
     (vp, vc), (tp, tc) = split(1000), split(1000)
     logit = lambda p: np.log(p / (1 - p))  # noqa: E731
     run = RunProbs("r", "knn_router", 0, 32, np.arange(2), vp, vc, tp, tc, "identity", logit(vp), logit(tp))
-    table, _ = selective([run], None, [0.2, 0.16], 0.1, ["abstain"], n_boot=100, seed=0)
+    table, _, _ = selective([run], None, [0.2, 0.16], 0.1, ["abstain"], n_boot=100, seed=0)
     loose, tight = table.iloc[0], table.iloc[1]
     assert loose["coverage"] == 1.0 and loose["violation_freq"] == 0.0 and loose["n_checks"] == 100
     assert tight["violation_freq"] <= 0.1 + 0.05
+
+
+def toy_run(n=400, truth_p=None, seed=0):
+    """A run whose top model (column 0, probability 0.9) is right on every labelled query; `truth_p`: the
+    generator's P(correct) of column 0 (None: no truth)."""
+    from locus.experiments.routing_decisions import RunProbs
+
+    probs = np.tile([0.9, 0.2], (n, 1))
+    correct = np.tile([1.0, 0.0], (n, 1))
+    truth = None if truth_p is None else np.tile([truth_p, 0.1], (n, 1))
+    logits = np.log(probs / (1 - probs))
+    return RunProbs(
+        "r",
+        "knn_router",
+        seed,
+        32,
+        np.arange(2),
+        probs,
+        correct,
+        probs,
+        correct,
+        "identity",
+        logits,
+        logits,
+        truth,
+        truth,
+    )
+
+
+def test_truth_check_flags_a_certified_level_the_generator_contradicts():
+    """The labels say the top model is always right, so tau is certified and the labelled checks never fail; the
+    generator's truth says it errs half the time: the exact check (true risk 0.5 > alpha) and every truth-based
+    check fail, flagged above delta with the exact interval of 100 failures in 100 checks."""
+    from locus.experiments.routing_decisions import selective
+    from locus.render.decisions import selective_table
+
+    table, _, gap = selective([toy_run(truth_p=0.5)], None, [0.1, 0.2], 0.1, ["abstain", "best_single"], 100, 0)
+    r = table.iloc[0]
+    assert r["tau_mean"] == 0.0 and r["coverage"] == 1.0 and r["test_risk"] == 0.0
+    assert r["violation_freq"] == 0.0 and not r["violation_above_delta"] and r["violation_ci_low"] == 0.0
+    assert r["violation_ci_high"] == pytest.approx(1 - 0.025 ** (1 / 100))
+    assert r["truth"] == "generator" and r["true_risk"] == pytest.approx(0.5) and not r["true_risk_ok"]
+    assert r["violation_freq_truth"] == 1.0 and r["violation_truth_above_delta"]
+    assert r["violation_truth_ci_low"] == pytest.approx(0.025 ** (1 / 100)) and r["violation_truth_ci_high"] == 1.0
+    assert gap["truth"] and gap["best_single_expected_test"] == pytest.approx(0.5) and gap["oracle_test"] == 1.0
+    tex = selective_table(table, "cap")
+    assert "50.0$^{\\ast}$" in tex and "100.0 [96.4, 100.0]$^{\\ddagger}$" in tex
+    assert tex.count("NN router &") == 2  # one row per method and alpha (the fallback changes only the accuracy)
+    # where the truth agrees with the labels the exact check passes
+    ok, _, _ = selective([toy_run(truth_p=0.97)], None, [0.1], 0.1, ["abstain"], 20, 0)
+    assert ok["true_risk"].iat[0] == pytest.approx(0.03) and ok["true_risk_ok"].iat[0]
+    assert ok["violation_freq_truth"].iat[0] == 0.0 and not ok["violation_truth_above_delta"].iat[0]
+
+
+def test_violation_flag_and_interval_above_delta():
+    from locus.experiments.routing_decisions import _share
+    from locus.render.decisions import _flag
+
+    above = _share([True] * 3 + [False] * 7, 0.1, 0.95)
+    assert above["freq"] == 0.3 and above["above"] and not above["ci_above"] and above["k"] == 3
+    assert (above["low"], above["high"]) == pytest.approx((0.0667395, 0.6524529), abs=1e-6)
+    sure = _share([True] * 50 + [False] * 50, 0.1, 0.95)
+    assert sure["above"] and sure["ci_above"] and sure["low"] > 0.1
+    within = _share([True] * 1 + [False] * 19, 0.1, 0.95)
+    assert not within["above"] and within["high"] > 0.1
+    # the table's marks: dagger above delta, double dagger where the interval is above it too
+    assert _flag({"f": above["freq"], "lo": above["low"], "delta": 0.1}, "f", "lo") == "$^{\\dagger}$"
+    assert _flag({"f": sure["freq"], "lo": sure["low"], "delta": 0.1}, "f", "lo") == "$^{\\ddagger}$"
+    assert _flag({"f": within["freq"], "lo": within["low"], "delta": 0.1}, "f", "lo") == ""
+    assert _flag({"f": math.nan, "lo": math.nan, "delta": 0.1}, "f", "lo") == ""
+
+
+def test_paired_aiq_interval_of_the_frontier_against_itself_is_zero():
+    """A router whose points are the single models' has the mix frontier's AIQ on every resample: the paired
+    difference is 0 with an interval of width 0, while the unpaired intervals are wide."""
+    from locus.experiments.routing_decisions import _bootstrap_indices, _per_query, aiq_resamples, paired_aiq_difference
+
+    rng = np.random.default_rng(0)
+    n, costs = 300, np.array([1.0, 3.0, 10.0])
+    correct = (rng.random((n, 3)) < [0.5, 0.7, 0.8]).astype(float)
+    parts = _per_query([np.full(n, m) for m in range(3)], correct, costs)
+    idx = _bootstrap_indices(n, 200, 1)
+    mix = aiq_resamples(*parts, idx, costs.max(), costs.min())
+    same = aiq_resamples(*(p.copy() for p in parts), idx, costs.max(), costs.min())
+    diff = paired_aiq_difference(same, mix, 0.95, n)
+    for norm in ("max", "range"):
+        d = diff[norm]
+        assert d.diff[0] == 0 and d.low[0] <= 0 <= d.high[0] and d.high[0] - d.low[0] < 1e-12
+        assert bool(d.includes_zero()[0]) and d.n_resamples == 200
+        lo, hi = np.quantile(mix[norm][1], [0.025, 0.975])
+        assert hi - lo > 0.02  # the AIQ itself is uncertain; the difference is not
+    # the cheapest model only (one point at c_min): clearly below the frontier, and the paired interval says so
+    cheap = aiq_resamples(*(p[:, [0]] for p in parts), idx, costs.max(), costs.min())
+    below = paired_aiq_difference(cheap, mix, 0.95, n)["max"]
+    assert below.high[0] < 0 and not below.includes_zero()[0]

@@ -1,8 +1,11 @@
 """`locus decisions`: routing decisions of trained, calibrated runs (one training size; every seed given).
 
-- ``selective``: Learn-then-Test thresholds certified on validation, their test coverage / risk and the
-  violation frequency (``--table OUT.tex`` + .csv) and the risk-coverage curves (``--figure OUT.pdf`` + .png, .csv);
-- ``cost``: accuracy vs mean cost with the cost weight swept (``--figure``) and AIQ with bootstrap intervals
+- ``selective``: Learn-then-Test thresholds certified on validation (monotone over the alpha grid), their test
+  coverage / risk, the violation frequency with its Clopper-Pearson interval and flag above delta, and with
+  generator truth the true expected risk (``--table OUT.tex`` + .csv); the risk-coverage curves with the best
+  single model (``--figure OUT.pdf`` + .png, .csv);
+- ``cost``: accuracy vs mean cost with the cost weight swept (``--figure``) and AIQ over the largest cost and
+  over the cost range, with bootstrap intervals and the paired difference to the two-model mix frontier
   (``--table``). Costs: the data set's ``cost`` column, else ``params_b``.
 
 Each run needs its ``calibration.json`` (``locus calibrate --run RUN``). Definitions:
@@ -35,7 +38,12 @@ def add_arguments(p) -> None:
     p.add_argument("--lambdas", type=int_at_least(2), default=30, help="cost weights swept (cost)")
     p.add_argument("--bootstrap-resamples", type=int_at_least(1), default=200, help="resamples of test queries")
     p.add_argument("--bootstrap-seed", type=int_at_least(0), default=0, help="seed of the resampling")
-    p.add_argument("--confidence", type=level, default=0.95, help="interval level of the AIQ intervals (cost)")
+    p.add_argument(
+        "--confidence",
+        type=level,
+        default=0.95,
+        help="interval level (AIQ intervals; the violations' Clopper-Pearson intervals)",
+    )
 
 
 def run(args) -> int:
@@ -54,13 +62,17 @@ def run(args) -> int:
             args.bootstrap_resamples,
             args.bootstrap_seed,
             args.data_label,
+            args.confidence,
         )
         for r in frame.to_dict("records"):
+            truth = "" if r["true_risk_ok"] is None else f" true_risk={100 * r['true_risk']:.1f}%"
+            truth += "" if r["true_risk_ok"] in (None, True) else " (> alpha)"
             print(
                 f"{r['method']:<14} alpha={r['alpha']:<5g} {r['fallback']:<12} "
                 + ("tau=none " if r["n_none"] == r["n_seeds"] else f"tau={r['tau_mean']:.2f} ")
-                + f"coverage={100 * r['coverage']:.1f}% risk={100 * r['test_risk']:.1f}% "
-                f"violations={100 * r['violation_freq']:.1f}%"
+                + f"coverage={100 * r['coverage']:.1f}% risk={100 * r['test_risk']:.1f}%{truth} "
+                f"violations={100 * r['violation_freq']:.1f}% [{100 * r['violation_ci_low']:.1f}, "
+                f"{100 * r['violation_ci_high']:.1f}]" + (" (> delta)" if r["violation_above_delta"] else "")
             )
     else:
         frame, _ = rd.write_cost(
@@ -76,7 +88,11 @@ def run(args) -> int:
         )
         for r in frame.to_dict("records"):
             print(
-                f"{r['router']:<40} AIQ={100 * r['aiq']:.2f}% [{100 * r['aiq_ci_low']:.2f}, {100 * r['aiq_ci_high']:.2f}]"
+                f"{r['router']:<40} AIQ/max={100 * r['aiq']:.2f}% [{100 * r['aiq_ci_low']:.2f}, "
+                f"{100 * r['aiq_ci_high']:.2f}] AIQ/range={100 * r['aiq_range']:.2f}% "
+                f"[{100 * r['aiq_range_ci_low']:.2f}, {100 * r['aiq_range_ci_high']:.2f}] vs mix "
+                f"{100 * r['diff_vs_mix']:+.2f} [{100 * r['diff_vs_mix_ci_low']:+.2f}, "
+                f"{100 * r['diff_vs_mix_ci_high']:+.2f}]"
             )
     print(f"wrote {args.table} (+ .csv) and {args.figure} (+ .png, .csv)")
     return 0

@@ -1,7 +1,8 @@
 # Routing decisions from calibrated probabilities (locus decisions): selective routing with a risk certified
 # on validation by Learn-then-Test, and cost-aware routing (accuracy vs cost, AIQ). Inputs: every
 # by_dataset_methods run (every seed) at decisions.train_size (null: the smallest of train_sizes) with its calibration.json (calibrate_run in
-# calibration.smk) and the data set (labels; the models' cost column, else params_b). Seconds: submit host.
+# calibration.smk) and the data set (labels; the models' cost column, else params_b; the generator's truth.parquet where
+# the source writes one: the exact check of the certified risk). Seconds: submit host.
 import shlex
 
 DEC = config["decisions"]
@@ -22,8 +23,10 @@ localrules:
 def decisions_inputs():
     """The runs' calibration, scores and metrics at decisions.train_size (every seed), and the data set."""
     sizes = [DEC_N]
+    truth = {"truth": truth_file(DATASET)} if truth_file(DATASET) else {}
     return {
         "data": data_files(DATASET),
+        **truth,
         "calibration": run_files_named(BY_DATASET_METHODS, sizes, _artifacts.calibration_file),
         "scores": [
             f for s in ("val", "test") for f in run_files_named(BY_DATASET_METHODS, sizes, _artifacts.scores_file(s))
@@ -38,7 +41,7 @@ def decisions_runs(wildcards, input):
 
 DEC_COMMON = (
     f"--bootstrap-resamples {int(DEC['bootstrap_resamples'])} --bootstrap-seed {int(DEC['bootstrap_seed'])} "
-    f"--data-label {shlex.quote(dataset_label(DATASET))}"
+    f"--confidence {float(DEC['confidence'])} --data-label {shlex.quote(dataset_label(DATASET))}"
 )
 
 
@@ -85,7 +88,7 @@ rule cost_quality:
     params:
         runs=decisions_runs,
         data=input_dir("data", quote=True),
-        options=f"--lambdas {int(DEC['lambdas'])} --confidence {float(DEC['confidence'])} {DEC_COMMON}",
+        options=f"--lambdas {int(DEC['lambdas'])} {DEC_COMMON}",
     shell:
         "{LOCUS} decisions cost --runs {params.runs} --data {params.data} --table {output.tex} "
         "--figure {output.pdf} {params.options} > {log} 2>&1"
