@@ -144,11 +144,13 @@ def test_dim_ablation_rows_labels_and_reference(dim_runs, data, tmp_path):
     lines = tex.splitlines()
     d32, d16, d128 = (row(tex, f"\\multirow{{2}}{{*}}{{{lab}}}") for lab in ("32", "16", "128 (default)"))
     assert lines.index(d32) < lines.index(d16) < lines.index(d128)
-    # n = 256: d128 mean (70.00, 71.00) = 70.50 ± 0.71 is best; d32 60.00 second; d16 50.00
-    assert d128.split(" & ")[2] == "\\textbf{70.50}{\\scriptsize$\\pm$0.71}"
-    assert d32.split(" & ")[2] == "\\underline{60.00}" and d16.split(" & ")[2] == "50.00"
+    # n = 256: d128 mean (70.00, 71.00) = 70.50 ± 0.71 is best; d32 60.00 second; d16 50.00; each row's
+    # top-model share (the routed share to the always-right model) before its cells
+    assert d128.split(" & ")[2:4] == ["70.5", "\\textbf{70.50}{\\scriptsize$\\pm$0.71}"]
+    assert d32.split(" & ")[3] == "\\underline{60.00}" and d16.split(" & ")[3] == "50.00"
+    assert d32.split(" & ")[2] == "60.0"
     # n = 512: only d128 has a run; the others print --
-    assert lines[lines.index(d16) + 1].split(" & ")[1:3] == ["512", "--"]
+    assert lines[lines.index(d16) + 1].split(" & ")[1:4] == ["512", "--", "--"]
     assert "difference to model embedding dimension 128 (default) with its" in tex
     assert "query encoder: enc-a" in tex
     # the grid read from the runs, against the paper's
@@ -206,6 +208,50 @@ def test_close_settings_get_the_dagger(tmp_path, data):
     assert methods.loc["d64", "not_significant_vs_best"] and not methods.loc["d8", "not_significant_vs_best"]
 
 
+def test_near_constant_settings_read_inconclusive(tmp_path, data):
+    """d = 32 routes 380 of the 400 test queries to the always-right model (95%: near-constant), d = 64 and
+    d = 128 route 60% and 70% there. The d = 32 row is not ranked although its mean is the highest: it reads
+    "inconclusive (near-constant)" and d = 128 is the best; with only near-constant settings nothing is."""
+    from locus.experiments.tables import INCONCLUSIVE
+    from locus.render.latex import NEAR_CONSTANT_MARK
+
+    runs = [write_run(tmp_path, 380, dim=32), write_run(tmp_path, 240, dim=64), write_run(tmp_path, 280, dim=128)]
+    out = tmp_path / "near.tex"
+    args = ["table", "dim-ablation-routing", "--data", data, "--reference-setting", "128"]
+    assert main([*args, "--metrics", *runs, "--out", str(out), "--bootstrap-resamples", "300"]) == 0
+    tex = out.read_text()
+    d32 = row(tex, "\\multirow{1}{*}{32}")
+    assert d32.split(" & ")[2:4] == ["95.0" + NEAR_CONSTANT_MARK, "95.00" + NEAR_CONSTANT_MARK]  # no bold
+    assert d32.split(" & ")[4] == (
+        "\\multicolumn{2}{c}{\\textit{inconclusive (near-constant): 95.0\\% of the test queries to always/right; "
+        "values in the CSV}} \\\\"
+    )
+    assert row(tex, "\\multirow{1}{*}{128 (default)}").split(" & ")[3] == "\\textbf{70.00}"
+    assert "inconclusive (near-constant), not ranked" in tex and "$d$ = 32 at $n$ = 256" in tex
+    csv = pd.read_csv(out.with_suffix(".csv"))
+    d32_rows = csv[csv.approach == "d32"]
+    assert len(d32_rows) == 3 and (d32_rows.comparison_status == INCONCLUSIVE).all()
+    assert d32_rows.emphasis.isna().all() and not d32_rows.not_significant_vs_best.any()
+    assert (d32_rows.mean_pct == 95.0).all()  # the values stay in the CSV
+    assert (csv[csv.approach != "d32"].comparison_status == "ranked").all()
+    assert set(csv.best.dropna()) == {"d128"}
+
+    # only near-constant settings: the comparison is inconclusive, nothing ranked or marked
+    runs = [write_run(tmp_path, 380, dim=32), write_run(tmp_path, 395, dim=16)]
+    assert main([*args, "--metrics", *runs, "--out", str(out), "--reference-setting", "16"]) == 0
+    tex = out.read_text()
+    assert "\\textbf{" not in tex.split("\\midrule", 1)[1] and MARK not in tex.split("\\begin{tabular}")[1]
+    assert tex.count("\\textit{inconclusive (near-constant):") == 2
+    csv = pd.read_csv(out.with_suffix(".csv"))
+    assert (csv.comparison_status == INCONCLUSIVE).all() and csv.best.isna().all() and csv.emphasis.isna().all()
+    # correctness prediction is no routing: the same runs are ranked there
+    out = tmp_path / "near-correctness.tex"
+    args[1] = "dim-ablation-correctness"
+    assert main([*args, "--metrics", *runs, "--out", str(out), "--reference-setting", "16"]) == 0
+    csv = pd.read_csv(out.with_suffix(".csv"))
+    assert (csv.comparison_status == "ranked").all() and "inconclusive" not in out.read_text()
+
+
 @pytest.fixture
 def encoder_runs(tmp_path):
     return [
@@ -246,7 +292,7 @@ def test_encoder_ablation_mixes_encoders_other_tables_refuse(encoder_runs, data,
         for lab in ("\\texttt{enc-c} (default)", "\\texttt{enc-a}", "\\texttt{enc\\_b}")
     ]
     assert [lines.index(r) for r in order] == sorted(lines.index(r) for r in order)
-    assert order[2].split(" & ")[2] == "\\textbf{75.00}"
+    assert order[2].split(" & ")[3] == "\\textbf{75.00}"
     assert "by sentence encoder of the queries" in tex and "$d$ = 128" in tex
     csv = pd.read_csv(out.with_suffix(".csv"))
     overall = csv[csv.benchmark == "Overall"].set_index("approach")

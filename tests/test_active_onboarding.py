@@ -261,7 +261,15 @@ def test_experiment_writes_figure_and_table(tiny, held_run, tmp_path, capsys):
     ref = cells[(cells["selector"] == "random") & (cells["k"] == 16)]["accuracy"].iloc[0]
     assert tab["reference_accuracy"].iloc[0] == pytest.approx(ref)
     assert tab.loc[tab["selector"] == "random", "k_reach"].iloc[0] <= 16  # random reaches itself
-    assert (tab["k_not_worse"].fillna(99) <= tab["k_reach"].fillna(99)).all()
+    # k_not_below_onward: every k from it on is not significantly below, the k before it is
+    for _, r in tab.iterrows():
+        g = cells[cells["selector"] == r["selector"]].sort_values("k")
+        ok = (g["vs_reference_high"] >= 0).to_numpy()
+        if np.isnan(r["k_not_below_onward"]):
+            assert not ok[-1]
+        else:
+            at = list(g["k"]).index(r["k_not_below_onward"])
+            assert ok[at:].all() and (at == 0 or not ok[at - 1])
     assert "Smallest number of evaluations" in table.read_text()
 
 
@@ -308,8 +316,57 @@ def test_experiment_summary_and_table_on_hand_made_cells():
     assert grid.set_index(["selector", "k"])["regret"][("b", 2)] == 0.0 and len(draws) == 6
     table = reach_table(grid).set_index("selector")
     assert table.loc["b", "k_reach"] == 2 and table.loc["random", "k_reach"] == 2
-    assert np.isnan(table.loc["c", "k_reach"]) and np.isnan(table.loc["c", "k_not_worse"])
+    assert np.isnan(table.loc["c", "k_reach"]) and np.isnan(table.loc["c", "k_not_below_onward"])
     assert table.loc["b", "k_reach_diff"] == pytest.approx(1 / 8)
+
+
+def test_not_below_onward_is_monotone_where_the_first_k_not_below_is_not():
+    """Selector a is not significantly below the target at k = 16, below at k = 32, and not below again from
+    k = 64 on: the old rule ("first k not significantly below") said 16; the monotone one says 64. Selector b
+    is below at the largest k: none. Random (the reference) is not below from k = 32 on."""
+    from locus.experiments.active_onboarding import latex_table, onward, reach_table
+
+    assert onward([True, False, True, True]).tolist() == [False, False, True, True]
+    assert onward([]).tolist() == [] and onward([False]).tolist() == [False]
+    ks = [8, 16, 32, 64, 128]
+    high = {
+        "random": [-0.02, -0.01, 0.001, 0.002, 0.0],
+        "a": [-0.03, 0.004, -0.002, 0.003, 0.008],
+        "b": [-0.05, 0.012, 0.02, 0.01, -0.001],
+    }  # upper ends of the paired intervals; differences 1 point below, intervals 2 points wide
+    rows = [
+        {
+            "selector": name,
+            "k": k,
+            "accuracy": 0.7 + h - 0.01,
+            "accuracy_models_low": 0.65,
+            "accuracy_models_high": 0.75,
+            "vs_reference": h - 0.01,
+            "vs_reference_low": h - 0.02,
+            "vs_reference_high": h,
+        }
+        for name, hs in high.items()
+        for k, h in zip(ks, hs)
+    ]
+    rows[4].update(vs_reference=0.0, vs_reference_low=0.0, vs_reference_high=0.0)  # random at k = 128: itself
+    table = reach_table(pd.DataFrame(rows)).set_index("selector")
+    assert (
+        table.loc["random", "k_reach"] == 128
+        and np.isnan(table.loc["a", "k_reach"])
+        and table.loc["b", "k_reach"] == 16
+    )
+    old_rule = {name: next(k for k, h in zip(ks, hs) if h >= 0) for name, hs in high.items()}
+    assert old_rule == {"random": 32, "a": 16, "b": 16}
+    assert table.loc["a", "k_not_below_onward"] == 64 and table.loc["random", "k_not_below_onward"] == 32
+    assert np.isnan(table.loc["b", "k_not_below_onward"]) and not table.loc["b", "k_not_below_onward_within_quarter"]
+    assert table.loc["a", "k_not_below_onward_diff_high"] == pytest.approx(0.003)  # the interval at k = 64
+    assert table.loc["random", "k_not_below_onward_within_quarter"]  # 32 <= 128 / 4
+    assert not table.loc["a", "k_not_below_onward_within_quarter"]
+    assert "k_not_worse" not in table.columns
+    tex = latex_table(table.reset_index(), "toy")
+    assert "$k$ onward not below" in tex and "every larger $k$ tried is not significantly below it" in tex
+    assert "None stays not significantly below it from 32 or fewer evaluations on." in tex
+    assert "a & -- & -- & 64 & -0.70 [-1.70, +0.30] \\\\" in tex
 
 
 def test_rule_dry_run(tmp_path):

@@ -200,13 +200,16 @@ def test_by_dataset_tables(runs, data, tmp_path):
     out = tmp_path / "rbd.tex"
     assert main(["table", "routing-by-dataset", "--metrics", *runs, *extra, "--out", str(out), "--data", data]) == 0
     tex = out.read_text()
-    # paper column order for known benchmarks, unknown ones after
-    assert "& & \\textbf{Overall} & MathQA & MMLU & GSM8K & zeta \\\\" in tex
+    # paper column order for known benchmarks, unknown ones after; the top-model share's column first
+    assert "& & \\textbf{(\\%)} & \\textbf{Overall} & MathQA & MMLU & GSM8K & zeta \\\\" in tex
+    assert "\\multicolumn{3}{r}{\\textit{test queries}} & 1000 & 250 & 250 & 250 & 250 \\\\" in tex
     assert "Embedding-free routers" in tex
-    # knn is best everywhere (70.00), LOCUS second in the 256 block
+    # knn is best everywhere (70.00), LOCUS second in the 256 block; each row's top-model share after its size
     knn = row(tex, "\\multirow{2}{*}{$k$NN router}")
-    assert knn.split(" & ")[2] == "\\textbf{70.00}"
-    assert row(tex, f"\\multirow{{2}}{{*}}{{{method_label('locus')}}}").split(" & ")[2].startswith("\\underline{61.90}")
+    assert knn.split(" & ")[2] == "70.0" and knn.split(" & ")[3] == "\\textbf{70.00}"
+    locus = row(tex, f"\\multirow{{2}}{{*}}{{{method_label('locus')}}}")
+    assert locus.split(" & ")[2] == "61.9" and locus.split(" & ")[3].startswith("\\underline{61.90}")
+    assert "\\textit{Oracle} & all & & 95.00" in tex  # reference rows: no share
     csv = pd.read_csv(out.with_suffix(".csv"))
     mmlu = csv[(csv.approach == "locus") & (csv.benchmark == "mmlu") & (csv.train_size == 256)]
     assert mmlu.mean_pct.item() == pytest.approx(61.9)  # mmlu offset 0
@@ -309,6 +312,8 @@ def test_dagger_marks_cells_not_significantly_worse_than_the_best(tmp_path, data
 
 
 def test_by_dataset_marks_follow_the_intervals(runs, data, tmp_path):
+    from locus.experiments import tables
+
     out = tmp_path / "rbd.tex"
     assert (
         main(
@@ -331,10 +336,23 @@ def test_by_dataset_marks_follow_the_intervals(runs, data, tmp_path):
     # every benchmark column resamples its own queries (a quarter each), Overall all of them
     assert set(methods[methods.benchmark == "Overall"].n_queries) == {N_TEST}
     assert set(methods[methods.benchmark != "Overall"].n_queries) == {N_TEST // len(BENCHES)}
-    # the mark is exactly "not the bold cell and the interval of (best - cell) includes 0"
-    includes = (methods.best_ci_low_pct <= 0) & (methods.best_ci_high_pct >= 0)
-    expected = includes & (methods.emphasis != "best")
-    assert (methods.not_significant_vs_best == expected).all()
+    # Overall: the mark is exactly "not the bold cell and the interval of (best - cell) includes 0"
+    overall = methods[methods.benchmark == "Overall"]
+    includes = (overall.best_ci_low_pct <= 0) & (overall.best_ci_high_pct >= 0)
+    assert (overall.not_significant_vs_best == (includes & (overall.emphasis != "best"))).all()
+    assert overall.p_vs_best.isna().all() and overall.p_vs_best_holm.isna().all()
+    # benchmark columns: "Holm-adjusted p (over the row's benchmark columns) >= 0.05", the adjusted values
+    # being Holm's of the row's p-values
+    bench = methods[methods.benchmark != "Overall"]
+    assert (bench.not_significant_vs_best == (bench.p_vs_best_holm >= 0.05)).all()
+    assert (bench.comparison_status == "ranked").all()
+    for _, family in bench.groupby(["approach", "train_size"]):
+        assert np.allclose(tables.holm(family.p_vs_best), family.p_vs_best_holm, equal_nan=True)
+        assert np.allclose(tables.holm(family.p_vs_best_single), family.p_vs_best_single_holm, equal_nan=True)
+    # the same resamples as the intervals: an unadjusted p below 0.05 where the interval excludes 0
+    tested = bench.dropna(subset=["p_vs_best"])
+    excludes = (tested.best_ci_low_pct > 0) | (tested.best_ci_high_pct < 0)
+    assert ((tested.p_vs_best < 0.05) == excludes).all() and len(tested) > 10
     assert methods.not_significant_vs_best.any() and not methods.not_significant_vs_best.all()
     tex = out.read_text()
     assert tex.count(MARK) == int(methods.not_significant_vs_best.sum()) + 1  # + the caption's
@@ -342,16 +360,17 @@ def test_by_dataset_marks_follow_the_intervals(runs, data, tmp_path):
 
 
 def test_near_constant_router_is_flagged_and_bold_needs_beating_the_best_single(tmp_path):
-    """LOCUS routes 96% of the test queries to model 0 (near-constant), IRT-Net 70%. Where model 0 (right
-    on every test query) is also best on validation, neither beats the best single model and the column's
-    best (LOCUS) is not bold; where validation picks model 1 (always wrong on test), the same runs beat it
-    and LOCUS is bold again."""
+    """LOCUS routes 96% of the test queries to model 0 (near-constant), IRT-Net 70%, EmbedLLM 60%. LOCUS is
+    not ranked (inconclusive): the column's best is IRT-Net. Where model 0 (right on every test query) is also best on
+    validation, IRT-Net does not beat the best single model and is not bold; where validation picks model 1
+    (always wrong on test), it beats it and is bold, while LOCUS, though above it, stays unranked."""
+    from locus.experiments.tables import INCONCLUSIVE
     from locus.render.latex import NEAR_CONSTANT_MARK
 
     order = np.random.default_rng(5).permutation(N_TEST)
     runs = [
         write(tmp_path, metrics_dict(m, 256, 0, k / N_TEST, k / N_TEST), correct=np.isin(np.arange(N_TEST), order[:k]))
-        for m, k in (("locus", 960), ("irt_net", 700))
+        for m, k in (("locus", 960), ("irt_net", 700), ("embedllm", 600))
     ]
     tables = {}
     for name, flipped in (("strong", False), ("weak", True)):
@@ -366,20 +385,34 @@ def test_near_constant_router_is_flagged_and_bold_needs_beating_the_best_single(
     assert loc.top_model == "always/right" and loc.top_model_share == pytest.approx(0.96)
     assert loc.n_models_used == 2 and 0 < loc.choice_entropy < 0.3 and loc.near_constant
     assert irt.top_model_share == pytest.approx(0.70) and not irt.near_constant
-    # best single = 100% on test: LOCUS is 4 points below it, significantly; not bold though best of the column
+    # LOCUS is inconclusive: not ranked, no mark; the column's best is IRT-Net, ranked with EmbedLLM
+    assert loc.comparison_status == INCONCLUSIVE and irt.comparison_status == "ranked"
+    assert irt.best == "irt_net" and loc.best == "irt_net" and not loc.not_significant_vs_best
+    # best single = 100% on test: both below it, significantly; nothing bold
     assert loc.diff_to_best_single_pct == pytest.approx(-4.0) and loc.best_single_ci_high_pct < 0
-    assert not loc.beats_best_single and pd.isna(loc.emphasis)
+    assert not loc.beats_best_single and pd.isna(loc.emphasis) and pd.isna(irt.emphasis)
     assert row(tex, method_label("locus")).split(" & ")[1] == "96.00" + NEAR_CONSTANT_MARK
-    assert row(tex, "IRT-Net").split(" & ")[1] == "70.00"  # second, but below the best single model
+    assert row(tex, "IRT-Net").split(" & ")[1] == "70.00"  # the best ranked, but below the best single model
+    # every routing cell's top-model share, printed in a block under the routing columns (the mark kept)
+    assert "\\textit{Top-model share (\\%)" in tex
+    shares = [line for line in tex.splitlines() if line.startswith(method_label("locus"))]
+    assert len(shares) == 2 and shares[1] == f"{method_label('locus')} & 96.0{NEAR_CONSTANT_MARK} &  \\\\"
+    assert [line for line in tex.splitlines() if line.startswith("IRT-Net")][1] == "IRT-Net & 70.0 &  \\\\"
     # correctness columns keep the plain ranking (the best single model predicts no correctness)
     assert csv.loc[("locus", "correctness_acc")].emphasis == "best"
+    assert csv.loc[("locus", "correctness_acc")].comparison_status == "ranked"
     assert pd.isna(csv.loc[("locus", "correctness_acc")].top_model_share)
     assert "significantly above the best single model" in tex and f"{method_label('locus')} at $n$ = 256)" in tex
-    # the same runs against a best single model that is always wrong: both beat it, LOCUS bold again
+    assert "inconclusive (near-constant), not ranked" in tex
+    # the same runs against a best single model that is always wrong: IRT-Net beats it and is bold; LOCUS,
+    # 96 points above it, is still not ranked (a near-constant router is "always pick model 0")
     tex, csv = tables["weak"]
-    loc = csv.loc[("locus", "routing_acc")]
-    assert loc.beats_best_single and loc.diff_to_best_single_pct == pytest.approx(96.0) and loc.emphasis == "best"
-    assert row(tex, method_label("locus")).split(" & ")[1] == "\\textbf{96.00}" + NEAR_CONSTANT_MARK
+    loc, irt = csv.loc[("locus", "routing_acc")], csv.loc[("irt_net", "routing_acc")]
+    assert loc.diff_to_best_single_pct == pytest.approx(96.0) and loc.best_single_ci_low_pct > 0
+    assert loc.beats_best_single and pd.isna(loc.emphasis) and loc.comparison_status == INCONCLUSIVE
+    assert irt.beats_best_single and irt.emphasis == "best"
+    assert row(tex, method_label("locus")).split(" & ")[1] == "96.00" + NEAR_CONSTANT_MARK
+    assert row(tex, "IRT-Net").split(" & ")[1] == "\\textbf{70.00}"
 
 
 def test_bootstrap_refuses_mismatched_inputs(runs, data, tmp_path, capsys):

@@ -260,7 +260,7 @@ anchor,8,0.65,cell
 anchor,128,0.71,cell
 """,
     "tables/active_onboarding.csv": """selector,reference_k,reference_accuracy,k_reach,k_reach_diff,k_reach_diff_low,\
-k_reach_diff_high,k_not_worse,k_not_worse_diff,k_not_worse_diff_low,k_not_worse_diff_high
+k_reach_diff_high,k_not_below_onward,k_not_below_onward_diff,k_not_below_onward_diff_low,k_not_below_onward_diff_high
 random,128,0.70,32,0,0,0,128,0,0,0
 anchor,128,0.70,8,-0.05,-0.08,-0.02,128,0.01,0.0,0.02
 """,

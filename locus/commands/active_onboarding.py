@@ -1,6 +1,7 @@
 """`locus active-onboarding`: held-out models embedded by a LOCUS run trained without them from k queries
 chosen by each selector of :mod:`locus.onboard`; accuracy and routing regret vs k (figure) and the k at which
-each selector reaches random selection's accuracy at the largest k (table).
+each selector reaches random selection's accuracy at the largest k, and the k from which it stays not
+significantly below it (table).
 :mod:`locus.experiments.active_onboarding`."""
 
 from __future__ import annotations
@@ -65,6 +66,6 @@ def run(args) -> int:
     grid = s["grid"].pivot(index="selector", columns="k", values="accuracy")
     print(f"correctness accuracy (%) of {s['held_out']} held-out models embedded from k chosen evaluations:")
     print((100 * grid).round(2).to_string())
-    print(s["table"][["selector", "k_reach", "k_not_worse"]].to_string(index=False))
+    print(s["table"][["selector", "k_reach", "k_not_below_onward"]].to_string(index=False))
     print(f"wrote {args.out} and {args.table}")
     return 0

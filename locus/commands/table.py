@@ -4,7 +4,9 @@ paired bootstrap confidence intervals over the test queries from the runs' per-q
 
 Kinds, captions and layouts: :mod:`locus.experiments.tables`; the ablation kinds (rows = settings of one
 method: embedding dimension or query encoder, compared to ``--reference-setting``):
-:mod:`locus.experiments.ablation`; the bootstrap: :mod:`locus.experiments.bootstrap`.
+:mod:`locus.experiments.ablation`; the bootstrap: :mod:`locus.experiments.bootstrap`. Routing tables print
+each router's top-model share and leave near-constant routers unranked ("inconclusive (near-constant)");
+the by-benchmark columns' marks use Holm's correction and a minimum of test queries.
 """
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ dimension d × training size, one query encoder; ``tab:routing_acc_by_dataset_fu
 
 The runs are ordinary run directories; each run's ``method`` is relabelled to its setting key
 (:func:`setting_key`: ``d32`` or the encoder's name), so the by-dataset tables' aggregation, paired
-bootstrap (differences to the *reference setting*, labelled "(default)") and rendering do the rest. The
+bootstrap (differences to the *reference setting*, labelled "(default)") and rendering do the rest: among
+them, a setting whose router is near-constant is not ranked and its row reads "inconclusive
+(near-constant)" (CSV ``comparison_status``), and the benchmark columns' marks use Holm's correction and a
+minimum of test queries (:mod:`locus.experiments.tables`). The
 comparability checks stay, and only the encoder ablation may mix encoders. Like the paper's ablation
 tables, these have no Oracle / Random rows.
 """
@@ -241,8 +244,10 @@ def caption(
     n_queries: int = 0,
     sig: pd.DataFrame | None = None,
 ) -> str:
-    """The caption (LaTeX): what is compared, on which data, the emphasis, seeds and the bootstrap (with the
-    comparisons `sig` of the routing kinds: the bold rule and the near-constant settings)."""
+    """The caption (LaTeX): what is compared, on which data, the emphasis, seeds and the bootstrap (the
+    benchmark columns' Holm correction and minimum of test queries; with the comparisons `sig` of the routing
+    kinds: the bold rule, the top-model share and the near-constant settings, read "inconclusive
+    (near-constant)" and not ranked)."""
     by = BY[kind]
     name = escape(labels.plain_label(method))
     if by == "dim":
@@ -261,9 +266,10 @@ def caption(
         text += " " + tables.bootstrap_sentence(
             LAYOUT[kind], settings, reference_key, n_queries, split, reference_label=f"{HEADINGS[by].lower()} {ref}"
         )
+        text += " " + tables.benchmark_sentence(sig, settings, METRIC[kind] == "routing_acc")
         if METRIC[kind] == "routing_acc":
             named = (lambda key: f"$d$ = {row_labels[key][0]}") if by == "dim" else (lambda key: row_labels[key][0])
-            text += " " + tables.routing_sentences(sig, settings, named)
+            text += " " + tables.routing_sentences(sig, settings, named, LAYOUT[kind])
     return text
 
 

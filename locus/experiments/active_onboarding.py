@@ -11,8 +11,10 @@ training-split scores answer them, only those), and predicts its test queries:
   probability, averaged over repeats.
 
 Figure bands: percentile bootstrap over repeats. Table: the smallest k at which each selector's accuracy
-reaches random selection's at the largest k, and the smallest k not significantly below it (paired percentile
-bootstrap over the held-out models, the same resamples for every cell); and whether either is <= a quarter of it.
+reaches random selection's at the largest k, and the smallest k from which every larger k tried is not
+significantly below it (paired percentile bootstrap over the held-out models, the same resamples for every
+cell; monotone by construction, unlike "the first k not significantly below", which a selector can pass at
+k = 16 and fail at k = 32); and whether either is <= a quarter of it.
 """
 
 from __future__ import annotations
@@ -140,10 +142,18 @@ def summarise(cells: dict, labels: np.ndarray, n_resamples: int, seed: int, refe
     return grid, pd.DataFrame(draws)
 
 
+def onward(passes) -> np.ndarray:
+    """Per position of a k-sorted sequence of tests (`passes`: bools): whether it and every later one pass;
+    the first True is the smallest k from which every larger k passes."""
+    ok = np.asarray(passes, dtype=bool)
+    return np.logical_and.accumulate(ok[::-1])[::-1]
+
+
 def reach_table(cells: pd.DataFrame, reference: str = "random") -> pd.DataFrame:
     """Per selector: the smallest k whose accuracy reaches `reference`'s at the largest k (mean >= it:
-    `k_reach`), and the smallest k not significantly below it (upper end of the paired interval >= 0:
-    `k_not_worse`), each with the paired difference and its interval."""
+    `k_reach`), and the smallest k from which every larger k tried is not significantly below it (upper end
+    of the paired interval >= 0 at that k and all larger ones: `k_not_below_onward`, :func:`onward`; NaN when
+    the largest k is significantly below), each with the paired difference and its interval at that k."""
     k_max = int(cells["k"].max())
     ref = cells[(cells["selector"] == reference) & (cells["k"] == k_max)].iloc[0]
     rows = []
@@ -156,7 +166,8 @@ def reach_table(cells: pd.DataFrame, reference: str = "random") -> pd.DataFrame:
             "reference_low": ref["accuracy_models_low"],
             "reference_high": ref["accuracy_models_high"],
         }
-        for col, hit in (("k_reach", g[g["vs_reference"] >= 0]), ("k_not_worse", g[g["vs_reference_high"] >= 0])):
+        stays = onward(g["vs_reference_high"].to_numpy(np.float64) >= 0)
+        for col, hit in (("k_reach", g[g["vs_reference"] >= 0]), ("k_not_below_onward", g[stays])):
             first = hit.iloc[0] if len(hit) else None
             row[col] = int(first["k"]) if first is not None else np.nan
             for part in ("", "_low", "_high"):
@@ -184,24 +195,27 @@ def latex_table(table: pd.DataFrame, title: str) -> str:
     ref = table.iloc[0]
     others = table[table["selector"] != "random"]
     reach = others[others["k_reach_within_quarter"]]["selector"].tolist()
-    close = others[others["k_not_worse_within_quarter"]]["selector"].tolist()
+    close = others[others["k_not_below_onward_within_quarter"]]["selector"].tolist()
     verdict = (
         f"Reaching it (mean) with at most {q} evaluations: {', '.join(reach)}."
         if reach
         else f"No selector reaches it (mean) with {q} evaluations or fewer."
     )
     verdict += (
-        f" Not significantly below it with at most {q}: {', '.join(close)}."
+        f" Not significantly below it from at most {q} evaluations on: {', '.join(close)}."
         if close
-        else f" None is even not significantly below it with {q} or fewer."
+        else f" None stays not significantly below it from {q} or fewer evaluations on."
     )
     caption = (
         f"{escape(title)}. Smallest number of evaluations $k$ at which each selector's correctness accuracy of the "
         f"held-out models reaches random selection's at $k={k_max}$ "
         f"({_pct(ref['reference_accuracy'])}\\%, 95\\% CI {_pct(ref['reference_low'])}--"
         f"{_pct(ref['reference_high'])}, bootstrap over held-out models): first $k$ whose mean is at least it, and "
-        "first $k$ not significantly below it (the paired 95\\% bootstrap interval of the difference, resampling "
-        f"held-out models, reaches 0); differences in points; -- = not within the $k$ tried. {escape(verdict)}"
+        "the smallest $k$ from which every larger $k$ tried is not significantly below it (the paired 95\\% "
+        "bootstrap interval of the difference, resampling held-out models, reaches 0 at that $k$ and at every "
+        "larger one; monotone: a selector not below at one $k$ but below at a larger one counts only from "
+        "beyond it); differences in points, at the $k$ given; -- = not within the $k$ tried. "
+        f"{escape(verdict)}"
     )
     lines = [
         "\\begin{table}[t]",
@@ -211,11 +225,11 @@ def latex_table(table: pd.DataFrame, title: str) -> str:
         "\\label{tab:active_onboarding}",
         "\\begin{tabular}{@{}lrcrc@{}}",
         "\\toprule",
-        "Selector & $k$ reaching & Difference [95\\% CI] & $k$ not below & Difference [95\\% CI] \\\\",
+        "Selector & $k$ reaching & Difference [95\\% CI] & $k$ onward not below & Difference [95\\% CI] \\\\",
         "\\midrule",
     ]
     for _, r in table.iterrows():
-        cells = [_diff(r, "k_reach"), _diff(r, "k_not_worse")]
+        cells = [_diff(r, "k_reach"), _diff(r, "k_not_below_onward")]
         lines.append(f"{escape(r['selector'])} & " + " & ".join(c if c != "--" else "-- & --" for c in cells) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}", ""]
     return "\n".join(lines)

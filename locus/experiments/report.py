@@ -649,7 +649,7 @@ def block_active_onboarding(src):
         ["held-out models' correctness %, k evaluations chosen by"] + [_num_label(c) for c in cols],
         [[k] + [grid.get((k, c), "–") for c in cols] for k in keys],
     )
-    reach = read_rows(tpath, ("selector", "reference_k", "reference_accuracy", "k_reach", "k_not_worse"))
+    reach = read_rows(tpath, ("selector", "reference_k", "reference_accuracy", "k_reach", "k_not_below_onward"))
     if not reach:
         raise DataError(f"{tpath}: no rows; rebuild it")
 
@@ -667,7 +667,7 @@ def block_active_onboarding(src):
             [
                 r["selector"],
                 *k_and_diff(r, "k_reach", "k_reach_diff"),
-                *k_and_diff(r, "k_not_worse", "k_not_worse_diff"),
+                *k_and_diff(r, "k_not_below_onward", "k_not_below_onward_diff"),
             ]
         )
     ref = next((r for r in reach if r["selector"] == "random"), reach[0])  # the reference selector
@@ -693,7 +693,13 @@ def block_active_onboarding(src):
             "",
         ]
         + md_table(
-            ["selector", "k reaching it", "difference [95% CI]", "k not significantly below", "difference [95% CI]"],
+            [
+                "selector",
+                "k reaching it",
+                "difference [95% CI]",
+                "k onward not significantly below",
+                "difference [95% CI]",
+            ],
             body,
         )
         + ["", verdict, "", provenance(src, [fig, tab])]

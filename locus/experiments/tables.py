@@ -9,7 +9,12 @@ Overall + benchmarks: :func:`by_dataset_table`, also the layout of :mod:`locus.e
 Every comparison carries a paired bootstrap over test queries (:func:`significance`): a dagger marks a cell
 not significantly below the best of its column; a routing cell is bold / underlined only when also
 significantly above the best single model chosen on validation (:func:`cell_emphasis`); reference rows are
-never emphasised. The CSV beside the .tex holds every printed number (columns: :func:`_frame`). With a
+never emphasised. Benchmark columns (the by-dataset layouts) decide those marks on bootstrap p-values with
+Holm's correction over the benchmark columns of one row (:func:`holm`), and mark nothing in a benchmark of
+fewer than :data:`MIN_BENCHMARK_QUERIES` test queries. A near-constant router (most test queries to one
+model) is not ranked: its cells read "inconclusive (near-constant)" (:data:`INCONCLUSIVE`). Every routing
+table prints each router's top-model share. The CSV beside the .tex holds every printed number (columns:
+:func:`_frame`). With a
 generated data set's truth (``--truth``, routing kinds) the tables add the expected routing accuracy, the
 Bayes ceiling and the best single model chosen on the training split's true probabilities
 (:mod:`locus.experiments.expected`). Captions name the data set by the label given, else the runs' one.
@@ -51,6 +56,7 @@ WHAT = {
 REFERENCE_LABELS = {"oracle": "Oracle", "best_single": "Best single model (chosen on val)", "random": "Random"}
 METRIC_LABELS = {"routing_acc": "Routing Accuracy (\\%)", "correctness_acc": "Corr. Pred Acc (\\%)"}
 EXPECTED_HEADING = "Expected routing accuracy (\\%): true $p$ of the routed model"
+SHARE_HEADING = "Top-model share (\\%): test queries sent to the router's most-chosen model"
 TRUTH_REFERENCE_LABELS = {
     "bayes_ceiling": "Bayes ceiling (max true $p$)",
     "best_single_train": "Best single model (chosen on train)",
@@ -61,28 +67,41 @@ TRUTH_REFERENCE_PLAIN = {
 }
 ROUTED = ("routing_acc", EXPECTED)  # metrics of the routed model: diversity and the best-single rule apply
 DIVERSITY_COLUMNS = ["top_model", "top_model_share", "n_models_used", "choice_entropy", "near_constant"]
-SIGNIFICANCE_COLUMNS = [
-    "method",
-    "metric",
-    "train_size",
-    "benchmark",
-    "reference",
-    "diff_to_reference",
-    "ci_low",
-    "ci_high",
-    "best",
-    "diff_to_best",
-    "best_ci_low",
-    "best_ci_high",
-    "not_significant_vs_best",
-    "diff_to_best_single",
-    "best_single_ci_low",
-    "best_single_ci_high",
-    "beats_best_single",
-    "n_queries",
-    "n_boot",
-    "confidence",
-] + DIVERSITY_COLUMNS
+# a benchmark column marks nothing (bold, underline, dagger) below this many test queries: there one query
+# moves the accuracy by more than 3 points, and a bootstrap over so few queries understates the uncertainty
+MIN_BENCHMARK_QUERIES = 30
+# how each method cell was compared (CSV ``comparison_status``)
+RANKED = "ranked"
+INCONCLUSIVE = "inconclusive (near-constant)"  # a near-constant router: not ranked, no mark
+UNMARKED = f"unmarked (fewer than {MIN_BENCHMARK_QUERIES} test queries)"  # a small benchmark column
+P_COLUMNS = ["p_vs_best", "p_vs_best_holm", "p_vs_best_single", "p_vs_best_single_holm"]
+SIGNIFICANCE_COLUMNS = (
+    [
+        "method",
+        "metric",
+        "train_size",
+        "benchmark",
+        "reference",
+        "diff_to_reference",
+        "ci_low",
+        "ci_high",
+        "best",
+        "diff_to_best",
+        "best_ci_low",
+        "best_ci_high",
+        "not_significant_vs_best",
+        "diff_to_best_single",
+        "best_single_ci_low",
+        "best_single_ci_high",
+        "beats_best_single",
+        "n_queries",
+        "n_boot",
+        "confidence",
+    ]
+    + DIVERSITY_COLUMNS
+    + P_COLUMNS
+    + ["comparison_status"]
+)
 _BOOT_PCT = {
     "diff_to_reference": "diff_to_reference_pct",
     "ci_low": "ci_low_pct",
@@ -94,24 +113,29 @@ _BOOT_PCT = {
     "best_single_ci_low": "best_single_ci_low_pct",
     "best_single_ci_high": "best_single_ci_high_pct",
 }
-BOOT_COLUMNS = [
-    "reference",
-    "diff_to_reference_pct",
-    "ci_low_pct",
-    "ci_high_pct",
-    "best",
-    "diff_to_best_pct",
-    "best_ci_low_pct",
-    "best_ci_high_pct",
-    "not_significant_vs_best",
-    "diff_to_best_single_pct",
-    "best_single_ci_low_pct",
-    "best_single_ci_high_pct",
-    "beats_best_single",
-    "n_queries",
-    "n_boot",
-    "confidence",
-] + DIVERSITY_COLUMNS
+BOOT_COLUMNS = (
+    [
+        "reference",
+        "diff_to_reference_pct",
+        "ci_low_pct",
+        "ci_high_pct",
+        "best",
+        "diff_to_best_pct",
+        "best_ci_low_pct",
+        "best_ci_high_pct",
+        "not_significant_vs_best",
+        "diff_to_best_single_pct",
+        "best_single_ci_low_pct",
+        "best_single_ci_high_pct",
+        "beats_best_single",
+        "n_queries",
+        "n_boot",
+        "confidence",
+    ]
+    + DIVERSITY_COLUMNS
+    + P_COLUMNS
+    + ["comparison_status"]
+)
 CSV_COLUMNS = [
     "approach",
     "label",
@@ -169,24 +193,59 @@ def bootstrap_sentence(
     reference_label: str | None = None,
 ) -> str:
     """What the dagger marks and where the intervals are (LaTeX); the reference is named by
-    `reference_label` (LaTeX) when given, else by the method's label."""
+    `reference_label` (LaTeX) when given, else by the method's label. By-dataset layouts decide the dagger
+    of benchmark columns on Holm-adjusted p-values (:func:`benchmark_sentence`)."""
     level = f"{100 * settings.confidence:g}\\%"
     how = f"{settings.n_resamples} resamples, seed {settings.seed}, percentile"
     if kind == "routing":
-        where, queries = "its column", f"the {n_queries} {split} queries ({how})"
+        where, queries, rule = "its column", f"the {n_queries} {split} queries ({how})", ""
     else:
         where = "its column at the same training size"
         queries = f"the {split} queries (all {n_queries} for Overall, the benchmark's own in its column; {how})"
+        rule = " (Overall; benchmark columns: Holm-adjusted p-values, below)"
     return (
         f"{MARK}: not significantly different from the best approach of {where}: the paired bootstrap "
-        f"{level} interval of (best $-$ value) over {queries} includes 0. The CSV gives every approach's "
+        f"{level} interval of (best $-$ value) over {queries} includes 0{rule}. The CSV gives every approach's "
         f"difference to {reference_label or method_label(reference)} with its {level} paired bootstrap interval."
     )
 
 
-def routing_sentences(sig: pd.DataFrame | None, settings: bootstrap.Settings, label_of) -> str:
-    """The caption's rule for bold routing cells and the near-constant mark (LaTeX), naming the marked
-    cells (`label_of`: row key -> LaTeX label); empty without bootstrap comparisons."""
+def small_benchmarks(sig: pd.DataFrame | None) -> list[str]:
+    """The benchmark columns of fewer than :data:`MIN_BENCHMARK_QUERIES` test queries (no marks there)."""
+    if sig is None or sig.empty:
+        return []
+    bench = sig[sig["benchmark"] != OVERALL]
+    counts = bench.groupby("benchmark", sort=False)["n_queries"].max()
+    return [b for b, n in counts.items() if n < MIN_BENCHMARK_QUERIES]
+
+
+def benchmark_sentence(sig: pd.DataFrame | None, settings: bootstrap.Settings, routed: bool) -> str:
+    """The caption's rule for the marks of benchmark columns (by-dataset layouts; LaTeX): Holm's correction
+    and its family, and the minimum number of test queries; empty without bootstrap comparisons."""
+    if sig is None or sig.empty:
+        return ""
+    alpha = f"{1 - settings.confidence:.2g}"
+    tests = (
+        "the dagger's test against the column's best and the bold / underline's test against the best single model"
+        if routed
+        else "the dagger's test against the column's best"
+    )
+    small = small_benchmarks(sig)
+    named = ", ".join(escape(display_benchmark(b)) for b in small) if small else "none here"
+    return (
+        f"Benchmark columns (multiple comparisons): {tests} use the two-sided paired bootstrap p-value (same "
+        f"resamples), with Holm's correction over one family per row and test: the benchmark columns of one "
+        f"approach at one training size (Overall excluded); significant: adjusted $p < {alpha}$ (CSV "
+        f"\\texttt{{p\\_vs\\_best\\_holm}}, \\texttt{{p\\_vs\\_best\\_single\\_holm}}; the CSV's intervals "
+        f"are unadjusted). A benchmark of fewer than {MIN_BENCHMARK_QUERIES} test queries (counts under the header; "
+        f"{named}) marks no cell: no bold, underline or dagger."
+    )
+
+
+def routing_sentences(sig: pd.DataFrame | None, settings: bootstrap.Settings, label_of, layout: str = "routing") -> str:
+    """The caption's rule for bold routing cells, the near-constant mark and the top-model share (LaTeX),
+    naming the marked cells (`label_of`: row key -> LaTeX label); `layout`: "routing" (the share in a block
+    of rows) or a by-dataset one (a column); empty without bootstrap comparisons."""
     if sig is None or sig.empty:
         return ""
     level = f"{100 * settings.confidence:g}\\%"
@@ -206,13 +265,21 @@ def routing_sentences(sig: pd.DataFrame | None, settings: bootstrap.Settings, la
             if top is not None
             else ""
         )
+    if layout == "routing":
+        shown, replaced = "the block \\textit{Top-model share}", ""
+    else:
+        shown = "the column \\textit{Top model (\\%)}"
+        replaced = "; its row's benchmark cells are replaced by that verdict"
     return (
         f"Routing cells are \\textbf{{bold}} (best) or \\underline{{underlined}} (second) only when also "
         f"significantly above the best single model chosen on validation (a router like any other: the paired "
         f"bootstrap {level} interval of (cell $-$ best single) lies above 0; CSV "
-        f"\\texttt{{diff\\_to\\_best\\_single\\_pct}}). {NEAR_CONSTANT_MARK}: near-constant router, "
-        f"sending at least {share} of the test queries to one model ({where}); the CSV gives each cell's share "
-        f"of its most-chosen model, the number of models it uses and the normalised entropy of its choices."
+        f"\\texttt{{diff\\_to\\_best\\_single\\_pct}}). Top-model share: the share (\\%) of the test queries "
+        f"each router sends to its most-chosen model ({shown}; CSV \\texttt{{top\\_model\\_share}}). "
+        f"{NEAR_CONSTANT_MARK}: near-constant router, sending at least {share} of the test queries to one model "
+        f"({where}): inconclusive (near-constant), not ranked (no bold, underline or dagger; the column's "
+        f"best is chosen among the other routers){replaced} (CSV \\texttt{{comparison\\_status}}); the CSV gives "
+        f"each cell's most-chosen model, the number of models it uses and the normalised entropy of its choices."
     )
 
 
@@ -247,8 +314,10 @@ def caption(
     )
     if settings is not None:
         text += " " + bootstrap_sentence(kind, settings, reference or "locus", n_queries, split)
+        if kind != "routing":
+            text += " " + benchmark_sentence(sig, settings, METRIC[kind] == "routing_acc")
         if METRIC[kind] == "routing_acc":
-            text += " " + routing_sentences(sig, settings, method_label)
+            text += " " + routing_sentences(sig, settings, method_label, kind)
     if truth_refs is not None:
         text += " " + expected.caption_sentence(truth_refs, split)
     return text
@@ -277,6 +346,61 @@ def check_reference(coll: Collection, reference: str) -> None:
         )
 
 
+def holm(p_values) -> np.ndarray:
+    """Holm's step-down adjusted p-values of one family: with the m p-values sorted ascending, the i-th
+    (from 1) becomes max over j <= i of min(1, (m - j + 1) p_(j)); rejecting where the adjusted value is below
+    alpha controls the family-wise error rate at alpha. NaN entries are no member of the family (m counts the
+    others) and stay NaN."""
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    members = np.flatnonzero(~np.isnan(p))
+    order = members[np.argsort(p[members], kind="stable")]
+    m = len(order)
+    out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    return out
+
+
+def paired_p_values(num, den, pairs, settings: bootstrap.Settings) -> np.ndarray:
+    """Two-sided paired bootstrap p-value of acc(a) - acc(b) for each (a, b) in `pairs` (rows of `num` /
+    `den`, as :func:`locus.experiments.bootstrap.paired_differences`): 2 min(P*(d <= 0), P*(d >= 0)), capped
+    at 1, over ``settings.n_resamples`` resamples of the queries, drawn as the intervals' (generator seeded
+    with ``settings.seed``, same batches), so that p < 1 - confidence where the percentile interval excludes
+    0. NaN with fewer than two labelled queries; resamples without a value are left out."""
+    num = np.atleast_2d(np.asarray(num, dtype=np.float64))
+    den = np.atleast_2d(np.asarray(den, dtype=np.float64))
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    keep = (den > 0).any(axis=0)
+    num, den = num[:, keep], den[:, keep]
+    n = int(keep.sum())
+    if n < 2 or not len(pairs):
+        return np.full(len(pairs), np.nan)
+    a, b = pairs[:, 0], pairs[:, 1]
+    rng = np.random.default_rng(settings.seed)
+    total = int(settings.n_resamples)
+    batch = max(1, bootstrap._MAX_ELEMENTS // (num.size or 1))
+    below, above, valid = (np.zeros(len(pairs)) for _ in range(3))
+    for start in range(0, total, batch):
+        idx = rng.integers(0, n, size=(min(batch, total - start), n))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratios = num[:, idx].sum(axis=-1) / den[:, idx].sum(axis=-1)  # [methods x resamples]
+        d = ratios[a] - ratios[b]
+        finite = np.isfinite(d)
+        below += (finite & (d <= 0)).sum(axis=1)
+        above += (finite & (d >= 0)).sum(axis=1)
+        valid += finite.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.minimum(1.0, 2 * np.minimum(below, above) / valid)
+
+
+def _status(metric: str, bench: str, near_constant: bool, n_queries: int) -> str:
+    """How a method cell is compared (:data:`RANKED`, :data:`INCONCLUSIVE`, :data:`UNMARKED`)."""
+    if metric in ROUTED and near_constant:
+        return INCONCLUSIVE
+    if bench != OVERALL and n_queries < MIN_BENCHMARK_QUERIES:
+        return UNMARKED
+    return RANKED
+
+
 def significance(
     kind: str, coll: Collection, values: QueryValues, settings: bootstrap.Settings, reference: str = "locus"
 ) -> pd.DataFrame:
@@ -284,7 +408,9 @@ def significance(
     approach of its column (fractions), and whether (best - cell) is not significant.
 
     The best approach is the one printed in bold (ranked on the printed means, :func:`emphasis`;
-    the first of tied ones); a cell sharing the best printed mean is never marked.
+    the first of tied ones) among the ranked routers: a near-constant router (routing metrics) is not ranked
+    (``comparison_status`` :data:`INCONCLUSIVE`: no best, no dagger, no bold); a cell sharing the best printed
+    mean is never marked.
 
     Uncertainty of every comparison (:func:`significance`): with several seeds a cell shows mean ± std over
     seeds; always, the runs' per-query test scores and the data set's labels give a paired bootstrap over
@@ -297,14 +423,25 @@ def significance(
     (:attr:`QueryValues.best_single`): every cell's difference to it with its interval
     (``diff_to_best_single``, ``best_single_ci_low``, ``best_single_ci_high``) and ``beats_best_single``
     (the interval lies above 0; the condition for bold / underline, :func:`cell_emphasis`),
-    and the cell's routing diversity (:data:`locus.render.DIVERSITY_COLUMNS`)."""
+    and the cell's routing diversity (:data:`locus.render.DIVERSITY_COLUMNS`).
+
+    Benchmark columns (by-dataset kinds) decide both tests on two-sided bootstrap p-values
+    (:func:`paired_p_values`; ``p_vs_best``, ``p_vs_best_single``) with Holm's correction (:func:`holm`;
+    ``*_holm``) over each family of the benchmark columns of one (method, metric, training size), and mark
+    nothing in a benchmark of fewer than :data:`MIN_BENCHMARK_QUERIES` test queries (:data:`UNMARKED`).
+    ``not_significant_vs_best`` is the decision behind the dagger (False for a cell that is not ranked);
+    ``beats_best_single`` stays the unadjusted interval's verdict, the bold's decision being
+    :func:`above_best_single`."""
     check_reference(coll, reference)
     agg = coll.method_agg
+    div = values.diversity
     rows = []
     for metric, size, bench in columns(kind, coll):
         sel = agg[(agg["metric"] == metric) & (agg["train_size"] == size) & (agg["benchmark"] == bench)]
         mean = dict(zip(sel["method"], sel["mean"]))
-        emph = dict(zip(coll.methods, emphasis([mean.get(m, math.nan) for m in coll.methods])))
+        near = {m: metric in ROUTED and bool(div.get((m, size), {}).get("near_constant")) for m in coll.methods}
+        ranked = [math.nan if near[m] else mean.get(m, math.nan) for m in coll.methods]
+        emph = dict(zip(coll.methods, emphasis(ranked)))
         best = next((m for m in coll.methods if emph[m] == "best"), None)
         present, num, den = values.column(coll.methods, size, metric, bench)
         index = {m: i for i, m in enumerate(present)}
@@ -315,10 +452,10 @@ def significance(
         pairs += [(index[best], index[m]) for m in present if best in index]
         pairs += [(index[m], len(present)) for m in present if single is not None]
         res = bootstrap.paired_differences(num, den, pairs, settings)
+        p = paired_p_values(num, den, pairs, settings) if bench != OVERALL else np.full(len(pairs), np.nan)
         n_ref = len(present) if reference in index else 0
         n_best = len(present) if best in index else 0
         vs_best = res.includes_zero()
-        div = values.diversity
         for i, m in enumerate(present):
             to_ref = (res.diff[i], res.low[i], res.high[i]) if n_ref else (math.nan,) * 3
             j = n_ref + i
@@ -326,6 +463,7 @@ def significance(
             k = n_ref + n_best + i
             to_single = (res.diff[k], res.low[k], res.high[k]) if single is not None else (math.nan,) * 3
             d = div.get((m, size), {}) if metric in ROUTED else {}
+            status = _status(metric, bench, near[m], res.n_queries)
             rows.append(
                 {
                     "method": m,
@@ -340,18 +478,43 @@ def significance(
                     "diff_to_best": to_best[0],
                     "best_ci_low": to_best[1],
                     "best_ci_high": to_best[2],
-                    "not_significant_vs_best": bool(best in index and emph[m] != "best" and vs_best[j]),
+                    "not_significant_vs_best": bool(
+                        status == RANKED and best in index and emph[m] != "best" and vs_best[j]
+                    ),
                     "diff_to_best_single": to_single[0],
                     "best_single_ci_low": to_single[1],
                     "best_single_ci_high": to_single[2],
                     "beats_best_single": bool(single is not None and to_single[1] > 0),
                     **{c: d.get(c) for c in DIVERSITY_COLUMNS},
+                    "p_vs_best": p[j] if best in index and emph[m] != "best" else math.nan,
+                    "p_vs_best_holm": math.nan,
+                    "p_vs_best_single": p[k] if single is not None else math.nan,
+                    "p_vs_best_single_holm": math.nan,
+                    "comparison_status": status,
                     "n_queries": res.n_queries,
                     "n_boot": res.n_resamples,
                     "confidence": res.confidence,
                 }
             )
-    return pd.DataFrame(rows, columns=SIGNIFICANCE_COLUMNS)
+    return _benchmark_decisions(pd.DataFrame(rows, columns=SIGNIFICANCE_COLUMNS), settings)
+
+
+def _benchmark_decisions(sig: pd.DataFrame, settings: bootstrap.Settings) -> pd.DataFrame:
+    """Holm's correction of the benchmark columns' p-values and the decisions it gives (:func:`significance`):
+    one family per (method, metric, training size) and test, of its ranked benchmark cells."""
+    if sig.empty:
+        return sig
+    alpha = 1 - float(settings.confidence)
+    bench = (sig["benchmark"] != OVERALL) & (sig["comparison_status"] == RANKED)
+    for col in ("p_vs_best", "p_vs_best_single"):
+        adjusted = pd.Series(np.nan, index=sig.index)
+        for _, idx in sig[bench].groupby(["method", "metric", "train_size"], sort=False).groups.items():
+            adjusted[idx] = holm(sig.loc[idx, col].to_numpy(np.float64))
+        sig[f"{col}_holm"] = adjusted
+    rows = sig["benchmark"] != OVERALL
+    sig.loc[rows, "not_significant_vs_best"] = (bench & (sig["p_vs_best_holm"] >= alpha))[rows]
+    sig["not_significant_vs_best"] = sig["not_significant_vs_best"].astype(bool)
+    return sig
 
 
 # --- layouts: the numbers of a table kind -> booktabs LaTeX and the long CSV frame ----------------
@@ -383,12 +546,27 @@ def _pct(x) -> float:
     return round(100 * float(x), 6) if x is not None and not math.isnan(float(x)) else math.nan
 
 
+def above_best_single(cell: dict) -> bool:
+    """Whether a routing cell's bootstrap row puts it significantly above the best single model: Overall,
+    its interval lies above 0 (``beats_best_single``); a benchmark column, its Holm-adjusted p-value
+    (``p_vs_best_single_holm``) is below 1 - confidence with a positive difference."""
+    if cell.get("benchmark", OVERALL) == OVERALL:
+        return bool(cell.get("beats_best_single"))
+    p = cell.get("p_vs_best_single_holm")
+    diff = cell.get("diff_to_best_single")
+    if p is None or diff is None or math.isnan(float(p)) or math.isnan(float(diff)):
+        return False
+    return float(p) < 1 - float(cell["confidence"]) and float(diff) > 0
+
+
 def cell_emphasis(emph: str, metric: str, cell: dict | None) -> str:
     """The emphasis a cell is printed with: for the routing metrics "best" (bold) and "second" (underline)
-    only where the cell also beats the best single model significantly (``beats_best_single`` of its
-    bootstrap row), so that no emphasis goes to a router that always picking one model would match;
-    otherwise (correctness, or no bootstrap) as ranked."""
-    if emph and metric in ROUTED and cell is not None and not bool(cell.get("beats_best_single")):
+    only where the cell is also significantly above the best single model (:func:`above_best_single`), so
+    that no emphasis goes to a router that always picking one model would match; otherwise (correctness,
+    or no bootstrap) as ranked. A cell that is not ranked (``comparison_status``) has none."""
+    if cell is not None and cell.get("comparison_status", RANKED) != RANKED:
+        return ""
+    if emph and metric in ROUTED and cell is not None and not above_best_single(cell):
         return ""
     return emph
 
@@ -396,6 +574,20 @@ def cell_emphasis(emph: str, metric: str, cell: dict | None) -> str:
 def is_near_constant(metric: str, bench: str, cell: dict | None) -> bool:
     """Mark a routing cell (the Overall column) whose router sends most queries to one model."""
     return metric in ROUTED and bench == OVERALL and cell is not None and bool(cell.get("near_constant"))
+
+
+def is_inconclusive(metric: str, cell: dict | None) -> bool:
+    """A near-constant router's cell: not ranked, read "inconclusive (near-constant)"."""
+    return metric in ROUTED and cell is not None and cell.get("comparison_status") == INCONCLUSIVE
+
+
+def share_cell(metric: str, cell: dict | None) -> str:
+    """The top-model share (%) of a routing cell's router, one decimal, with the near-constant mark; ``--``
+    without one."""
+    share = None if cell is None or metric not in ROUTED else cell.get("top_model_share")
+    if share is None or (isinstance(share, float) and math.isnan(share)):
+        return "--"
+    return f"{100 * float(share):.1f}" + (NEAR_CONSTANT_MARK if bool(cell.get("near_constant")) else "")
 
 
 def _record(approach, label, kind, metric, size, bench, stats, emph, sig: dict | None = None) -> dict:
@@ -423,7 +615,7 @@ def _record(approach, label, kind, metric, size, bench, stats, emph, sig: dict |
             "n_boot",
             "confidence",
         )
-        row.update({c: sig[c] for c in kept + tuple(DIVERSITY_COLUMNS)})
+        row.update({c: sig[c] for c in kept + tuple(DIVERSITY_COLUMNS) + tuple(P_COLUMNS) + ("comparison_status",)})
         row.update({pct: _pct(sig[c]) for c, pct in _BOOT_PCT.items()})
     return row
 
@@ -436,14 +628,21 @@ def _frame(records: list[dict]) -> pd.DataFrame:
     and ``train_size`` is empty where they are pooled over all sizes), then the bootstrap columns of method
     rows (empty for reference rows): ``reference, diff_to_reference_pct, ci_low_pct, ci_high_pct`` (this
     approach minus the reference method and its interval), ``best, diff_to_best_pct, best_ci_low_pct,
-    best_ci_high_pct`` (the column's best approach minus this one), ``not_significant_vs_best`` (the dagger),
-    ``diff_to_best_single_pct, best_single_ci_low_pct, best_single_ci_high_pct`` (this approach minus the
-    best single model chosen on validation, routed to as a router, and its interval; routing metrics only),
-    ``beats_best_single`` (that interval lies above 0: the condition for bold / underline of a routing cell),
-    ``n_queries`` (test queries resampled), ``n_boot`` (resamples), ``confidence`` (interval level), and the
-    routing diversity of the cell's router over the test queries (routing metrics only; means over seeds):
-    ``top_model`` (its most-chosen model), ``top_model_share``, ``n_models_used``, ``choice_entropy``
-    (normalised to [0, 1]) and ``near_constant`` (share >= :data:`locus.evaluation.NEAR_CONSTANT_SHARE`).
+    best_ci_high_pct`` (the column's best ranked approach minus this one), ``not_significant_vs_best`` (the
+    dagger), ``diff_to_best_single_pct, best_single_ci_low_pct, best_single_ci_high_pct`` (this approach minus
+    the best single model chosen on validation, routed to as a router, and its interval; routing metrics
+    only), ``beats_best_single`` (that interval lies above 0: the condition for bold / underline of a routing
+    cell in the Overall column; benchmark columns: ``p_vs_best_single_holm``), ``n_queries`` (test queries resampled), ``n_boot`` (resamples), ``confidence`` (interval level),
+    the routing diversity of the cell's router over the test queries (routing metrics only; means over
+    seeds): ``top_model`` (its most-chosen model), ``top_model_share``, ``n_models_used``, ``choice_entropy``
+    (normalised to [0, 1]) and ``near_constant`` (share >= :data:`locus.evaluation.NEAR_CONSTANT_SHARE`);
+    benchmark columns only: ``p_vs_best``, ``p_vs_best_single`` (two-sided paired bootstrap p-values of the
+    two tests) and their Holm-adjusted values ``p_vs_best_holm``, ``p_vs_best_single_holm`` (family: the
+    benchmark columns of one approach, metric and training size), which decide the dagger
+    (``not_significant_vs_best``) and the bold / underline there; and ``comparison_status``: ``ranked``,
+    ``inconclusive (near-constant)`` (a near-constant router: not ranked, no mark; routing metrics) or
+    ``unmarked (fewer than 30 test queries)`` (a small benchmark column: no mark). ``not_significant_vs_best``
+    is False for a cell that is not ranked.
 
     Routing tables of a data set with the generator's truth add rows of metric ``expected_routing`` (the mean
     true P(correct) of the routed model, with the same bootstrap columns), and the reference rows
@@ -453,6 +652,15 @@ def _frame(records: list[dict]) -> pd.DataFrame:
     for c in ("train_size", "n_queries", "n_boot"):
         frame[c] = frame[c].astype("Int64")
     return frame
+
+
+def _rank(means: list, cells: list) -> list[str]:
+    """Emphasis ("best" / "second" / "") of one compared column: `means` of the approaches, ranked among
+    those whose bootstrap row (`cells`, None without one) says they are ranked."""
+    ranked = [
+        m if c is None or c.get("comparison_status", RANKED) == RANKED else math.nan for m, c in zip(means, cells)
+    ]
+    return emphasis(ranked)
 
 
 def routing_table(
@@ -473,7 +681,8 @@ def routing_table(
     comparisons of the method cells (:func:`significance`; None: none). Rows of
     metric ``expected_routing`` in `method_agg` and the `truth_refs` (Bayes ceiling, best single model
     chosen on train: :func:`locus.experiments.expected.references`) add a block of expected routing
-    accuracies under the routing columns (correctness columns left empty).
+    accuracies under the routing columns (correctness columns left empty). With `significance`, a block
+    *Top-model share* gives each routing cell's share of test queries sent to its most-chosen model.
     """
     sig = _significance(significance)
     metrics = ["routing_acc", "correctness_acc"]
@@ -485,7 +694,10 @@ def routing_table(
     }
     emph = {}
     for m, s in columns:
-        for meth, e in zip(methods, emphasis([stats[(meth, m, s)][0] for meth in methods])):
+        ranks = _rank(
+            [stats[(meth, m, s)][0] for meth in methods], [sig.get((meth, m, s, OVERALL)) for meth in methods]
+        )
+        for meth, e in zip(methods, ranks):
             emph[(meth, m, s)] = e
     k = len(sizes)
     out = [
@@ -529,9 +741,14 @@ def routing_table(
                 if m == "routing_acc":
                     records.append(_record(ref, ref_label, "reference", m, s, OVERALL, st, ""))
             out.append(f"\\textit{{{ref_label}}} & " + " & ".join(cells) + " \\\\")
+    if sig:  # the top-model share of every routing cell, under its routing column
+        out += ["\\midrule", f"\\multicolumn{{{1 + 2 * k}}}{{@{{}}l}}{{\\textit{{{SHARE_HEADING}}}}} \\\\"]
+        for meth in methods:
+            shares = [share_cell("routing_acc", sig.get((meth, "routing_acc", s, OVERALL))) for s in sizes]
+            out.append(f"{method_label(meth)} & " + " & ".join(shares + [""] * k) + " \\\\")
     if (method_agg["metric"] == EXPECTED).any():  # data sets with truth: expected under the routing columns
         out += ["\\midrule", f"\\multicolumn{{{1 + 2 * k}}}{{@{{}}l}}{{\\textit{{{EXPECTED_HEADING}}}}} \\\\"]
-        stats, emph = _cells(method_agg, EXPECTED, methods, [(s, OVERALL) for s in sizes])
+        stats, emph = _cells(method_agg, EXPECTED, methods, [(s, OVERALL) for s in sizes], sig)
         for meth in methods:
             cells = [_method_cell(meth, EXPECTED, s, OVERALL, stats, emph, sig, records) for s in sizes]
             out.append(f"{method_label(meth)} & " + " & ".join(cells + [""] * k) + " \\\\")
@@ -541,9 +758,11 @@ def routing_table(
     return wrap(out, caption, label, wide=False, size="\\small"), _frame(records)
 
 
-def _cells(method_agg: pd.DataFrame, metric: str, methods, columns) -> tuple[dict, dict]:
+def _cells(method_agg: pd.DataFrame, metric: str, methods, columns, sig: dict | None = None) -> tuple[dict, dict]:
     """(stats, emphasis) of one metric keyed by (method, train_size, benchmark), for `columns`
-    [(train_size, benchmark)]; emphasis ranks the methods within each column."""
+    [(train_size, benchmark)]; emphasis ranks the methods within each column, those ranked in `sig`
+    (:func:`_significance`) only."""
+    sig = sig or {}
     stats = {
         (meth, s, b): _lookup(method_agg, {"method": meth, "metric": metric, "train_size": s, "benchmark": b})
         for meth in methods
@@ -551,7 +770,8 @@ def _cells(method_agg: pd.DataFrame, metric: str, methods, columns) -> tuple[dic
     }
     emph = {}
     for s, b in columns:
-        for meth, e in zip(methods, emphasis([stats[(meth, s, b)][0] for meth in methods])):
+        ranks = _rank([stats[(meth, s, b)][0] for meth in methods], [sig.get((meth, metric, s, b)) for meth in methods])
+        for meth, e in zip(methods, ranks):
             emph[(meth, s, b)] = e
     return stats, emph
 
@@ -613,23 +833,33 @@ def by_dataset_table(
     of metric ``expected_routing`` in `method_agg` and the `truth_refs` add a second block of the same
     layout with the expected routing accuracy (as in :func:`routing_table`).
 
+    With `significance`, a header row gives each column's number of test queries; for the routing metric a
+    column *Top model (%)* gives each row's top-model share, and the benchmark cells of a near-constant
+    router's row are one cell reading "inconclusive (near-constant)" (their values: the CSV).
+
     `row_labels` ({row key: (LaTeX label, plain label)}) makes the row groups settings instead of methods
     (the ablation tables of :mod:`locus.experiments.ablation`: one block, these labels, `row_heading`
     over them); default: the methods' own labels under "Approach"."""
     sig = _significance(significance)
     cols = [OVERALL] + [b for b in benchmarks if b != OVERALL]
-    n_cols = 2 + len(cols)
+    share = metric in ROUTED and bool(sig)
+    lead = 3 if share else 2  # row label, training size (, top-model share)
+    n_cols = lead + len(cols)
     heads = ["\\textbf{Overall}"] + [escape(display_benchmark(b)) for b in cols[1:]]
     out = [
-        f"\\begin{{tabular}}{{@{{}}l c *{{{len(cols)}}}{{c}}@{{}}}}",
+        f"\\begin{{tabular}}{{@{{}}l c {'c ' if share else ''}*{{{len(cols)}}}{{c}}@{{}}}}",
         "\\toprule",
         f"\\multirow{{2}}{{*}}{{\\textbf{{{row_heading}}}}} & \\multirow{{2}}{{*}}{{\\textbf{{Train samples}}}} & "
-        f"\\multicolumn{{{len(cols)}}}{{c}}{{\\textbf{{{METRIC_LABELS.get(metric, escape(metric))}}}}} \\\\",
-        f"\\cmidrule(lr){{3-{n_cols}}}",
-        "& & " + " & ".join(heads) + " \\\\",
+        + ("\\textbf{Top model} & " if share else "")
+        + f"\\multicolumn{{{len(cols)}}}{{c}}{{\\textbf{{{METRIC_LABELS.get(metric, escape(metric))}}}}} \\\\",
+        f"\\cmidrule(lr){{{lead + 1}-{n_cols}}}",
+        "& & " + ("\\textbf{(\\%)} & " if share else "") + " & ".join(heads) + " \\\\",
     ]
+    counts = _column_counts(significance, cols)
+    if counts:
+        out.append(f"\\multicolumn{{{lead}}}{{r}}{{\\textit{{test queries}}}} & " + " & ".join(counts) + " \\\\")
     records = []
-    out += _by_dataset_rows(method_agg, metric, methods, sizes, cols, sig, records, row_labels)
+    out += _by_dataset_rows(method_agg, metric, methods, sizes, cols, sig, records, row_labels, share)
     if ref_agg is not None and not ref_agg.empty:
         out.append("\\midrule")
         pooled = (
@@ -641,26 +871,56 @@ def by_dataset_table(
                 st = _lookup(pooled, {"reference": ref, "benchmark": b})
                 cells.append(fmt(st[0], st[1], st[2], show_std=st[2] > 1 and st[1] > 1e-12))
                 records.append(_record(ref, ref_label, "reference", metric, None, b, st, ""))  # pooled over sizes
-            out.append(f"\\textit{{{ref_label}}} & all & " + " & ".join(cells) + " \\\\")
+            out.append(f"\\textit{{{ref_label}}} & all & " + ("& " if share else "") + " & ".join(cells) + " \\\\")
     if metric == "routing_acc" and (method_agg["metric"] == EXPECTED).any():
         out += ["\\midrule", f"\\multicolumn{{{n_cols}}}{{@{{}}l}}{{\\textit{{{EXPECTED_HEADING}}}}} \\\\"]
-        out += _by_dataset_rows(method_agg, EXPECTED, methods, sizes, cols, sig, records, row_labels)
+        out += _by_dataset_rows(method_agg, EXPECTED, methods, sizes, cols, sig, records, row_labels, share)
         truth_rows = _truth_references(truth_refs, cols, records)
         if truth_rows:
             out.append("\\midrule")
         for _ref, ref_label, values in truth_rows:
-            out.append(f"\\textit{{{ref_label}}} & all & " + " & ".join(fmt(v) for v in values) + " \\\\")
+            out.append(
+                f"\\textit{{{ref_label}}} & all & "
+                + ("& " if share else "")
+                + " & ".join(fmt(v) for v in values)
+                + " \\\\"
+            )
     out += ["\\bottomrule", "\\end{tabular}"]
     return wrap(out, caption, label, wide=True, size="\\scriptsize"), _frame(records)
 
 
+def _column_counts(significance: pd.DataFrame | None, cols) -> list[str]:
+    """The header row's number of test queries per column (italic below :data:`MIN_BENCHMARK_QUERIES`: no
+    marks there); empty without bootstrap comparisons."""
+    if significance is None or significance.empty:
+        return []
+    n = significance.groupby("benchmark")["n_queries"].max()
+    out = []
+    for b in cols:
+        count = int(n[b]) if b in n.index and not pd.isna(n[b]) else None
+        if count is None:
+            out.append("--")
+        else:
+            out.append(f"\\textit{{{count}}}" if b != OVERALL and count < MIN_BENCHMARK_QUERIES else str(count))
+    return out
+
+
 def _by_dataset_rows(
-    method_agg, metric, methods, sizes, cols, sig: dict, records: list, row_labels: dict | None = None
+    method_agg,
+    metric,
+    methods,
+    sizes,
+    cols,
+    sig: dict,
+    records: list,
+    row_labels: dict | None = None,
+    share: bool = False,
 ) -> list[str]:
     """The method rows (approach × training size) of one metric in the by-dataset layout, embedding-free
     routers in their own block (with `row_labels`: settings, one block, those labels); their CSV records
-    are appended to `records`."""
-    stats, emph = _cells(method_agg, metric, methods, [(s, b) for s in sizes for b in cols])
+    are appended to `records`. With `share`, the top-model share column; a near-constant router's
+    benchmark cells read "inconclusive (near-constant)" (:data:`INCONCLUSIVE`)."""
+    stats, emph = _cells(method_agg, metric, methods, [(s, b) for s in sizes for b in cols], sig)
     embedding = [m for m in methods if labels.has_embeddings(m)]
     free = [m for m in methods if not labels.has_embeddings(m)]
     blocks = (
@@ -673,16 +933,25 @@ def _by_dataset_rows(
         if row_labels is not None
         else (method_label, labels.plain_label)
     )
+    lead = "& & & " if share else "& & "
     out = []
     for heading, block in blocks:
         if heading:
-            out += ["\\midrule", f"& & \\multicolumn{{{len(cols)}}}{{c}}{{\\textbf{{{heading}}}}} \\\\"]
+            out += ["\\midrule", f"{lead}\\multicolumn{{{len(cols)}}}{{c}}{{\\textbf{{{heading}}}}} \\\\"]
         for meth in block:
             out.append("\\midrule")
             for i, s in enumerate(sizes):
                 name = f"\\multirow{{{len(sizes)}}}{{*}}{{{tex_label(meth)}}}" if i == 0 else ""
                 cells = [_method_cell(meth, metric, s, b, stats, emph, sig, records, plain(meth)) for b in cols]
-                out.append(f"{name} & {s} & " + " & ".join(cells) + " \\\\")
+                overall = sig.get((meth, metric, s, OVERALL))
+                if is_inconclusive(metric, overall) and len(cols) > 1:
+                    top = escape(str(overall.get("top_model") or "one model"))
+                    cells[1:] = [
+                        f"\\multicolumn{{{len(cols) - 1}}}{{c}}{{\\textit{{{INCONCLUSIVE}: "
+                        f"{100 * float(overall['top_model_share']):.1f}\\% of the test queries to {top}; values in the CSV}}}}"
+                    ]
+                lead_cells = [name, str(s)] + ([share_cell(metric, overall)] if share else [])
+                out.append(" & ".join(lead_cells + cells) + " \\\\")
     return out
 
 
