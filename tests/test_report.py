@@ -243,15 +243,17 @@ locus,LOCUS,brier,0.22,0.21,-0.01,-0.02,0.01,isotonic
 knn_router,kNN router,ece,0.03,0.029,-0.001,-0.01,0.008,temperature
 """,
     "tables/selective_routing.csv": """method,alpha,delta,fallback,n_seeds,tau_mean,n_none,coverage,test_risk,accuracy,\
-violation_freq,n_checks
-locus,0.1,0.1,best_single,2,,2,0.0,,0.75,0.02,400
-locus,0.3,0.1,best_single,2,0.8,1,0.25,0.2,0.74,0.12,400
-locus,0.3,0.1,abstain,2,0.8,1,0.25,0.2,,0.12,400
+violation_freq,n_checks,violation_ci_low,violation_ci_high,violation_above_delta,violation_ci_above_delta,true_risk,\
+true_risk_ok
+locus,0.1,0.1,best_single,2,,2,0.0,,0.75,0.02,400,0.01,0.04,False,False,,True
+locus,0.3,0.1,best_single,2,0.8,1,0.25,0.2,0.74,0.12,400,0.11,0.15,True,True,0.31,False
+locus,0.3,0.1,abstain,2,0.8,1,0.25,0.2,,0.12,400,0.11,0.15,True,True,0.31,False
 """,
-    "tables/aiq.csv": """router,kind,aiq,aiq_ci_low,aiq_ci_high,max_cost,cost_source
-locus,method,0.60,0.55,0.65,70,params_b
-knn_router,method,0.50,0.45,0.54,70,params_b
-oracle,oracle,0.9,0.85,0.95,70,params_b
+    "tables/aiq.csv": """router,kind,aiq,aiq_ci_low,aiq_ci_high,aiq_range,aiq_range_ci_low,aiq_range_ci_high,diff_vs_mix,\
+diff_vs_mix_ci_low,diff_vs_mix_ci_high,max_cost,cost_source
+locus,method,0.60,0.55,0.65,0.62,0.57,0.67,0.01,-0.02,0.03,70,params_b
+knn_router,method,0.50,0.45,0.54,0.52,0.47,0.56,-0.09,-0.12,-0.05,70,params_b
+oracle,oracle,0.9,0.85,0.95,0.92,0.87,0.97,0.3,0.25,0.35,70,params_b
 """,
     "figures/active_onboarding.csv": """selector,k,accuracy,kind
 random,8,0.60,cell
@@ -354,10 +356,10 @@ isotonic,locus,64,0.7,,
             "| LOCUS | 0.040 → 0.010, −0.030 [−0.040, −0.010] | 0.220 → 0.210, −0.010 [−0.020, +0.010] | – | isotonic |",
         ),
         ("calibration", "significantly for 1 of 2 methods (LOCUS)."),
-        ("selective-routing", "| LOCUS | 0.10 | none | 0.0 | – | 75.0 | 0.020 |"),
-        ("selective-routing", "| LOCUS | 0.30 | 0.80 (1 none) | 25.0 | 20.0 | 74.0 | 0.120 |"),
+        ("selective-routing", "| LOCUS | 0.10 | none | 0.0 | – | – | 75.0 | 0.020 [0.010, 0.040] |"),
+        ("selective-routing", "| LOCUS | 0.30 | 0.80 (1 none) | 25.0 | 20.0 | 31.0 * | 74.0 | 0.120‡ [0.110, 0.150] |"),
         ("selective-routing", "share of 400 checks (seeds × random re-splits of validation and test"),
-        ("aiq", "| LOCUS | 0.600 [0.550, 0.650] |"),
+        ("aiq", "| LOCUS | 0.600 [0.550, 0.650] | 0.620 [0.570, 0.670] | 0.010 [−0.020, 0.030] |"),
         ("aiq", "Highest method AIQ: LOCUS."),
         ("active-onboarding", "| anchor | 65.00 | 71.00 |"),
         ("active-onboarding", "| anchor | 8 | −5.00 [−8.00, −2.00] | 128 | +1.00 [0.00, +2.00] |"),

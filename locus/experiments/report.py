@@ -765,6 +765,18 @@ def block_selective(src):
             else fmt(number_of(r["tau_mean"], path, "tau_mean"), 2) + (f" ({none} none)" if none else "")
         )
         risk = "–" if r["test_risk"] == "" else fmt(100 * number_of(r["test_risk"], path, "test_risk"), 1)
+        shown = fmt(viol, 3)
+        if r.get("violation_ci_low", "") != "":  # its Clopper-Pearson interval; † above δ, ‡ the interval too
+            low, high = (number_of(r[c], path, c) for c in ("violation_ci_low", "violation_ci_high"))
+            mark = (
+                "‡" if r["violation_ci_above_delta"] == "True" else "†" if r["violation_above_delta"] == "True" else ""
+            )
+            shown = f"{shown}{mark} [{fmt(low, 3)}, {fmt(high, 3)}]"
+        true_risk = "–"
+        if r.get("true_risk", "") != "":  # the generator's true risk of the routed test queries at τ
+            true_risk = fmt(100 * number_of(r["true_risk"], path, "true_risk"), 1) + (
+                "" if r["true_risk_ok"] == "True" else " *"
+            )
         body.append(
             [
                 plain_label(r["method"]),
@@ -772,8 +784,9 @@ def block_selective(src):
                 tau,
                 fmt(100 * number_of(r["coverage"], path, "coverage"), 1),
                 risk,
+                true_risk,
                 fmt(100 * number_of(r["accuracy"], path, "accuracy"), 1),
-                fmt(viol, 3),
+                shown,
             ]
         )
     delta = fmt(number_of(rows[0]["delta"], path, "delta"), 2)
@@ -785,14 +798,17 @@ def block_selective(src):
             "τ (validation)",
             "coverage %",
             "test risk %",
+            "true risk %",
             "accuracy % (fallback: best single)",
-            "violations",
+            "violations [95% CI]",
         ],
         body,
     ) + [
         "",
         f"δ = {delta}; violations: share of {checks} checks (seeds × random re-splits of validation and test; τ "
-        f"certified on one part, risk on the other) whose risk exceeds α; the largest is {fmt(worst, 3)}.",
+        f"certified on one part, risk on the other) whose risk exceeds α, with its Clopper–Pearson interval (†: above "
+        f"δ, ‡: the interval too); the largest is {fmt(worst, 3)}. True risk: the generator's expected error of the "
+        "routed test queries at τ, where the pool has its truth (*: above α).",
         "",
         provenance(src, [rel]),
     ]
@@ -802,14 +818,28 @@ def block_aiq(src):
     """AIQ (area under the cost-quality frontier over the largest cost) per router, with bootstrap intervals."""
     rel = "tables/aiq.csv"
     path = src.path(rel)
-    rows = read_rows(path, ("router", "kind", "aiq", "aiq_ci_low", "aiq_ci_high", "max_cost", "cost_source"))
+    need = ("router", "kind", "aiq", "aiq_ci_low", "aiq_ci_high", "aiq_range", "aiq_range_ci_low", "aiq_range_ci_high")
+    rows = read_rows(
+        path, need + ("diff_vs_mix", "diff_vs_mix_ci_low", "diff_vs_mix_ci_high", "max_cost", "cost_source")
+    )
     if not rows:
         raise DataError(f"{path}: no rows; rebuild it")
-    body = []
-    for r in rows:
-        name = plain_label(r["router"]) if r["kind"] == "method" else r["router"]
-        vals = [number_of(r[c], path, c) for c in ("aiq", "aiq_ci_low", "aiq_ci_high")]
-        body.append([name, f"{fmt(vals[0], 3)} [{fmt(vals[1], 3)}, {fmt(vals[2], 3)}]"])
+
+    def interval(r, column):
+        if r[column] == "":
+            return "–"
+        vals = [number_of(r[c], path, c) for c in (column, f"{column}_ci_low", f"{column}_ci_high")]
+        return f"{fmt(vals[0], 3)} [{fmt(vals[1], 3)}, {fmt(vals[2], 3)}]"
+
+    body = [
+        [
+            plain_label(r["router"]) if r["kind"] == "method" else r["router"],
+            interval(r, "aiq"),
+            interval(r, "aiq_range"),
+            interval(r, "diff_vs_mix"),
+        ]
+        for r in rows
+    ]
     methods = [r for r in rows if r["kind"] == "method"]
     best = max(methods, key=lambda r: number_of(r["aiq"], path, "aiq")) if methods else None
     note = f"Cost per query: `{rows[0]['cost_source']}` (largest {fmt(number_of(rows[0]['max_cost'], path, 'max_cost'), 2)})."
@@ -823,7 +853,12 @@ def block_aiq(src):
         note += f" Highest method AIQ: {plain_label(best['router'])}" + (
             f"; its interval overlaps those of {', '.join(overlap)}." if overlap else "."
         )
-    return md_table(["router", "AIQ [95% CI]"], body) + ["", note, "", provenance(src, [rel])]
+    note += (
+        " AIQ / c_max divides by the largest cost (RouterBench's code), AIQ / range by the cost range (its paper); "
+        "Δ vs mix: the router's AIQ / c_max minus the two-model-mix frontier's, on the same test resamples."
+    )
+    headers = ["router", "AIQ / c_max [95% CI]", "AIQ / range [95% CI]", "Δ vs mix, paired [95% CI]"]
+    return md_table(headers, body) + ["", note, "", provenance(src, [rel])]
 
 
 def block_regeneration(src):
