@@ -10,27 +10,47 @@ import pytest
 from locus.cli import main
 from locus.constants import CLAIM_VERDICTS
 from locus.errors import DataError
-from locus.experiments import claims
+from locus.experiments import claims, tables
 from locus.experiments.report import Source
 
 TABLE_COLUMNS = [
     "approach", "label", "kind", "metric", "train_size", "benchmark", "mean_pct", "n_seeds", "reference",
     "diff_to_reference_pct", "ci_low_pct", "ci_high_pct", "best", "not_significant_vs_best", "near_constant",
+    *tables.SEED_COLUMNS,
 ]  # fmt: skip
 
 
-def table(path, metric, cells, near=(), best=None, seeds=3, reference="locus"):
+def seed_text(values, seeds=3):
+    """The per-seed columns (difference, interval) of one comparison from its seeds' (d, lo, hi) in points (one
+    value: the same for every seed); empty below two seeds, as the tables write them."""
+    if seeds < 2 or values is None:
+        return ["", ""]
+    values = values if isinstance(values, list) else [values] * seeds
+    return list(tables.seed_strings({s: (d / 100, lo / 100, hi / 100) for s, (d, lo, hi) in enumerate(values)}))
+
+
+def table(path, metric, cells, near=(), best=None, seeds=3, reference="locus", per_seed=None):
     """A table CSV: LOCUS and, per (approach, n), LOCUS minus the approach `d` with interval [lo, hi] (so the
-    CSV's approach-minus-LOCUS columns are their negatives); LOCUS near-constant at the sizes in `near`."""
+    CSV's approach-minus-LOCUS columns are their negatives); LOCUS near-constant at the sizes in `near`. With
+    two or more `seeds`, the per-seed columns: each seed's LOCUS minus the approach from `per_seed` {(approach,
+    n): [(d, lo, hi) per seed]}, by default the pooled difference for every seed."""
+    per_seed = per_seed or {}
     rows = []
     sizes = sorted({n for _, n, *_ in cells})
+    zero = (0.0, 0.0, 0.0)
     for n in sizes:
         rows.append([reference, reference, "method", metric, n, "Overall", 70, seeds, reference, 0, 0, 0,
-                     best or reference, False, n in near])  # fmt: skip
+                     best or reference, False, n in near, *seed_text(zero, seeds),
+                     *seed_text(zero if (best or reference) == reference else None, seeds)])  # fmt: skip
     for approach, n, d, lo, hi in cells:
+        own = per_seed.get((approach, n), [(d, lo, hi)] * seeds)
+        to_ref = [(-x, -h, -low) for x, low, h in own]  # the table's approach minus the reference
+        to_best = own if (best or reference) == reference else [zero] * seeds if approach == best else None
         rows.append([approach, approach, "method", metric, n, "Overall", 70 - d, seeds, reference, -d, -hi, -lo,
-                     best or reference, approach == best, False])  # fmt: skip
-    rows.append(["oracle", "Oracle", "reference", metric, "", "Overall", 90, seeds, "", "", "", "", "", "", ""])
+                     best or reference, approach == best, False, *seed_text(to_ref, seeds),
+                     *seed_text(to_best, seeds)])  # fmt: skip
+    rows.append(["oracle", "Oracle", "reference", metric, "", "Overall", 90, seeds, "", "", "", "", "", "", "",
+                 "", "", "", ""])  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
@@ -50,8 +70,10 @@ def results(tmp_path):
     with open(root / "tables/routing.csv", "a", newline="") as fh:
         w = csv.writer(fh)
         for m, d, lo, hi in (("embedllm", 2.0, 1.5, 2.5), ("irt_net", 0.2, -0.4, 0.8)):
-            w.writerow([m, m, "method", "correctness_acc", 256, "Overall", 68, 3, "locus", -d, -hi, -lo, "", "", ""])
-        w.writerow(["locus", "LOCUS", "method", "correctness_acc", 256, "Overall", 70, 3, "locus", 0, 0, 0, "", "", ""])
+            w.writerow([m, m, "method", "correctness_acc", 256, "Overall", 68, 3, "locus", -d, -hi, -lo, "", "", "",
+                        *seed_text((-d, -hi, -lo)), "", ""])  # fmt: skip
+        w.writerow(["locus", "LOCUS", "method", "correctness_acc", 256, "Overall", 70, 3, "locus", 0, 0, 0, "", "", "",
+                    *seed_text((0, 0, 0)), "", ""])  # fmt: skip
     # by data set: no EmbedLLM+ rows (untestable), kNN not significant (inconclusive), K-Means best at 512
     cells = [("embedllm", 256, 2.0, 0.5, 3.5), ("irt_net", 256, 1.0, 0.2, 1.8), ("knn_router", 256, 0.5, -1.0, 2.0)]
     cells += [("kmeans_router", 256, 1.0, 0.1, 1.9), ("kmeans_router", 512, -0.5, -1.5, 0.5)]
@@ -183,7 +205,9 @@ def write_rows(path, header, rows):
 
 
 def test_verdict_rules_on_known_cells():
-    c = lambda a, n, d, lo, hi, near=False, seeds=3: claims.Cell(a, n, d, lo, hi, seeds, near)  # noqa: E731
+    def c(a, n, d, lo, hi, near=False, seeds=3):  # every seed as the pooled cell
+        return claims.Cell(a, n, d, lo, hi, seeds, near, tuple((s, d, lo, hi) for s in range(seeds) if seeds > 1))
+
     ahead = [c("x", "256", 2, 1, 3), c("y", "256", 1, 0.5, 1.5)]
     assert claims.judge_ahead(ahead, []).verdict == "holds"
     assert claims.judge_ahead([*ahead, c("z", "512", -2, -3, -1)], []).verdict == "refuted"
@@ -196,6 +220,119 @@ def test_verdict_rules_on_known_cells():
     assert claims.judge_comparable([c("x", "256", 0.2, -0.5, 0.9)], []).verdict == "holds"
     assert claims.judge_comparable([c("x", "256", 2, 1.2, 2.8)], []).verdict == "refuted"
     assert claims.judge_comparable([c("x", "256", 0.5, -0.5, 1.5)], []).verdict == "inconclusive"
+
+
+def test_combine_seed_verdicts():
+    assert claims.combine_seed_verdicts({0: "holds", 1: "holds", 2: "holds"}) == (
+        "holds",
+        "every seed agrees (3 seeds: 0, 1, 2)",
+    )
+    assert claims.combine_seed_verdicts({1: "refuted", 0: "refuted"})[0] == "refuted"
+    assert claims.combine_seed_verdicts({2: "holds", 0: "holds", 1: "refuted"}) == (
+        "inconclusive",
+        "differs between seeds: seed 0 holds, seed 1 refuted, seed 2 holds",
+    )
+    assert claims.combine_seed_verdicts({0: "inconclusive", 1: "holds"})[1].startswith("differs between seeds: seed 0")
+    assert claims.combine_seed_verdicts({0: "inconclusive", 1: "inconclusive"})[0] == "inconclusive"
+    assert claims.combine_seed_verdicts({}) == ("inconclusive", "no seed to judge")
+    with pytest.raises(ValueError, match="not verdicts"):
+        claims.combine_seed_verdicts({0: "maybe"})
+
+
+def judge_of(claim_id):
+    return next(c for c in claims.CLAIMS if c.id == claim_id).judge
+
+
+AHEAD = [(m, n, 1.3, 0.3, 2.3) for m in claims.EMBEDDERS for n in (256, 512)]  # LOCUS ahead on the means
+
+
+def test_a_statement_that_flips_between_seeds_is_inconclusive(results):
+    # LOCUS ahead of EmbedLLM at n = 256 with seeds 0 and 2, significantly behind it with seed 1
+    flip = {("embedllm", 256): [(3.0, 1.0, 5.0), (-2.0, -3.0, -1.0), (3.0, 1.0, 5.0)]}
+    table(results / "tables/routing.csv", "routing_acc", AHEAD, per_seed=flip)
+    out = verdict(judge_of("routing-order"), results)
+    assert out.verdict == "inconclusive"
+    assert out.reason.startswith("differs between seeds: seed 0 holds, seed 1 refuted, seed 2 holds")
+    assert "seed 1: significantly behind EmbedLLM at n=256" in out.reason
+    assert "on the means over seeds: holds, ahead at every size" in out.reason and "seed-bands" not in out.reason
+    assert "EmbedLLM n=256: +1.3 [+0.3, +2.3] (seeds −2.0 to +3.0)" in out.ours  # the seeds' spread by the pool's
+    assert "IRT-Net n=512: +1.3 [+0.3, +2.3] (seeds +1.3 to +1.3)" in out.ours
+    for rule in (claims.AHEAD_RULE, claims.COMPARABLE_RULE, claims.KMEANS_RULE, claims.ABLATION_RULE):
+        assert "each seed is judged alone by the same rule" in rule and "differs between seeds is inconclusive" in rule
+    # comparable: within ±1 point with seeds 0 and 1, 2 points apart (significantly) with seed 2
+    flip = {("embedllm", 256): [(0.1, -0.5, 0.7), (0.1, -0.5, 0.7), (2.0, 1.5, 2.5)]}
+    table(results / "tables/correctness_by_dataset.csv", "correctness_acc",
+          [(m, 256, 0.1, -0.5, 0.7) for m in claims.ALL_METHODS], per_seed=flip)  # fmt: skip
+    out = verdict(judge_of("correctness-similar-all"), results)
+    assert out.verdict == "inconclusive"
+    assert out.reason.startswith("differs between seeds: seed 0 holds, seed 1 holds, seed 2 refuted")
+    assert "seed 2: differs by more than 1 point from EmbedLLM at n=256" in out.reason
+
+
+def test_seeds_that_agree_keep_the_pooled_verdict_only_where_it_agrees(results):
+    table(results / "tables/routing.csv", "routing_acc", AHEAD)  # every seed as the means: ahead
+    out = verdict(judge_of("routing-order"), results)
+    assert (out.verdict, out.reason) == ("holds", "ahead at every size; every seed agrees (3 seeds: 0, 1, 2)")
+    behind = {(m, n): [(-2.0, -3.0, -1.0)] * 3 for m, n, *_ in AHEAD}
+    table(results / "tables/routing.csv", "routing_acc", [(m, n, -2.0, -3.0, -1.0) for m, n, *_ in AHEAD],
+          per_seed=behind)  # fmt: skip
+    out = verdict(judge_of("routing-order"), results)
+    assert out.verdict == "refuted" and out.reason.endswith("every seed agrees (3 seeds: 0, 1, 2)")
+    # every seed ahead, but not significantly on the means over seeds: the pooled verdict does not agree
+    ahead = {(m, n): [(2.0, 1.0, 3.0)] * 3 for m, n, *_ in AHEAD}
+    table(results / "tables/routing.csv", "routing_acc", [(m, n, 1.0, -0.5, 2.5) for m, n, *_ in AHEAD],
+          per_seed=ahead)  # fmt: skip
+    out = verdict(judge_of("routing-order"), results)
+    assert out.verdict == "inconclusive"
+    assert out.reason.startswith("every seed holds, but on the means over seeds inconclusive: no significant")
+
+
+def test_fewer_than_three_seeds_keep_their_note(results):
+    table(results / "tables/routing.csv", "routing_acc", AHEAD, seeds=1)  # the default config: one seed
+    out = verdict(judge_of("routing-order"), results)
+    assert (out.verdict, out.reason) == ("holds", f"ahead at every size; {claims.ONE_SEED}")
+    assert "(seeds" not in out.ours
+    table(results / "tables/routing.csv", "routing_acc", [(m, n, -2.0, -3.0, -1.0) for m, n, *_ in AHEAD], seeds=1)
+    out = verdict(judge_of("routing-order"), results)
+    assert out.verdict == "refuted" and out.reason.endswith(claims.ONE_SEED)
+    table(results / "tables/routing.csv", "routing_acc", AHEAD, seeds=2)
+    out = verdict(judge_of("routing-order"), results)
+    assert out.verdict == "holds" and "every seed agrees (2 seeds: 0, 1)" in out.reason
+    assert out.reason.endswith(claims.TWO_SEEDS) and "config/seed-bands.yaml (3 seeds) decides" in out.reason
+    # several seeds but a table without per-seed columns (written before them): a holds cannot be checked
+    rows = list(csv.reader(open(results / "tables/routing.csv")))
+    keep = [i for i, c in enumerate(rows[0]) if c not in tables.SEED_COLUMNS]
+    write_rows(results / "tables/routing.csv", [rows[0][i] for i in keep], [[r[i] for i in keep] for r in rows[1:]])
+    out = verdict(judge_of("routing-order"), results)
+    assert out.verdict == "inconclusive" and "no per-seed differences" in out.reason and "locus table" in out.reason
+
+
+def test_kmeans_and_ablation_judges_per_seed(results):
+    # K-Means significantly below LOCUS (the best) at both sizes, except with seed 1 at n = 512
+    cells = [("kmeans_router", n, 1.0, 0.1, 1.9) for n in (256, 512)]
+    flip = {("kmeans_router", 512): [(1.0, 0.1, 1.9), (-0.5, -1.5, 0.5), (1.0, 0.1, 1.9)]}
+    table(results / "tables/routing_by_dataset.csv", "routing_acc", cells)
+    out = claims.judge_kmeans_strong(Source(results))
+    assert out.verdict == "refuted" and out.reason.endswith("every seed agrees (3 seeds: 0, 1, 2)")
+    table(results / "tables/routing_by_dataset.csv", "routing_acc", cells, per_seed=flip)
+    out = claims.judge_kmeans_strong(Source(results))
+    assert out.verdict == "inconclusive"
+    assert out.reason.startswith("differs between seeds: seed 0 refuted, seed 1 holds, seed 2 refuted")
+    assert "seed 1: best or not significantly below the best at n=512" in out.reason
+    # the dimension ablation: correctness within ±1 point on the means and with seeds 0 and 2, not with seed 1
+    flip = {("d32", 256): [(0.1, -0.5, 0.6), (-2.0, -2.5, -1.5), (0.1, -0.5, 0.6)]}
+    table(results / "tables/dim_ablation_correctness.csv", "correctness_acc", [("d32", 256, 0.1, -0.5, 0.6)],
+          reference="d128", per_seed=flip)  # fmt: skip
+    out = claims.judge_dim_ablation(Source(results))
+    assert out.verdict == "inconclusive"
+    assert "correctness: differs between seeds: seed 0 holds, seed 1 refuted, seed 2 holds" in out.reason
+    assert "d32 n=256: −0.1 [−0.6, +0.5] (seeds −0.1 to +2.0)" in out.ours  # d32 minus d128, seed by seed too
+    table(results / "tables/dim_ablation_correctness.csv", "correctness_acc", [("d32", 256, 0.1, -0.5, 0.6)],
+          reference="d128", seeds=1)  # fmt: skip
+    table(results / "tables/dim_ablation_routing.csv", "routing_acc", [("d32", 256, 0.2, -0.5, 0.6)], reference="d128",
+          seeds=1)  # fmt: skip
+    out = claims.judge_dim_ablation(Source(results))
+    assert out.verdict == "holds" and out.reason.endswith(claims.ONE_SEED)
 
 
 def test_ledger_of_a_hand_made_run(results):

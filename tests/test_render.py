@@ -311,6 +311,67 @@ def test_dagger_marks_cells_not_significantly_worse_than_the_best(tmp_path, data
     assert "90\\% paired bootstrap interval" in again.read_text() and "difference to IRT-Net" in again.read_text()
 
 
+# routing at n = 256 per seed: EmbedLLM is 2 points behind LOCUS with seed 0, 1 point ahead with seed 1 and 4 points
+# behind with seed 2 (each seed's runs share one permutation: the better run is right on a superset of queries)
+SEEDED = {"locus": (0.62, 0.60, 0.64), "embedllm": (0.60, 0.61, 0.60)}
+
+
+def test_per_seed_comparisons_of_a_three_seed_table(tmp_path, data):
+    from locus.experiments import tables
+
+    paths = [write(tmp_path, metrics_dict(m, 256, s, v, v)) for m, vals in SEEDED.items() for s, v in enumerate(vals)]
+    paths.append(write(tmp_path, metrics_dict("knn_router", 256, 0, 0.5, 0.5)))  # one seed: no per-seed columns
+    out = tmp_path / "results" / "tables" / "routing.tex"
+    out.parent.mkdir(parents=True)
+    assert main(["table", "routing", "--metrics", *paths, "--out", str(out), "--data", data]) == 0
+    frame = pd.read_csv(out.with_suffix(".csv"), keep_default_na=False)
+    assert list(frame.columns[-4:]) == tables.SEED_COLUMNS  # after the existing columns, which keep their meaning
+    cells = frame[frame.kind == "method"].set_index(["approach", "metric"])
+    emb = cells.loc[("embedllm", "routing_acc")]
+    assert float(emb.diff_to_reference_pct) == pytest.approx(100 * (0.6033333 - 0.62), abs=1e-4)  # pooled: means
+    assert emb.seed_diffs_pct == "0:-2.00;1:+1.00;2:-4.00"
+    per_seed = tables.parse_seed_strings(emb.seed_diffs_pct, emb.seed_ci_pct)
+    assert sorted(per_seed) == [0, 1, 2]
+    for d, lo, hi in per_seed.values():
+        assert lo <= d <= hi and (hi < 0 if d < 0 else lo > 0)  # 10–40 queries apart of 1000: each significant
+    assert emb.best == "locus" and emb.seed_best_diffs_pct == "0:+2.00;1:-1.00;2:+4.00"  # LOCUS, the best, minus it
+    assert cells.loc[("embedllm", "correctness_acc")].seed_diffs_pct == "0:-2.00;1:+1.00;2:-4.00"
+    loc = cells.loc[("locus", "routing_acc")]
+    assert loc.seed_diffs_pct == "0:+0.00;1:+0.00;2:+0.00" and loc.seed_ci_pct.startswith("0:[+0.00,+0.00];")
+    knn = cells.loc[("knn_router", "routing_acc")]
+    assert knn.n_seeds == 1 and (knn[tables.SEED_COLUMNS] == "").all()
+    assert (frame.loc[frame.kind == "reference", tables.SEED_COLUMNS] == "").all().all()
+    # the claims ledger reads them: LOCUS ahead of EmbedLLM on the means and with seeds 0 and 2, behind with seed 1
+    from locus.experiments import claims
+    from locus.experiments.report import Source
+
+    cells = claims.comparison_cells(Source(tmp_path / "results"), "tables/routing.csv", "routing_acc", ("embedllm",))
+    judged = claims.judge_ahead(cells, [])
+    assert judged.verdict == "inconclusive"
+    assert judged.reason.startswith("differs between seeds: seed 0 holds, seed 1 refuted, seed 2 holds")
+    assert judged.ours.startswith("EmbedLLM n=256: +1.7 [") and judged.ours.endswith("(seeds −1.0 to +4.0)")
+    # one seed per cell (the default config): the columns stay empty
+    single = tmp_path / "single.tex"
+    args = ["table", "routing", "--metrics", *[p for p in paths if "/s0/" in p], "--data", data, "--out", str(single)]
+    assert main(args) == 0
+    assert (pd.read_csv(single.with_suffix(".csv"), keep_default_na=False)[tables.SEED_COLUMNS] == "").all().all()
+
+
+def test_seed_strings_round_trip():
+    from locus.experiments import tables
+
+    per_seed = {2: (0.0088, -0.001, 0.02), 0: (0.0123, -0.011, 0.035), 1: (-0.004, float("nan"), float("nan"))}
+    diffs, cis = tables.seed_strings(per_seed)
+    assert diffs == "0:+1.23;1:-0.40;2:+0.88" and cis == "0:[-1.10,+3.50];1:[nan,nan];2:[-0.10,+2.00]"
+    back = tables.parse_seed_strings(diffs, cis)
+    assert back[0] == (1.23, -1.1, 3.5) and back[2] == (0.88, -0.1, 2.0) and math.isnan(back[1][1])
+    assert tables.seed_strings({}) == ("", "") and tables.parse_seed_strings("", "") == {}
+    no_ci = tables.parse_seed_strings("0:+1.00;1:-2.00")  # no interval text: NaN bounds
+    assert [d for d, _, _ in no_ci.values()] == [1.0, -2.0] and all(math.isnan(lo) for _, lo, _ in no_ci.values())
+    with pytest.raises(ValueError):
+        tables.parse_seed_strings("0+1.00")
+
+
 def test_by_dataset_marks_follow_the_intervals(runs, data, tmp_path):
     from locus.experiments import tables
 

@@ -8,6 +8,11 @@ ours as context, since they were measured on another pool unless the pool is the
 
 Every comparison reads the intervals the tables already carry (a paired bootstrap over test queries). With one
 seed they cover test-query noise only; the reason says so, and `config/seed-bands.yaml` (three seeds) decides.
+With several seeds the tables also compare each seed alone (``seed_diffs_pct``, ``seed_ci_pct``), and the method
+comparisons judge every seed by the same rule (:func:`by_seed`): a statement whose verdict differs between seeds
+is inconclusive, the reason naming each seed's (:func:`combine_seed_verdicts`), and ``ours`` gives the range of
+the seeds' own differences beside the pooled one; the verdict on the means over seeds stands only where every seed
+gives it too. With two seeds the reason still points to `config/seed-bands.yaml`.
 Figures without such intervals get one from their own draws (over held-out models, over models, over re-embedding
 draws), named in the reason; a statistic with none (portfolios) is judged with a margin.
 
@@ -30,11 +35,14 @@ from locus.constants import CLAIM_VERDICTS
 from locus.errors import DataError
 from locus.experiments import report
 from locus.experiments.report import Source, fmt
+from locus.experiments.tables import parse_seed_strings
 from locus.render.labels import plain_label
 
 EQUIVALENCE_PP = 1.0  # "comparable" accuracies: the paper's largest gap within a training size is 0.98 points
 STRONG_CORRELATION = 0.5  # "strong positive relationship": every interval's lower end at or above this
 ONE_SEED = "one seed: the intervals cover test queries only; config/seed-bands.yaml (3 seeds) decides"
+TWO_SEEDS = "two seeds: each seed is judged, but two are few; config/seed-bands.yaml (3 seeds) decides"
+MIN_SEEDS = 3  # seeds a comparison's verdict needs to stand without a note
 COLUMNS = ["id", "claim", "paper_ref", "statistic", "paper_value", "ours", "dataset", "verdict", "rule", "reason"]
 
 
@@ -63,7 +71,8 @@ class Claim:
 @dataclass(frozen=True)
 class Cell:
     """LOCUS minus one approach at one training size, in points, with its interval; and the LOCUS router's
-    diversity there."""
+    diversity there. `per_seed`: each seed's own (seed, difference, low, high), the same way round, where the
+    table compares the cell seed by seed (at least two seeds; empty otherwise)."""
 
     approach: str
     n: str
@@ -72,14 +81,48 @@ class Cell:
     high: float
     n_seeds: int
     locus_near_constant: bool
+    per_seed: tuple[tuple[int, float, float, float], ...] = ()
+
+    def seeds(self) -> list[int]:
+        return [s for s, *_ in self.per_seed]
+
+    def at_seed(self, seed: int) -> "Cell":
+        """The cell of one seed alone (its own difference and interval)."""
+        _, d, lo, hi = next(p for p in self.per_seed if p[0] == seed)
+        return Cell(self.approach, self.n, d, lo, hi, 1, self.locus_near_constant)
+
+    def negated(self) -> "Cell":
+        """The approach minus the reference instead (the ablations' other setting minus the configured one)."""
+        flipped = tuple((s, -d, -hi, -lo) for s, d, lo, hi in self.per_seed)
+        return Cell(
+            self.approach, self.n, -self.diff, -self.high, -self.low, self.n_seeds, self.locus_near_constant, flipped
+        )
+
+
+def _seed_columns(row: dict, diffs: str, cis: str, path: Path) -> dict[int, tuple[float, float, float]]:
+    """A table row's per-seed {seed: (difference, low, high)} in points, as the table writes them (columns
+    `diffs`, `cis`: :func:`locus.experiments.tables.seed_strings`); {} when the row has none (one seed, or a
+    table written before the columns were)."""
+    try:
+        return parse_seed_strings(row.get(diffs), row.get(cis))
+    except ValueError as e:
+        raise DataError(f"{path}: columns {diffs}, {cis}: {e}; rebuild the table (locus table)") from None
+
+
+def _seed_values(row: dict, path: Path) -> tuple[tuple[int, float, float, float], ...]:
+    """A table row's per-seed differences to the reference, negated into the reference-minus-approach
+    direction of :class:`Cell`."""
+    parsed = _seed_columns(row, "seed_diffs_pct", "seed_ci_pct", path)
+    return tuple((s, -d, -hi, -lo) for s, (d, lo, hi) in sorted(parsed.items()))
 
 
 def comparison_cells(
     src: Source, rel: str, metric: str, approaches: tuple[str, ...] | None, reference: str | None = "locus"
 ) -> list[Cell]:
     """The table's cells for `approaches` (None: every row but the reference's) against the reference (every
-    training size): the reference minus each; a DataError when the table's reference is another than `reference`
-    (None: whichever the table names, as the ablations' configured setting)."""
+    training size): the reference minus each, with each seed's own where the table gives them; a DataError when
+    the table's reference is another than `reference` (None: whichever the table names, as the ablations'
+    configured setting)."""
     path = src.path(rel)
     need = ("approach", "kind", "metric", "train_size", "benchmark", "n_seeds", "reference", "diff_to_reference_pct")
     rows = report.read_rows(path, need + ("ci_low_pct", "ci_high_pct", "near_constant"))
@@ -107,63 +150,148 @@ def comparison_cells(
             lo = report.number_of(row["ci_low_pct"], path, "ci_low_pct")
             hi = report.number_of(row["ci_high_pct"], path, "ci_high_pct")
             near = locus[n].get("near_constant", "") in ("True", "true", "1")
-            cells.append(Cell(approach, n, -d, -hi, -lo, int(float(row["n_seeds"] or 0)), near))
+            seeds = _seed_values(row, path)
+            cells.append(Cell(approach, n, -d, -hi, -lo, int(float(row["n_seeds"] or 0)), near, seeds))
     return cells
 
 
 def _shown(cells: list[Cell]) -> str:
+    """Each cell's difference with its interval, and with several seeds the range of the seeds' own differences."""
+
+    def spread(c: Cell) -> str:
+        ds = [d for _, d, _, _ in c.per_seed]
+        if len(ds) < 2:
+            return ""
+        return f" (seeds {fmt(min(ds), 1, signed=True)} to {fmt(max(ds), 1, signed=True)})"
+
     return "; ".join(
         f"{plain_label(c.approach)} n={c.n}: {fmt(c.diff, 1, signed=True)} [{fmt(c.low, 1, signed=True)}, "
-        f"{fmt(c.high, 1, signed=True)}]"
+        f"{fmt(c.high, 1, signed=True)}]{spread(c)}"
         for c in cells
     )
 
 
+def seeds_note(n_seeds: int) -> str:
+    """The note a comparison over `n_seeds` seeds carries ('' from :data:`MIN_SEEDS` on)."""
+    if n_seeds >= MIN_SEEDS:
+        return ""
+    return f"; {ONE_SEED}" if n_seeds < 2 else f"; {TWO_SEEDS}"
+
+
 def _seeds_note(cells: list[Cell]) -> str:
-    return f"; {ONE_SEED}" if cells and min(c.n_seeds for c in cells) < 2 else ""
+    return seeds_note(min(c.n_seeds for c in cells)) if cells else ""
+
+
+def combine_seed_verdicts(verdicts: dict[int, str]) -> tuple[str, str]:
+    """(verdict, reason) of a statement judged on each seed alone ({seed: verdict}): the seeds' verdict when
+    they all give the same, else inconclusive, the reason naming each seed's ("differs between seeds: seed 0
+    holds, seed 1 refuted"). No seed: inconclusive."""
+    unknown = sorted({v for v in verdicts.values() if v not in CLAIM_VERDICTS})
+    if unknown:
+        raise ValueError(f"not verdicts: {unknown}; one of {', '.join(CLAIM_VERDICTS)}")
+    if not verdicts:
+        return "inconclusive", "no seed to judge"
+    listing = ", ".join(f"seed {s} {v}" for s, v in sorted(verdicts.items()))
+    kinds = set(verdicts.values())
+    if len(kinds) > 1:
+        return "inconclusive", f"differs between seeds: {listing}"
+    seeds = ", ".join(str(s) for s in sorted(verdicts))
+    return kinds.pop(), f"every seed agrees ({len(verdicts)} seeds: {seeds})"
+
+
+def by_seed(rule: Callable, pooled, n_seeds: int, seeds: list[int], at_seed: Callable) -> tuple[str, str, int]:
+    """(verdict, reason, seeds judged) of a comparison: `rule` (input -> (verdict, reason)) on the means over
+    `n_seeds` seeds (`pooled`) and, with two or more, on each of `seeds` alone (``at_seed(seed)``: that seed's
+    input). A verdict that differs between seeds is inconclusive (:func:`combine_seed_verdicts`); the pooled
+    verdict stands only where every seed gives it too. Several seeds but no per-seed values: a holds or refuted
+    cannot be checked, and is inconclusive. The caller adds the note on how many seeds (:func:`seeds_note`)."""
+    verdict, reason = rule(pooled)
+    if n_seeds < 2:
+        return verdict, reason, n_seeds
+    if len(seeds) < 2:
+        if verdict in ("holds", "refuted"):
+            return (
+                "inconclusive",
+                f"{verdict} on the means over {n_seeds} seeds ({reason}), but the table gives no per-seed "
+                "differences to check each seed: rebuild it (locus table) from runs whose seeds match LOCUS's",
+                n_seeds,
+            )
+        return verdict, reason, n_seeds
+    each = {s: rule(at_seed(s)) for s in seeds}
+    agreed, why = combine_seed_verdicts({s: v for s, (v, _) in each.items()})
+    if len({v for v, _ in each.values()}) > 1:
+        detail = "; ".join(f"seed {s}: {r}" for s, (v, r) in each.items() if v != verdict)
+        return "inconclusive", f"{why} ({detail}); on the means over seeds: {verdict}, {reason}", len(seeds)
+    if agreed != verdict:
+        return "inconclusive", f"every seed {agreed}, but on the means over seeds {verdict}: {reason}", len(seeds)
+    return verdict, f"{reason}; {why}", len(seeds)
+
+
+def _shared_seeds(cells: list[Cell]) -> list[int]:
+    """The seeds every cell is compared on seed by seed ([] when one has none)."""
+    if not cells:
+        return []
+    common = set(cells[0].seeds())
+    for c in cells[1:]:
+        common &= set(c.seeds())
+    return sorted(common)
+
+
+def _judge_cells(rule: Callable, cells: list[Cell]) -> tuple[str, str, int]:
+    """:func:`by_seed` of a rule over cells: pooled, then each seed shared by every cell."""
+    n = min((c.n_seeds for c in cells), default=0)
+    return by_seed(rule, cells, n, _shared_seeds(cells), lambda s: [c.at_seed(s) for c in cells])
+
+
+def _ahead(cells: list[Cell]) -> tuple[str, str]:
+    """The rule of :func:`judge_ahead` on one set of cells (pooled, or one seed's)."""
+    behind = [c for c in cells if c.high < 0]
+    flat = sorted({c.n for c in cells if c.locus_near_constant})
+    if behind:
+        return "refuted", f"significantly behind {', '.join(f'{plain_label(c.approach)} at n={c.n}' for c in behind)}"
+    if flat:
+        return "inconclusive", f"LOCUS's router is near-constant at n={', '.join(flat)}"
+    open_ = [c for c in cells if c.low <= 0]
+    if open_:
+        who = ", ".join(f"{plain_label(c.approach)} at n={c.n}" for c in open_)
+        return "inconclusive", f"no significant difference from {who}"
+    return "holds", "ahead at every size"
 
 
 def judge_ahead(cells: list[Cell], missing: list[str]) -> Outcome:
     """LOCUS ahead of every approach at every size: `holds` when every interval of LOCUS minus it lies above 0,
-    `refuted` when one lies below 0, `inconclusive` otherwise or where LOCUS's router is near-constant."""
+    `refuted` when one lies below 0, `inconclusive` otherwise or where LOCUS's router is near-constant; with
+    several seeds, judged on each seed too (:func:`by_seed`)."""
     if missing:
         return Outcome(
             "–", "untestable", f"the tables have no {', '.join(missing)} rows; add the method(s) to the config"
         )
-    ours = _shown(cells)
-    behind = [c for c in cells if c.high < 0]
-    flat = sorted({c.n for c in cells if c.locus_near_constant})
-    if behind:
-        who = ", ".join(f"{plain_label(c.approach)} at n={c.n}" for c in behind)
-        return Outcome(ours, "refuted", f"significantly behind {who}{_seeds_note(cells)}")
-    if flat:
-        return Outcome(
-            ours, "inconclusive", f"LOCUS's router is near-constant at n={', '.join(flat)}{_seeds_note(cells)}"
-        )
-    open_ = [c for c in cells if c.low <= 0]
-    if open_:
-        who = ", ".join(f"{plain_label(c.approach)} at n={c.n}" for c in open_)
-        return Outcome(ours, "inconclusive", f"no significant difference from {who}{_seeds_note(cells)}")
-    return Outcome(ours, "holds", f"ahead at every size{_seeds_note(cells)}")
+    verdict, reason, n = _judge_cells(_ahead, cells)
+    return Outcome(_shown(cells), verdict, reason + (seeds_note(n) if cells else ""))
+
+
+def _comparable(cells: list[Cell], margin: float = EQUIVALENCE_PP) -> tuple[str, str]:
+    """The rule of :func:`judge_comparable` on one set of cells (pooled, or one seed's)."""
+    outside = [c for c in cells if c.low > margin or c.high < -margin]
+    if outside:
+        who = ", ".join(f"{plain_label(c.approach)} at n={c.n}" for c in outside)
+        return "refuted", f"differs by more than {_points(margin)} from {who}"
+    straddle = [c for c in cells if c.low < -margin or c.high > margin]
+    if straddle:
+        who = ", ".join(f"{plain_label(c.approach)} at n={c.n}" for c in straddle)
+        return "inconclusive", f"intervals reach past ±{margin:g} for {who}"
+    return "holds", f"every interval within ±{_points(margin)}"
 
 
 def judge_comparable(cells: list[Cell], missing: list[str], margin: float = EQUIVALENCE_PP) -> Outcome:
     """Accuracies comparable: `holds` when every interval lies within ±margin, `refuted` when one lies wholly
-    outside it, `inconclusive` otherwise."""
+    outside it, `inconclusive` otherwise; with several seeds, judged on each seed too (:func:`by_seed`)."""
     if missing:
         return Outcome(
             "–", "untestable", f"the tables have no {', '.join(missing)} rows; add the method(s) to the config"
         )
-    ours = _shown(cells)
-    outside = [c for c in cells if c.low > margin or c.high < -margin]
-    if outside:
-        who = ", ".join(f"{plain_label(c.approach)} at n={c.n}" for c in outside)
-        return Outcome(ours, "refuted", f"differs by more than {_points(margin)} from {who}{_seeds_note(cells)}")
-    straddle = [c for c in cells if c.low < -margin or c.high > margin]
-    if straddle:
-        who = ", ".join(f"{plain_label(c.approach)} at n={c.n}" for c in straddle)
-        return Outcome(ours, "inconclusive", f"intervals reach past ±{margin:g} for {who}{_seeds_note(cells)}")
-    return Outcome(ours, "holds", f"every interval within ±{_points(margin)}{_seeds_note(cells)}")
+    verdict, reason, n = _judge_cells(lambda cs: _comparable(cs, margin), cells)
+    return Outcome(_shown(cells), verdict, reason + (seeds_note(n) if cells else ""))
 
 
 def _table_claim(rel: str, metric: str, approaches: tuple[str, ...], judge) -> Callable[[Source], Outcome]:
@@ -175,9 +303,21 @@ def _table_claim(rel: str, metric: str, approaches: tuple[str, ...], judge) -> C
     return run
 
 
+def _kmeans(cells: list[Cell], strong: list[str]) -> tuple[str, str]:
+    """The rule of :func:`judge_kmeans_strong` on LOCUS minus K-Means per size (`cells`) and the sizes where
+    K-Means is the best or not significantly below it (`strong`), pooled or one seed's."""
+    if strong:
+        return "holds", f"best or not significantly below the best at n={', '.join(strong)}"
+    if all(c.low > 0 for c in cells):
+        return "refuted", "significantly below LOCUS at every size"
+    return "inconclusive", "never the best, not significantly below LOCUS everywhere"
+
+
 def judge_kmeans_strong(src: Source) -> Outcome:
     """K-Means a strong routing baseline at some size: `holds` when at some size it is the column's best or not
-    significantly below it, `refuted` when at every size it is significantly below LOCUS."""
+    significantly below it, `refuted` when at every size it is significantly below LOCUS; with several seeds,
+    judged on each seed too (:func:`by_seed`): a seed's K-Means is strong where the interval of (the column's
+    best − K-Means) of that seed alone does not lie above 0."""
     rel = "tables/routing_by_dataset.csv"
     path = src.path(rel)
     rows = report.read_rows(
@@ -197,22 +337,22 @@ def judge_kmeans_strong(src: Source) -> Outcome:
         and r["metric"] == "routing_acc"
         and r["benchmark"] == "Overall"
     }
+    ranked = {n: r["near_constant"] not in ("True", "true") for n, r in km.items()}
     strong = [
         n
         for n, r in km.items()
-        if r["near_constant"] not in ("True", "true")
-        and (r["best"] == "kmeans_router" or r["not_significant_vs_best"] in ("True", "true"))
+        if ranked[n] and (r["best"] == "kmeans_router" or r["not_significant_vs_best"] in ("True", "true"))
     ]
-    ours = _shown(cells)
-    if strong:
-        return Outcome(
-            ours, "holds", f"best or not significantly below the best at n={', '.join(strong)}{_seeds_note(cells)}"
-        )
-    if all(c.low > 0 for c in cells):
-        return Outcome(ours, "refuted", f"significantly below LOCUS at every size{_seeds_note(cells)}")
-    return Outcome(
-        ours, "inconclusive", f"never the best, not significantly below LOCUS everywhere{_seeds_note(cells)}"
-    )
+    # each seed's (the column's best − K-Means) with its interval, size by size
+    to_best = {n: _seed_columns(r, "seed_best_diffs_pct", "seed_best_ci_pct", path) for n, r in km.items()}
+    seeds = [s for s in _shared_seeds(cells) if all(s in to_best[n] for n in km)]
+
+    def at_seed(seed: int):
+        strong_s = [n for n in km if ranked[n] and not to_best[n][seed][1] > 0]  # not significantly below the best
+        return [c.at_seed(seed) for c in cells], strong_s
+
+    verdict, reason, n = by_seed(lambda x: _kmeans(*x), (cells, strong), min(c.n_seeds for c in cells), seeds, at_seed)
+    return Outcome(_shown(cells), verdict, reason + seeds_note(n))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -321,20 +461,24 @@ def judge_dim_ablation(src: Source) -> Outcome:
 
 def _ablation_comparable(src: Source, rels: tuple[str, str], one: str, when_holds: str) -> Outcome:
     """An ablation's settings against its configured one (the tables' reference), routing then correctness, by
-    :func:`judge_comparable`; `one` is the reason when the table has a single setting."""
-    parts, verdicts = [], []
+    the rule of :func:`judge_comparable` (each seed too, :func:`by_seed`); `one` is the reason when the table has
+    a single setting."""
+    parts, verdicts, seeds = [], [], []
     for metric, rel in zip(("routing_acc", "correctness_acc"), rels):
         cells = comparison_cells(src, rel, metric, None, reference=None)
         if not cells:
             return Outcome("–", "untestable", one)
-        cells = [Cell(c.approach, c.n, -c.diff, -c.high, -c.low, c.n_seeds, c.locus_near_constant) for c in cells]
-        out = judge_comparable(cells, [])
+        cells = [c.negated() for c in cells]
+        verdict, reason, n = _judge_cells(_comparable, cells)
+        seeds.append(n)
         near = metric == "routing_acc" and _near_constant_rows(src.path(rel), metric)
-        verdict = "inconclusive" if near and out.verdict == "holds" else out.verdict
-        why = "a near-constant router" if near and out.verdict == "holds" else out.reason
-        parts.append(f"{metric.split('_')[0]}: {out.ours}")
+        why = "a near-constant router" if near and verdict == "holds" else reason
+        verdict = "inconclusive" if near and verdict == "holds" else verdict
+        parts.append(f"{metric.split('_')[0]}: {_shown(cells)}")
         verdicts.append((verdict, f"{metric.split('_')[0]}: {why}" if verdict != "holds" else ""))
-    return _combine("; ".join(parts), verdicts, when_holds)
+    agree = f"; every seed agrees ({min(seeds)} seeds)" if min(seeds) >= 2 else ""
+    out = _combine("; ".join(parts), verdicts, when_holds + agree)
+    return Outcome(out.ours, out.verdict, out.reason + seeds_note(min(seeds)))
 
 
 def _near_constant_rows(path: Path, metric: str) -> bool:
@@ -893,14 +1037,25 @@ def judge_size_convergence(src: Source, alpha: float = 0.05) -> Outcome:
 # --------------------------------------------------------------------------------------------------
 EMBEDDERS = ("embedllm", "irt_net")
 ALL_METHODS = ("embedllm", "embedllm_plus", "irt_net", "knn_router", "kmeans_router")
+SEED_RULE = (
+    "; with several seeds, each seed is judged alone by the same rule (its own runs, its own paired-bootstrap "
+    "intervals): a verdict that differs between seeds is inconclusive, and the verdict on the means over seeds "
+    "stands only where every seed gives it too; with fewer than 3 seeds, config/seed-bands.yaml decides"
+)
 AHEAD_RULE = (
     "holds when LOCUS minus each baseline has its 95% paired-bootstrap interval above 0 at every training "
     "size; refuted when one lies below 0; inconclusive otherwise, or where LOCUS's router is near-constant "
-    "(one model takes ≥ 90% of queries)"
+    "(one model takes ≥ 90% of queries)" + SEED_RULE
 )
-COMPARABLE_RULE = (
+_COMPARABLE = (
     f"holds when every difference's 95% interval lies within ±{_points(EQUIVALENCE_PP)}; refuted when "
     "one lies wholly outside; inconclusive otherwise"
+)
+COMPARABLE_RULE = _COMPARABLE + SEED_RULE
+ABLATION_RULE = _COMPARABLE + " (routing inconclusive for a near-constant router)" + SEED_RULE
+KMEANS_RULE = (
+    "holds when at some size K-Means is the best router or not significantly below the best (not near-constant); "
+    "refuted when it is significantly below LOCUS at every size; inconclusive otherwise" + SEED_RULE
 )
 
 CLAIMS: tuple[Claim, ...] = (
@@ -953,8 +1108,7 @@ CLAIMS: tuple[Claim, ...] = (
         "LOCUS − K-Means routing accuracy (points), Overall",
         "K-Means 64.47/66.20 above LOCUS 62.97/64.70 at n = 512/1024",
         ("tables/routing_by_dataset.csv",),
-        "holds when at some size K-Means is the best router or not significantly below the best (not near-constant); "
-        "refuted when it is significantly below LOCUS at every size; inconclusive otherwise",
+        KMEANS_RULE,
         judge_kmeans_strong,
     ),
     Claim(
@@ -1121,7 +1275,7 @@ CLAIMS: tuple[Claim, ...] = (
         "other encoder − the configured one (points), Overall, with 95% interval",
         "comparable (mpnet 61.90, MiniLM 61.60 routing at n = 256)",
         ("tables/encoder_ablation_routing.csv", "tables/encoder_ablation_correctness.csv"),
-        COMPARABLE_RULE + " (routing inconclusive for a near-constant router)",
+        ABLATION_RULE,
         judge_encoder_ablation,
     ),
     Claim(
@@ -1131,7 +1285,7 @@ CLAIMS: tuple[Claim, ...] = (
         "other dimension − the configured one (points), Overall, with 95% interval",
         "routing 60.97–62.13, correctness 67.75–68.42 over d = 16…512 at n = 256 (128/256 called best)",
         ("tables/dim_ablation_routing.csv", "tables/dim_ablation_correctness.csv"),
-        COMPARABLE_RULE + " (routing inconclusive for a near-constant router)",
+        ABLATION_RULE,
         judge_dim_ablation,
     ),
     Claim(
@@ -1338,7 +1492,8 @@ def latex(frame: pd.DataFrame) -> str:
     caption = (
         f"The paper's claims on {esc(frame['dataset'].iloc[0])}, each verdict computed from the DAG's outputs by "
         "the rule in claims.csv, whose reasons say what each interval covers (one seed: method comparisons cover "
-        "test queries only)."
+        "test queries only; several seeds: each seed is judged too, and a verdict that differs between seeds is "
+        "inconclusive)."
     )
     return wrap(body, caption, "tab:claims", wide=True, size="\\scriptsize")
 

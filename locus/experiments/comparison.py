@@ -278,6 +278,19 @@ class QueryValues:
     best_single: dict = field(default_factory=dict)
     # (method, train_size) -> routing diversity of the cell (:func:`diversity_of`)
     diversity: dict = field(default_factory=dict)
+    # (method, train_size) -> {seed: {metric: (num, den)}}: each run's own values, before the average over
+    # seeds (the per-seed comparisons of the tables: :func:`locus.experiments.tables.seed_differences`)
+    seed_cells: dict = field(default_factory=dict)
+
+    def seeds(self, method: str, train_size: int) -> list[int]:
+        """The seeds of one (method, train_size) cell, ascending (empty without runs)."""
+        return sorted(self.seed_cells.get((method, int(train_size)), {}))
+
+    def seed_column(self, method: str, train_size: int, seed: int, metric: str, benchmark: str = OVERALL):
+        """(num, den) [queries of `benchmark`] of one seed's run of a cell."""
+        rows = np.ones(len(self.prompt_ids), dtype=bool) if benchmark == OVERALL else self.benchmarks == benchmark
+        num, den = self.seed_cells[(method, int(train_size))][int(seed)][metric]
+        return num[rows], den[rows]
 
     def best_single_column(self, train_size: int, metric: str, benchmark: str = OVERALL):
         """(num, den) [queries] of the best single model in one table column, or None (no runs of that
@@ -305,8 +318,9 @@ def query_values(
     """Per-query values of the runs (their ``scores_{split}.parquet``, read through
     :mod:`locus.run_artifacts`, beside each metrics.json) against the labels of the canonical data set
     `dataset_dir` (the one the runs were trained on: checked by its fingerprint and the split's prompt
-    ids), averaged over the seeds of each (method, train_size). With the data set's `truth`
-    (:func:`locus.data.canonical.read_truth`) also the expected routing accuracy, per query and per run.
+    ids), averaged over the seeds of each (method, train_size), and each run's own (``seed_cells``). With
+    the data set's `truth` (:func:`locus.data.canonical.read_truth`) also the expected routing accuracy,
+    per query and per run.
     `data`: the data set already read from `dataset_dir` (read here when None)."""
     from locus import run_artifacts
     from locus.data.canonical import read_dataset, truth_matrix
@@ -324,7 +338,7 @@ def query_values(
     val_labels = data.label_matrix(val_ids)
     names = data.models["name"].astype(str).to_numpy()
     sums, counts, expected_rows = {}, {}, []
-    single_sums, single_counts, choices = {}, {}, {}
+    single_sums, single_counts, choices, seed_cells = {}, {}, {}, {}
     for r in runs:
         run_artifacts.check_same_data(
             r.path,
@@ -367,6 +381,7 @@ def query_values(
         if EXPECTED in values:
             expected_rows += _run_rows(r, EXPECTED, *values[EXPECTED], benchmarks)
         key = (r.method, r.train_size)
+        seed_cells.setdefault(key, {})[r.seed] = values
         if key not in sums:
             sums[key] = {m: (np.zeros(len(ids)), np.zeros(len(ids))) for m in values}
             counts[key] = 0
@@ -385,7 +400,7 @@ def query_values(
         for size, v in single_sums.items()
     }
     diversity = {key: diversity_of(per_seed, names) for key, per_seed in choices.items()}
-    return QueryValues(ids, benchmarks, cells, frame, best_single, diversity)
+    return QueryValues(ids, benchmarks, cells, frame, best_single, diversity, seed_cells)
 
 
 def diversity_of(per_seed_counts, names) -> dict:

@@ -14,7 +14,8 @@ Holm's correction over the benchmark columns of one row (:func:`holm`), and mark
 fewer than :data:`MIN_BENCHMARK_QUERIES` test queries. A near-constant router (most test queries to one
 model) is not ranked: its cells read "inconclusive (near-constant)" (:data:`INCONCLUSIVE`). Every routing
 table prints each router's top-model share. The CSV beside the .tex holds every printed number (columns:
-:func:`_frame`). With a
+:func:`_frame`), and with several seeds each seed's own difference to the reference and its interval
+(:func:`seed_differences`). With a
 generated data set's truth (``--truth``, routing kinds) the tables add the expected routing accuracy, the
 Bayes ceiling and the best single model chosen on the training split's true probabilities
 (:mod:`locus.experiments.expected`). Captions name the data set by the label given, else the runs' one.
@@ -75,6 +76,10 @@ RANKED = "ranked"
 INCONCLUSIVE = "inconclusive (near-constant)"  # a near-constant router: not ranked, no mark
 UNMARKED = f"unmarked (fewer than {MIN_BENCHMARK_QUERIES} test queries)"  # a small benchmark column
 P_COLUMNS = ["p_vs_best", "p_vs_best_holm", "p_vs_best_single", "p_vs_best_single_holm"]
+# each seed's own comparisons of a cell sharing at least two seeds with the other method (CSV, points): this approach
+# minus the reference, and the column's best minus this approach, each seed's difference and its own paired
+# bootstrap interval over the same test queries (:func:`seed_differences`, written by :func:`seed_strings`)
+SEED_COLUMNS = ["seed_diffs_pct", "seed_ci_pct", "seed_best_diffs_pct", "seed_best_ci_pct"]
 SIGNIFICANCE_COLUMNS = (
     [
         "method",
@@ -100,7 +105,7 @@ SIGNIFICANCE_COLUMNS = (
     ]
     + DIVERSITY_COLUMNS
     + P_COLUMNS
-    + ["comparison_status"]
+    + ["comparison_status", "seed_diffs", "seed_best_diffs"]  # {seed: (diff, low, high)}, fractions
 )
 _BOOT_PCT = {
     "diff_to_reference": "diff_to_reference_pct",
@@ -135,6 +140,7 @@ BOOT_COLUMNS = (
     + DIVERSITY_COLUMNS
     + P_COLUMNS
     + ["comparison_status"]
+    + SEED_COLUMNS
 )
 CSV_COLUMNS = [
     "approach",
@@ -431,7 +437,11 @@ def significance(
     nothing in a benchmark of fewer than :data:`MIN_BENCHMARK_QUERIES` test queries (:data:`UNMARKED`).
     ``not_significant_vs_best`` is the decision behind the dagger (False for a cell that is not ranked);
     ``beats_best_single`` stays the unadjusted interval's verdict, the bold's decision being
-    :func:`above_best_single`."""
+    :func:`above_best_single`.
+
+    With several seeds, each seed is also compared on its own (:func:`seed_differences`; ``seed_diffs``,
+    ``seed_best_diffs``): a difference that holds for the mean over seeds but changes sign between seeds is
+    then visible (the claims ledger judges each seed separately: :mod:`locus.experiments.claims`)."""
     check_reference(coll, reference)
     agg = coll.method_agg
     div = values.diversity
@@ -452,6 +462,16 @@ def significance(
         pairs += [(index[best], index[m]) for m in present if best in index]
         pairs += [(index[m], len(present)) for m in present if single is not None]
         res = bootstrap.paired_differences(num, den, pairs, settings)
+        seed_ref, seed_best = seed_differences(
+            values,
+            present,
+            reference if reference in index else None,
+            best if best in index else None,
+            size,
+            metric,
+            bench,
+            settings,
+        )
         p = paired_p_values(num, den, pairs, settings) if bench != OVERALL else np.full(len(pairs), np.nan)
         n_ref = len(present) if reference in index else 0
         n_best = len(present) if best in index else 0
@@ -491,12 +511,109 @@ def significance(
                     "p_vs_best_single": p[k] if single is not None else math.nan,
                     "p_vs_best_single_holm": math.nan,
                     "comparison_status": status,
+                    "seed_diffs": seed_ref.get(m, {}),
+                    "seed_best_diffs": seed_best.get(m, {}),
                     "n_queries": res.n_queries,
                     "n_boot": res.n_resamples,
                     "confidence": res.confidence,
                 }
             )
     return _benchmark_decisions(pd.DataFrame(rows, columns=SIGNIFICANCE_COLUMNS), settings)
+
+
+def seed_differences(
+    values: QueryValues,
+    methods,
+    reference: str | None,
+    best: str | None,
+    size: int,
+    metric: str,
+    bench: str,
+    settings: bootstrap.Settings,
+) -> tuple[dict, dict]:
+    """Each seed's own comparisons in one table column: ({method: {seed: (diff, low, high)}} of method minus
+    `reference`, {method: {seed: (diff, low, high)}} of `best` minus method; fractions), each seed's run
+    against the same seed's run of the other method, with its paired bootstrap interval over the column's test
+    queries (:func:`locus.experiments.bootstrap.paired_differences`, one resampling for all seeds and methods).
+    `best` is the column's best on the means over seeds (:func:`significance`). A method is compared only on the
+    seeds it shares with the other method, and only when they are at least two; both dicts are empty when no
+    method is (every single-seed table), so such tables cost no more resampling."""
+    seeds = {m: set(values.seeds(m, size)) for m in dict.fromkeys([*methods, reference, best]) if m is not None}
+    wanted = []  # (to, method, seeds)
+    for to, other in (("reference", reference), ("best", best)):
+        if other is None:
+            continue
+        for m in methods:
+            shared = sorted(seeds[m] & seeds[other])
+            if len(shared) >= 2:
+                wanted.append((to, m, shared))
+    if not wanted:
+        return {}, {}
+    index, num, den = {}, [], []
+
+    def row(m: str, seed: int) -> int:
+        if (m, seed) not in index:
+            index[(m, seed)] = len(num)
+            n, d = values.seed_column(m, size, seed, metric, bench)
+            num.append(n)
+            den.append(d)
+        return index[(m, seed)]
+
+    pairs, keys = [], []
+    for to, m, shared in wanted:
+        for seed in shared:
+            pairs.append((row(m, seed), row(reference, seed)) if to == "reference" else (row(best, seed), row(m, seed)))
+            keys.append((to, m, seed))
+    res = bootstrap.paired_differences(np.vstack(num), np.vstack(den), pairs, settings)
+    out = {"reference": {}, "best": {}}
+    for i, (to, m, seed) in enumerate(keys):
+        out[to].setdefault(m, {})[seed] = (float(res.diff[i]), float(res.low[i]), float(res.high[i]))
+    return out["reference"], out["best"]
+
+
+def _signed(value: float) -> str:
+    """Points with two decimals and a sign; "nan" where undefined."""
+    if value is None or math.isnan(value):
+        return "nan"
+    return f"{value:+.2f}" if round(value, 2) != 0 else "+0.00"
+
+
+def seed_strings(per_seed: dict | None) -> tuple[str, str]:
+    """The CSV's per-seed text of one cell from {seed: (diff, low, high)} (fractions): ("0:+1.23;1:-0.40",
+    "0:[-1.10,+3.50];1:[-2.00,+1.20]") in points; ("", "") without per-seed comparisons."""
+    if not per_seed or not isinstance(per_seed, dict):
+        return "", ""
+    items = sorted(per_seed.items())
+    diffs = ";".join(f"{int(s)}:{_signed(100 * d)}" for s, (d, _, _) in items)
+    cis = ";".join(f"{int(s)}:[{_signed(100 * lo)},{_signed(100 * hi)}]" for s, (_, lo, hi) in items)
+    return diffs, cis
+
+
+def parse_seed_strings(diffs: str | None, cis: str | None = None) -> dict[int, tuple[float, float, float]]:
+    """{seed: (diff, low, high)} in points from the CSV's text (:func:`seed_strings`); NaN bounds where the
+    interval text is absent; {} for empty text. A ValueError for text not of that form."""
+
+    def entries(text: str | None) -> dict[int, str]:
+        text = "" if text is None or (isinstance(text, float) and math.isnan(text)) else str(text).strip()
+        out = {}
+        for part in filter(None, text.split(";")):
+            seed, sep, value = part.partition(":")
+            if not sep:
+                raise ValueError(f"per-seed entry {part!r} is not SEED:VALUE")
+            out[int(seed)] = value.strip()
+        return out
+
+    values, intervals = entries(diffs), entries(cis)
+    out = {}
+    for seed, value in values.items():
+        lo = hi = math.nan
+        if seed in intervals:
+            bounds = intervals[seed].strip()
+            if not (bounds.startswith("[") and bounds.endswith("]") and bounds.count(",") == 1):
+                raise ValueError(f"per-seed interval {bounds!r} of seed {seed} is not [LOW,HIGH]")
+            lo, hi = (float(b) for b in bounds[1:-1].split(","))
+        out[seed] = (float(value), lo, hi)
+    return out
 
 
 def _benchmark_decisions(sig: pd.DataFrame, settings: bootstrap.Settings) -> pd.DataFrame:
@@ -605,6 +722,7 @@ def _record(approach, label, kind, metric, size, bench, stats, emph, sig: dict |
         "emphasis": emph,
     }
     row.update({c: None for c in BOOT_COLUMNS})
+    row.update({c: "" for c in SEED_COLUMNS})
     if sig is not None:
         kept = (
             "reference",
@@ -617,6 +735,8 @@ def _record(approach, label, kind, metric, size, bench, stats, emph, sig: dict |
         )
         row.update({c: sig[c] for c in kept + tuple(DIVERSITY_COLUMNS) + tuple(P_COLUMNS) + ("comparison_status",)})
         row.update({pct: _pct(sig[c]) for c, pct in _BOOT_PCT.items()})
+        row["seed_diffs_pct"], row["seed_ci_pct"] = seed_strings(sig.get("seed_diffs"))
+        row["seed_best_diffs_pct"], row["seed_best_ci_pct"] = seed_strings(sig.get("seed_best_diffs"))
     return row
 
 
@@ -642,7 +762,12 @@ def _frame(records: list[dict]) -> pd.DataFrame:
     (``not_significant_vs_best``) and the bold / underline there; and ``comparison_status``: ``ranked``,
     ``inconclusive (near-constant)`` (a near-constant router: not ranked, no mark; routing metrics) or
     ``unmarked (fewer than 30 test queries)`` (a small benchmark column: no mark). ``not_significant_vs_best``
-    is False for a cell that is not ranked.
+    is False for a cell that is not ranked. Last, each seed's own comparisons (:data:`SEED_COLUMNS`; empty
+    unless the cell shares at least two seeds with the other method): ``seed_diffs_pct`` (this approach minus
+    the reference, each seed's run against the same seed's: ``0:+1.23;1:-0.40;2:+0.88``) with ``seed_ci_pct``
+    (each seed's own paired bootstrap interval: ``0:[-1.10,+3.50];...``), and ``seed_best_diffs_pct`` /
+    ``seed_best_ci_pct`` (the column's best approach minus this one, seed by seed); the pooled columns above
+    compare the means over seeds.
 
     Routing tables of a data set with the generator's truth add rows of metric ``expected_routing`` (the mean
     true P(correct) of the routed model, with the same bootstrap columns), and the reference rows
