@@ -5,6 +5,7 @@ a two-family toy pool), its errors, and the rules in the DAG."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -422,6 +423,39 @@ def test_fallback_routing(pool):
     assert k1["accuracy"].iloc[0] == pytest.approx(np.mean(hits))
 
 
+def test_families_figure_prints_each_tags_statistic_legibly_at_single_column_width():
+    """Drawn at 3.3 in (its printed width) with every text >= 6 pt; each highlighted tag's ratio and
+    permutation p-value (as the JSON carries them) in the legend; a 100-model pool draws no model names."""
+    from locus.render.figures import plt
+    from locus.render.geometry import FAMILY_FIGURE_WIDTH, FAMILY_MIN_FONT, SAVE_PAD, families_figure, p_text
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(100, 4))
+    link, leaves, dist = gf.cluster(z)
+    groups = np.array(["math"] * 10 + ["code"] * 9 + [""] * 81, dtype=object)
+    names = [f"org/a-rather-long-model-name-{i}" for i in range(100)]
+    sep = {
+        "math": gf.tag_separation(dist, groups == "math", n_perm=99, seed=0),
+        "code": {**gf.tag_separation(dist, groups == "code", n_perm=99, seed=0), "p_value": 0.01},
+    }
+    fig = families_figure(link, leaves, dist, names, groups, ("math", "code"), "title", "sub", sep, 0.87)
+    fig.canvas.draw()
+    texts = [t for t in fig.findobj(lambda o: hasattr(o, "get_text") and hasattr(o, "get_fontsize")) if t.get_text()]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend[0].startswith(
+        f"math (10 models): within/others distance ratio {sep['math']['ratio']:.2f}, p = {sep['math']['p_value']:.3f}"
+    )
+    assert legend[1].startswith("code (9 models)") and "p ≤ 0.01" in legend[1]  # the test's floor, 1/(99+1)
+    assert "nearest neighbour also math" in legend[0]
+    assert min(t.get_fontsize() for t in texts) >= FAMILY_MIN_FONT
+    assert not any(t.get_text().startswith("org/") for t in texts)  # no unreadable names
+    assert any("cophenetic correlation 0.87" in t.get_text().replace("\n", " ") for t in texts)
+    box = fig.get_tightbbox(fig.canvas.get_renderer())
+    assert box.width + 2 * SAVE_PAD <= FAMILY_FIGURE_WIDTH + 0.02  # printed at 1:1 in a single column
+    plt.close(fig)
+    assert p_text(float("nan")) == "p n/a" and p_text(0.2168) == "p = 0.217"
+
+
 def test_families_figure(pool):
     assert geometry(pool, "families", "fam.pdf", "--n-perm", "99", runs=("locus",)) == 0
     summary = json.loads((pool / "out" / "fam.json").read_text())
@@ -436,6 +470,9 @@ def test_families_figure(pool):
     assert np.allclose(np.diag(square), 0)
     assert heat.set_index("row_name")["row_highlight"].fillna("").to_dict()["org/m0"] == "math"
     assert (pool / "out" / "fam.png").stat().st_size > 0
+    # the PDF is the printed size: single-column width (3.3 in = 237.6 pt, save_figure's padding included)
+    box = re.search(rb"MediaBox\s*\[\s*0 0 ([0-9.]+) ([0-9.]+)", (pool / "out" / "fam.pdf").read_bytes())
+    assert box and float(box.group(1)) <= 3.3 * 72 + 2
 
 
 def copy_run(pool: Path, name: str, new: str) -> Path:

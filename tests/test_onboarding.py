@@ -78,6 +78,76 @@ def test_draw_evaluations_uses_the_models_training_rows_only():
     assert all_ids.tolist() == [1, 5, 9]
 
 
+class ToyData:
+    """The two calls of a data set that held_out_best_single makes: split queries and label matrices."""
+
+    def __init__(self, labels: dict):
+        self.labels = labels  # split -> {prompt_id: {model_id: score}}
+
+    def split_queries(self, split):
+        return pd.DataFrame({"prompt_id": sorted(self.labels[split])})
+
+    def label_matrix(self, prompt_ids, model_ids):
+        rows = {p: row for split in self.labels.values() for p, row in split.items()}
+        return np.array([[rows[p].get(m, np.nan) for m in model_ids] for p in prompt_ids], dtype=float)
+
+
+def test_best_single_held_out_model_is_chosen_on_validation_and_scored_on_the_routing_queries():
+    """Model 40 is best on validation (2/2 vs 1/2), model 50 on test. On the routing queries (test queries
+    both answered: 100, 101, 102; 103 lacks model 40) model 40 is right once, the oracle (either) twice."""
+    data = ToyData(
+        {
+            "val": {1: {40: 1.0, 50: 0.0}, 2: {40: 1.0, 50: 1.0}},
+            "test": {
+                100: {40: 1.0, 50: 1.0},
+                101: {40: 0.0, 50: 1.0},
+                102: {40: 0.0, 50: 0.0},
+                103: {50: 1.0},
+            },
+        }
+    )
+    best = ob.held_out_best_single(data, [40, 50])
+    assert best["model_id"] == 40 and best["val_acc"] == 1.0 and best["routing_queries"] == 3
+    assert best["routing_acc"] == pytest.approx(1 / 3) and best["oracle"] == pytest.approx(2 / 3)
+    assert best["regret"] == pytest.approx(1 / 3)
+    row = ob.best_single_row(best, "org/model-4")
+    assert row[["kind", "selector", "name"]].iloc[0].tolist() == ["best_single", "best_single", "org/model-4"]
+    assert row["regret"].iloc[0] == pytest.approx(1 / 3)
+
+
+def test_active_onboarding_regret_panel_draws_the_best_single_model():
+    from locus.render.figures import plt
+    from locus.render.onboarding import BEST_SINGLE_STYLE, active_onboarding_figure
+
+    cells = pd.DataFrame(
+        {
+            "selector": ["random"] * 2 + ["anchor"] * 2,
+            "k": [8, 16] * 2,
+            "accuracy": [0.66, 0.68, 0.67, 0.69],
+            "regret": [0.25, 0.24, 0.26, 0.22],
+            "models": 16,
+            "routing_queries": 799,
+            "repeats": 5,
+        }
+    )
+    for col in ("accuracy", "regret"):
+        cells[f"{col}_low"], cells[f"{col}_high"] = cells[col] - 0.01, cells[col] + 0.01
+    best = {"name": "org/model-4", "regret": 0.30, "routing_acc": 0.651}
+    fig = active_onboarding_figure(cells, "t", best)
+    acc_ax, regret_ax = fig.axes
+    flat = [line for line in regret_ax.get_lines() if line.get_linestyle() == BEST_SINGLE_STYLE]
+    assert len(flat) == 1 and list(flat[0].get_ydata()) == pytest.approx([30.0, 30.0])
+    legend = [t.get_text() for t in regret_ax.get_legend().get_texts()]
+    assert legend == ["best single model (org/model-4): regret 30.0"]
+    assert regret_ax.get_ylim()[1] > 30.0  # on the axis
+    assert not [line for line in acc_ax.get_lines() if line.get_linestyle() == BEST_SINGLE_STYLE]
+    assert any("test routing accuracy 65.1%" in t.get_text() for t in fig.texts)
+    plt.close(fig)
+    fig = active_onboarding_figure(cells, "t")  # without it: the selectors only
+    assert fig.axes[1].get_legend() is None
+    plt.close(fig)
+
+
 @pytest.fixture(scope="module")
 def held_runs(tiny):
     """Runs of the tiny pool trained without models 4 and 5: on 2 of the others, and on all 4."""

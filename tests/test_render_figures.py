@@ -64,7 +64,10 @@ def test_perf_vs_evalset_axes_are_not_zoomed_onto_a_flat_result_and_name_the_dra
     assert high - low >= MIN_ACCURACY_SPAN - 1e-9  # the 0.3-point spread is not stretched over the axis
     low, high = routing.get_ylim()
     assert low < 75.1 < high and low < 64  # the best single model is on the axis
-    assert any(label.startswith("best single model, chosen on val (75.1)") for label in _labels(routing))
+    assert "best single model (highest val acc.; test 75.1)" in _labels(routing)
+    single = [line for line in routing.get_lines() if line.get_label().startswith("best single model")]
+    assert len(single) == 1 and single[0].get_linestyle() == "--" and set(single[0].get_ydata()) == {75.1}
+    assert not any(lab.startswith("best single") for lab in _labels(correctness))  # routing axes only
     labels = [lab for ax in fig.axes for lab in _labels(ax)]
     assert "re-embedded (one draw)" in labels and not any("±" in lab for lab in labels)
     assert any("span" in t.get_text() for t in fig.texts)
@@ -245,6 +248,25 @@ def test_sample_efficiency_figure_names_span_references_grid_and_router_diversit
     fig = sample_efficiency_figure(curve, summary)  # no shares (no --data): plain labels
     assert "LOCUS" in _labels(fig.axes[0])
     plt.close(fig)
+
+
+def test_sample_efficiency_figure_labels_the_best_single_line_and_its_csv_row():
+    from locus.experiments.figures import plot_frame
+    from locus.render.figures import sample_efficiency_figure
+
+    curve, summary = se_inputs()
+    fig = sample_efficiency_figure(curve, summary)
+    ax = fig.axes[0]
+    flat = [line for line in ax.get_lines() if len(set(line.get_ydata())) == 1 and line.get_linestyle() == "-."]
+    assert len(flat) == 1 and set(flat[0].get_ydata()) == {75.1}
+    assert any(t.get_text() == "best single model 75.1" for t in ax.texts)  # labelled on the line
+    assert ax.get_ylim()[1] > 75.1 + 0.05 * (ax.get_ylim()[1] - ax.get_ylim()[0])  # room for the label
+    assert "best single model (highest val acc.; test 75.10)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    plt.close(fig)
+    table = pd.DataFrame({"method": ["irt_net"], "n": [256], "factor": [2.0]})
+    frame = plot_frame(curve, table, best_single=summary["best_single"])
+    row = frame[frame["kind"] == "best_single"]
+    assert len(row) == 1 and row["mean"].iloc[0] == pytest.approx(0.751) and row["method"].iloc[0] == "best_single"
 
 
 def test_sample_efficiency_grid_sentence_and_paper_grid_match_config_paper_yaml():

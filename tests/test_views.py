@@ -125,6 +125,79 @@ def test_accuracy_profile_and_hypothetical_labels():
         v.accuracy_profile(scores, pd.Series({1: "a"}))
 
 
+def test_farther_share_on_a_toy_embedding():
+    """Three models on a line at 0, 1 and 3: nearest other distances 1, 1, 2. Model 0's re-embeddings at
+    distances 0.5, 1.0 (a tie: not farther) and 1.5 -> 1 of 3 farther; model 2's at 1.9 and 2.5 -> 1 of 2."""
+    z = np.array([[0.0, 0.0], [1.0, 0.0], [3.0, 0.0]])
+    idx, dist = v.nearest_other_distances(z)
+    assert idx.tolist() == [1, 0, 1] and dist.tolist() == [1.0, 1.0, 2.0]
+    draws = pd.DataFrame(
+        {
+            "panel": ["size"] * 5,
+            "model_id": [0, 0, 0, 2, 2],
+            "distance": [0.5, 1.0, 1.5, 1.9, 2.5],
+            "nearest_other_distance": dist[[0, 0, 0, 2, 2]],
+        }
+    )
+    shares = v.farther_shares(draws).set_index("model_id")
+    assert shares["draws"].tolist() == [3, 2] and shares["farther"].tolist() == [1, 1]
+    assert shares["share"].tolist() == pytest.approx([1 / 3, 1 / 2])
+    overall = v.farther_shares(draws, ("panel",)).iloc[0]
+    assert (overall["farther"], overall["draws"], overall["share"]) == (2, 5, pytest.approx(0.4))
+    with pytest.raises(DataError, match="at least 2 models"):
+        v.nearest_other_distances(z[:1])
+
+
+def test_robustness_figure_prints_the_farther_shares_and_warns_about_tsne():
+    from locus.render.figures import plt
+    from locus.render.views import FARTHER_NOTE, robustness_figure
+
+    base = pd.DataFrame(
+        {
+            "panel": "reference",
+            "model_id": [0, 1, 2],
+            "name": ["a", "b", "c"],
+            "selected": [True, False, True],
+            "setting": np.nan,
+            "distance": 0.0,
+            "nearest_other_distance": [1.0, 1.0, 2.0],
+            "x": [0.0, 1.0, 3.0],
+            "y": 0.0,
+        }
+    )
+    draws = pd.DataFrame(
+        {
+            "panel": ["overlap"] * 3 + ["size"] * 4,
+            "model_id": [0, 0, 2, 0, 0, 2, 2],
+            "name": ["a", "a", "c", "a", "a", "c", "c"],
+            "selected": True,
+            "setting": [0.0, 1.0, 0.0, 8, 30, 8, 30],
+            "distance": [1.5, 0.0, 2.5, 0.5, 0.0, 3.0, 0.0],
+            "nearest_other_distance": [1.0, 1.0, 2.0, 1.0, 1.0, 2.0, 2.0],
+            "x": 0.5,
+            "y": 0.5,
+        }
+    )
+    frame = pd.concat([base, draws], ignore_index=True)
+    fig = robustness_figure(frame, "t", space="the 2-d embedding space", shares=v.farther_shares(draws))
+    top, bottom = fig.axes
+    assert "a: 1/2 farther (50%)" in _legend(top) and "c: 1/1 farther (100%)" in _legend(top)
+    assert "a: 0/2 farther (0%)" in _legend(bottom) and "c: 1/2 farther (50%)" in _legend(bottom)
+    assert top.get_title().endswith("2/3 (67%; per model below)")
+    assert bottom.get_title().endswith("1/4 (25%; per model below)")
+    note = " ".join(t.get_text().replace("\n", " ") for t in fig.texts)
+    assert "the 2-d embedding space" in note and FARTHER_NOTE.split(":")[0] in note
+    plt.close(fig)
+    fig = robustness_figure(frame, "t")  # without the shares: no claim about them
+    assert "farther" not in " ".join(_legend(fig.axes[0]) + [fig.axes[0].get_title()])
+    assert any(FARTHER_NOTE.split(":")[0] in t.get_text().replace("\n", " ") for t in fig.texts)
+    plt.close(fig)
+
+
+def _legend(ax) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
 def test_summarize_draws():
     draws = pd.DataFrame({"n": [8, 8, 8, 4], "distance": [1.0, 2.0, 3.0, 5.0]})
     s = v.summarize_draws(draws, "n")
@@ -365,6 +438,20 @@ def test_robustness_tsne_command(tiny, tmp_path):
     # per model: 2 overlaps x 2 draws + size 8 x 2 draws + the whole set once
     assert new.groupby("name").size().tolist() == [7, 7]
     assert frame[["x", "y"]].notna().all().all()
+    # the distance check, in the embedding space: every row's reference-to-nearest-other distance
+    from locus import run_artifacts
+
+    ids, z = run_artifacts.read_embeddings(tiny / "run")
+    z = z[np.argsort(ids)]
+    ids = np.sort(ids)
+    _, near = v.nearest_other_distances(z)
+    expected = dict(zip(ids.tolist(), near.tolist()))
+    np.testing.assert_allclose(frame["nearest_other_distance"], frame["model_id"].map(expected), rtol=1e-6)
+    assert frame.loc[frame["panel"] == "reference", "farther_than_nearest"].isna().all()
+    farther = new["farther_than_nearest"].map({True: True, False: False, "True": True, "False": False})
+    assert (farther == (new["distance"] > new["nearest_other_distance"])).all()
+    whole = new[(new["setting"] == 30) & (new["panel"] == "size")]
+    assert not farther[whole.index].any()  # the reference set itself lands on its reference
 
 
 @pytest.mark.parametrize(

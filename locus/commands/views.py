@@ -4,7 +4,8 @@ of the run's encoder over training-split evaluations (:mod:`locus.geometry.views
 
 Kinds: ``hypothetical`` (recall@k of hypothetical embeddings vs evaluation-set size), ``query-tsne``
 (query encodings by benchmark), ``robustness-tsne`` (selected models re-embedded from overlap-α and
-subsampled sets), ``overlap-convergence`` / ``size-convergence`` (‖z − z_ref‖ of one model vs α / n),
+subsampled sets, with the share of draws farther from their reference than its nearest other model, measured
+in the embedding space), ``overlap-convergence`` / ``size-convergence`` (‖z − z_ref‖ of one model vs α / n),
 ``perf-vs-evalset`` (test accuracy with every model re-embedded from subsampled / overlap-α sets).
 """
 
@@ -133,11 +134,18 @@ def run(args) -> int:
             perplexity=args.perplexity,
             **common,
         )
+        from locus.geometry.views import farther_shares
+
         new = frame[frame["panel"] != "reference"]
         print(
             f"t-SNE of {len(frame) - len(new)} reference + {len(new)} recomputed embeddings; mean distance to "
             f"the reference embedding per panel: {new.groupby('panel')['distance'].mean().round(4).to_dict()}"
         )
+        shares = farther_shares(new.assign(model=new["name"]), ("panel", "model"))
+        print("draws farther from their reference than its nearest other model (embedding space, not t-SNE):")
+        print(shares.round(3).to_string(index=False))
+        overall = farther_shares(new.assign(all="all"), ("all",)).iloc[0]
+        print(f"all draws: {int(overall['farther'])}/{int(overall['draws'])} ({100 * overall['share']:.1f}%)")
     else:
         from locus.geometry.views import write_convergence
 

@@ -235,41 +235,6 @@ def latex_table(table: pd.DataFrame, title: str) -> str:
     return "\n".join(lines)
 
 
-def figure(cells: pd.DataFrame, title: str):
-    from locus.render.figures import plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.8))
-    for name, g in cells.groupby("selector", sort=False):
-        g = g.sort_values("k")
-        for ax, col in zip(axes, ("accuracy", "regret")):
-            (line,) = ax.plot(g["k"], 100 * g[col], marker="o", label=name)
-            ax.fill_between(g["k"], 100 * g[f"{col}_low"], 100 * g[f"{col}_high"], color=line.get_color(), alpha=0.15)
-    ks = sorted(cells["k"].unique())
-    for ax, what in zip(axes, ("correctness accuracy (%)", "routing regret (points)")):
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(ks)
-        ax.set_xticklabels([str(k) for k in ks])
-        ax.minorticks_off()
-        ax.set_xlabel("evaluations per held-out model (k)")
-        ax.set_ylabel(what)
-    axes[0].legend(fontsize=7)
-    c = cells.iloc[0]
-    fig.suptitle(title, fontsize=9)
-    fig.text(
-        0.01,
-        -0.08,
-        f"{int(c['models'])} held-out models embedded from k training-split queries chosen by each selector. "
-        f"Accuracy: micro mean over their test pairs. Regret: on {int(c['routing_queries'])} test queries, the "
-        "best held-out model's accuracy (oracle) minus that of routing to the held-out model with the highest "
-        f"predicted probability. Points: mean over {int(c['repeats'])} repeats (seeds); bands: 95% bootstrap "
-        "over repeats. Intervals over held-out models and paired differences: the CSV and the table.",
-        fontsize=7,
-        wrap=True,
-    )
-    fig.tight_layout()
-    return fig
-
-
 def write_active_onboarding(
     run,
     data_dir,
@@ -332,8 +297,13 @@ def write_active_onboarding(
         f"Active onboarding: {len(held)} held-out models, LOCUS trained on {len(ckpt.model_ids)} others, "
         f"{data_label or data_dir}"
     )
-    frame = pd.concat([grid.assign(kind="cell"), draws.assign(kind="draw")], ignore_index=True)
-    write_figure(figure(grid, title), frame, out)
+    from locus.experiments.onboarding import best_single_row, held_out_best_single
+    from locus.render.onboarding import active_onboarding_figure
+
+    best = held_out_best_single(data, held)
+    best["name"] = str(data.models.set_index("model_id").loc[best["model_id"], "name"])
+    frame = pd.concat([grid.assign(kind="cell"), draws.assign(kind="draw"), best_single_row(best)], ignore_index=True)
+    write_figure(active_onboarding_figure(grid, title, best), frame, out)
     write_text(table_out, latex_table(table, title))
     write_csv(table, Path(table_out).with_suffix(".csv"))
     return {"grid": grid, "table": table, "held_out": len(held)}

@@ -85,6 +85,41 @@ def accuracy_grid(scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"accuracy": g.mean(), "std": g.std(ddof=1).fillna(0.0), "draws": g.size()}).reset_index()
 
 
+def held_out_best_single(data, held) -> dict:
+    """The best single model among the held-out models: the one with the highest validation accuracy (mean
+    score over its labelled validation queries; :func:`locus.evaluation.best_single_model`, never test), and,
+    on the routing queries of the active-onboarding regret (test queries every held-out model answered), its
+    test ``routing_acc`` (routing every query to it), the ``oracle`` (best held-out model per query) and its
+    ``regret`` = oracle − routing_acc (the regret panel's reference line)."""
+    from locus.evaluation import best_single_model
+
+    held = np.asarray(held, dtype=np.int64)
+    val = data.label_matrix(data.split_queries("val")["prompt_id"].to_numpy(np.int64), held)
+    if not np.isfinite(val).any():
+        raise DataError("the held-out models have no validation label: no best single model to choose.")
+    pos = best_single_model(val)
+    test = data.label_matrix(data.split_queries("test")["prompt_id"].to_numpy(np.int64), held)
+    full = test[np.isfinite(test).all(axis=1)]
+    acc = float(np.mean(full[:, pos])) if len(full) else float("nan")
+    oracle = float(np.mean(full.max(axis=1))) if len(full) else float("nan")
+    return {
+        "model_id": int(held[pos]),
+        "val_acc": float(np.nanmean(val[:, pos])),
+        "routing_acc": acc,
+        "oracle": oracle,
+        "regret": oracle - acc,
+        "routing_queries": int(len(full)),
+    }
+
+
+def best_single_row(best: dict, name: str | None = None) -> pd.DataFrame:
+    """The CSV row of the best single model's reference line (``kind = selector = best_single``)."""
+    row = {"kind": "best_single", "selector": "best_single", **best}
+    if name is not None:
+        row["name"] = name
+    return pd.DataFrame([row])
+
+
 def write_onboarding(
     runs,
     data_dir,

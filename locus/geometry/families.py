@@ -191,8 +191,10 @@ def write(
         highlight,
         inputs.title(data_label, ""),
         f"{run.method}, {metric} distance, {method} linkage",
+        separation=summary["separation"],
+        cophenetic=cophenetic,
     )
-    save_figure(fig, paths["pdf"])
+    save_figure(fig, paths["pdf"], dpi=300)
     write_csv(heatmap_frame(run.model_ids, names, groups, dist, leaves), paths["csv"])
     write_json(paths["json"], summary)
     return summary

@@ -153,6 +153,31 @@ def nearest_others(z_ref: np.ndarray, index: int, count: int) -> tuple[np.ndarra
     return order, d[order]
 
 
+def nearest_other_distances(z_ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of `z_ref` [M, dim]: (index, Euclidean distance) of its nearest other row (M >= 2), in the
+    embedding space itself."""
+    z_ref = np.asarray(z_ref, np.float64)
+    if len(z_ref) < 2:
+        raise DataError(f"a nearest other model needs at least 2 models, got {len(z_ref)}")
+    d = euclidean_distances(z_ref, z_ref)
+    np.fill_diagonal(d, np.inf)
+    idx = np.argmin(d, axis=1)
+    return idx, d[np.arange(len(d)), idx]
+
+
+def farther_shares(draws: pd.DataFrame, by=("panel", "model_id")) -> pd.DataFrame:
+    """Per group (`by`) of re-embedding draws (columns ``distance``: ‖z − z_ref‖, ``nearest_other_distance``:
+    the reference embedding's distance to its nearest other model, both in the embedding space): the number
+    of ``draws``, how many lie ``farther`` from their reference than that nearest other model (strictly),
+    and their ``share``."""
+    by = list(by)
+    frame = draws.assign(farther=draws["distance"].to_numpy(float) > draws["nearest_other_distance"].to_numpy(float))
+    g = frame.groupby(by, sort=False)["farther"]
+    out = pd.DataFrame({"draws": g.size(), "farther": g.sum().astype(int)}).reset_index()
+    out["share"] = out["farther"] / out["draws"]
+    return out
+
+
 def summarize_draws(draws: pd.DataFrame, by: str) -> pd.DataFrame:
     """Mean, std (0 for one draw), min, max and count of `distance` per value of `by`, sorted by it."""
     g = draws.groupby(by)["distance"]
@@ -458,7 +483,33 @@ def robustness_points(
     frame["x"], frame["y"] = xy[:, 0], xy[:, 1]
     frame["name"] = [ref.names.get(int(m), str(m)) for m in frame["model_id"]]
     frame["selected"] = frame["model_id"].isin(list(model_ids))
-    cols = ["panel", "model_id", "name", "selected", "setting", "repeat", "set_size", "distance", "x", "y"]
+    # the check the t-SNE cannot show: is a re-embedding farther from its reference than the nearest other
+    # model is (both distances in the embedding space, Euclidean like `distance`)
+    near_idx, near_dist = nearest_other_distances(ref.z_ref)
+    pos = np.searchsorted(ref.model_ids, frame["model_id"].to_numpy(np.int64))
+    frame["nearest_other_id"] = ref.model_ids[near_idx[pos]]
+    frame["nearest_other"] = [ref.names.get(int(m), str(m)) for m in frame["nearest_other_id"]]
+    frame["nearest_other_distance"] = near_dist[pos]
+    is_draw = (frame["panel"] != "reference").to_numpy()
+    farther = pd.array([pd.NA] * len(frame), dtype="boolean")
+    farther[is_draw] = frame.loc[is_draw, "distance"].to_numpy(float) > near_dist[pos][is_draw]
+    frame["farther_than_nearest"] = farther
+    cols = [
+        "panel",
+        "model_id",
+        "name",
+        "selected",
+        "setting",
+        "repeat",
+        "set_size",
+        "distance",
+        "nearest_other_distance",
+        "farther_than_nearest",
+        "nearest_other",
+        "nearest_other_id",
+        "x",
+        "y",
+    ]
     return frame[cols + [c for c in frame.columns if c not in cols]]
 
 
@@ -475,7 +526,11 @@ def write_robustness(
     perplexity: float = 30.0,
     data_label: str | None = None,
 ) -> pd.DataFrame:
-    """t-SNE of the selected models' recomputed embeddings among all reference embeddings (figure + CSV)."""
+    """t-SNE of the selected models' recomputed embeddings among all reference embeddings (figure + CSV).
+    Every re-embedding draw's row carries its distance to its reference embedding (``distance``) and the
+    reference's distance to its nearest other model (``nearest_other_distance``), both Euclidean in the
+    embedding space, not in the t-SNE plane; the figure prints per panel and model the share of draws
+    farther from their reference than that nearest other model (:func:`farther_shares`)."""
     from locus.render.views import robustness_figure, write_figure
 
     ref = load_reference(run, data, encodings, data_label)
@@ -489,5 +544,7 @@ def write_robustness(
         seed,
         perplexity,
     )
-    write_figure(robustness_figure(frame, f"LOCUS embeddings, {ref.label}"), frame, out)
+    space = f"the {ref.z_ref.shape[1]}-d embedding space"
+    shares = farther_shares(frame[frame["panel"] != "reference"])
+    write_figure(robustness_figure(frame, f"LOCUS embeddings, {ref.label}", space=space, shares=shares), frame, out)
     return frame

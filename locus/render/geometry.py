@@ -192,9 +192,59 @@ def distance_figure(pairs: pd.DataFrame, frame: pd.DataFrame, title: str):
 # ----------------------------------------------------------------------------------------------
 # families
 # ----------------------------------------------------------------------------------------------
-def families_figure(link, leaves, dist, names, groups, highlight, title: str, subtitle: str):
-    """Paper ``fig:models_family_heirarchical_clustering``: dendrogram (left) and the distance heat map in
-    dendrogram order (right); models of the highlighted tags coloured in both."""
+FAMILY_FIGURE_WIDTH = 3.3  # inches: the paper prints this figure at single-column width
+FAMILY_MIN_FONT = 6.0  # points at that width (every text of the figure is at least this size)
+SAVE_PAD = 0.1  # inches: save_figure's tight bounding box pads the content by this on each side
+
+
+def p_text(p: float, n_perm: int | None = None) -> str:
+    """ "p = 0.217", "p < 0.001" at the permutation test's floor 1 / (n_perm + 1), "p n/a" without a test."""
+    if p is None or not np.isfinite(p):
+        return "p n/a"
+    if n_perm and p <= 1.0 / (int(n_perm) + 1) + 1e-12:
+        return f"p ≤ {1.0 / (int(n_perm) + 1):.3g}"
+    return f"p = {p:.3f}"
+
+
+def separation_text(tag: str, sep: dict | None) -> str:
+    """One tag's statistics for the families figure (:func:`locus.geometry.families.tag_separation`): its
+    models, the within/others mean distance ratio with the permutation p-value, and the share of its models
+    whose nearest neighbour carries the tag (against chance)."""
+    if not sep or not np.isfinite(sep.get("ratio", np.nan)):
+        n = int(sep.get("n_models", 0)) if sep else 0
+        return f"{tag} ({n} models): too few models for a statistic"
+    text = (
+        f"{tag} ({int(sep['n_models'])} models): within/others distance ratio {sep['ratio']:.2f}, "
+        f"{p_text(sep.get('p_value', np.nan), sep.get('n_perm'))}"
+    )
+    if np.isfinite(sep.get("nn_same_tag", np.nan)):
+        text += (
+            f"\nnearest neighbour also {tag}: {100 * sep['nn_same_tag']:.0f}% "
+            f"(chance {100 * sep['nn_same_tag_chance']:.0f}%)"
+        )
+    return text
+
+
+def families_figure(
+    link,
+    leaves,
+    dist,
+    names,
+    groups,
+    highlight,
+    title: str,
+    subtitle: str,
+    separation: dict | None = None,
+    cophenetic: float | None = None,
+):
+    """Paper ``fig:models_family_heirarchical_clustering`` at its printed size (single column,
+    :data:`FAMILY_FIGURE_WIDTH` inches; every text at least :data:`FAMILY_MIN_FONT` pt): dendrogram (left) and
+    the distance heat map in dendrogram order (right). Models are not named (a pool of a hundred names
+    cannot be read at that size; the CSV lists them in dendrogram order): the highlighted tags' models are
+    marked by coloured strips along the heat map, and the legend gives each tag's statistic from
+    `separation` (tag -> :func:`locus.geometry.families.tag_separation`): within/others distance ratio,
+    permutation p-value, nearest neighbour of the same tag."""
+    from matplotlib.colors import to_rgb
     from matplotlib.patches import Patch
     from scipy.cluster import hierarchy
 
@@ -202,46 +252,88 @@ def families_figure(link, leaves, dist, names, groups, highlight, title: str, su
     n = len(leaves)
     extra = iter(sns.color_palette("tab10", 10)[4:])
     tag_color = {h: TAG_COLORS.get(h) or next(extra) for h in highlight}
-    size = max(6.0, min(16.0, 0.11 * n + 3))
-    fontsize = max(2.5, min(8.0, 300 / max(n, 1)))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(size * 1.55, size), gridspec_kw={"width_ratios": [0.34, 0.64]})
-    ordered = np.asarray(names, dtype=object)[leaves]
+    groups = np.asarray(groups, dtype=object)
+    ordered_groups = groups[np.asarray(leaves)]
+    separation = separation or {}
+    font = FAMILY_MIN_FONT
+    # layout in inches, then as figure fractions
+    # content width = the printed width less the padding save_figure adds, so the PDF is printed at 1:1
+    width, heat, top_band = FAMILY_FIGURE_WIDTH - 2 * SAVE_PAD, 1.7, 0.55
+    legend_band = 0.3 * len(highlight)
+    bottom_band = 0.36 + legend_band + 0.32  # tick labels + axis label, the tags' statistics, the note
+    height = top_band + 0.1 + heat + bottom_band
+    fig = plt.figure(figsize=(width, height))
+
+    def box(x0, y0, w, h):  # inches from the bottom left
+        return fig.add_axes([x0 / width, y0 / height, w / width, h / height])
+
+    y0, strip = bottom_band, 0.07
+    x = 0.72  # the dendrogram's width; then the strip, the heat map, the colour bar and its labels (0.45)
+    left = box(0.02, y0, x - 0.04, heat)
+    side = box(x, y0, strip, heat)
+    right = box(x + strip + 0.03, y0, heat, heat)
+    top = box(x + strip + 0.03, y0 + heat + 0.03, heat, strip)
+    cbar = box(x + strip + 0.03 + heat + 0.06, y0, 0.07, heat)
     hierarchy.dendrogram(
-        link,
-        orientation="left",
-        labels=list(np.asarray(names, dtype=object)),
-        ax=left,
-        color_threshold=0,
-        above_threshold_color="0.35",
-        leaf_font_size=fontsize,
+        link, orientation="left", no_labels=True, ax=left, color_threshold=0, above_threshold_color="0.3"
     )
-    # dendrogram draws leaves bottom-up: match the heat map's top-down order
-    left.invert_yaxis()
-    left.set_xlabel("linkage distance")
-    by_name = dict(zip(names, groups))
-    for label in left.get_yticklabels():
-        g = by_name.get(label.get_text(), "")
-        if g:
-            label.set_color(tag_color[g])
-            label.set_fontweight("bold")
+    for line in left.collections:
+        line.set_linewidth(0.5)
+    left.set_ylim(10 * n, 0)  # leaf i at 10 i + 5: rows top-down, as the heat map
+    left.set_yticks([])
+    left.set_xlabel("linkage distance", fontsize=font)
+    left.tick_params(axis="x", labelsize=font, pad=1, length=2)
+    for spine in ("top", "right", "left"):
+        left.spines[spine].set_visible(False)
+    left.spines["bottom"].set_linewidth(0.5)
     sub = np.asarray(dist)[np.ix_(leaves, leaves)]
     im = right.imshow(sub, cmap="viridis", interpolation="nearest", aspect="auto")
-    right.set_xticks(range(n))
-    right.set_yticks(range(n))
-    right.set_xticklabels(ordered, rotation=90, fontsize=fontsize)
-    right.set_yticklabels(ordered, fontsize=fontsize)
-    ordered_groups = np.asarray(groups, dtype=object)[leaves]
-    for ticks in (right.get_xticklabels(), right.get_yticklabels()):
-        for label, g in zip(ticks, ordered_groups):
-            if g:
-                label.set_color(tag_color[g])
-                label.set_fontweight("bold")
-    fig.colorbar(im, ax=right, fraction=0.04, pad=0.02, label="embedding distance")
-    handles = [Patch(color=c, label=f"{h} ({int(np.sum(np.asarray(groups) == h))})") for h, c in tag_color.items()]
+    right.set_xticks([])
+    right.set_yticks([])
+    colours = np.array([to_rgb(tag_color[g]) if g else (1.0, 1.0, 1.0) for g in ordered_groups])
+    side.imshow(colours[:, None, :], aspect="auto", interpolation="nearest")
+    top.imshow(colours[None, :, :], aspect="auto", interpolation="nearest")
+    for ax in (side, top):
+        ax.set_xticks([])
+        ax.set_yticks([])
+        for spine in ax.spines.values():
+            spine.set_linewidth(0.4)
+    bar = fig.colorbar(im, cax=cbar)
+    bar.set_label("embedding distance", fontsize=font, labelpad=2)
+    bar.ax.tick_params(labelsize=font, length=2, pad=1)
+    bar.outline.set_linewidth(0.4)
+    handles = [Patch(color=tag_color[h], label=separation_text(h, separation.get(h))) for h in highlight]
     if handles:
-        right.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.12, 1.0), fontsize=8, title="tag")
-    _title(fig, f"{title}\n{subtitle}", size=10)
-    fig.tight_layout()
+        fig.legend(
+            handles=handles,
+            loc="upper left",
+            bbox_to_anchor=(0.02, (bottom_band - 0.36) / height),
+            fontsize=font,
+            frameon=False,
+            handlelength=1.0,
+            handletextpad=0.4,
+            borderaxespad=0.0,
+            labelspacing=0.3,
+        )
+    n_perm = next((int(s["n_perm"]) for s in separation.values() if s and s.get("n_perm")), 0)
+    note = (
+        f"{n} models, not named (CSV: dendrogram order). Strips: tagged models. Ratio < 1: a tag's models "
+        "lie closer to each other than to the rest"
+    )
+    note += f"; p: one-sided, {n_perm} random sets of as many models" if n_perm else ""
+    if cophenetic is not None and np.isfinite(cophenetic):
+        note += f"; cophenetic correlation {cophenetic:.2f}"
+    fig.text(
+        0.02,
+        0.02 / height,
+        textwrap.fill(note + ".", 72),
+        fontsize=font,
+        ha="left",
+        va="bottom",
+        color="0.25",
+    )
+    head = "\n".join(textwrap.fill(line, 58, break_on_hyphens=False) for line in f"{title}\n{subtitle}".split("\n"))
+    fig.text(0.5, 1 - 0.04 / height, head, fontsize=font + 1, ha="center", va="top")
     return fig
 
 

@@ -88,3 +88,62 @@ def onboarding_figure(grid: pd.DataFrame, rows: list[str], sizes: list[int], tit
     fig.tight_layout()
     fig.text(0.01, 0.0, textwrap.fill(note, 110), fontsize=7, ha="left", va="top")
     return fig
+
+
+BEST_SINGLE_STYLE, BEST_SINGLE_COLOR = "--", "0.15"  # the best single model's line on the regret panel
+
+
+def active_onboarding_figure(cells: pd.DataFrame, title: str, best_single: dict | None = None):
+    """Active onboarding (:mod:`locus.experiments.active_onboarding`): correctness accuracy (left) and routing
+    regret (right) of the held-out models against the evaluations k each selector picks (log2 axis), mean
+    over repeats with a 95% band. `best_single` (:func:`locus.experiments.onboarding.held_out_best_single`:
+    the held-out model with the highest validation accuracy, its test ``regret`` and ``routing_acc`` on the
+    routing queries) is drawn on the regret panel as a horizontal dashed line labelled "best single model":
+    always routing to it, with no embedding at all; a selector's curve above it routes worse than that."""
+    from matplotlib.lines import Line2D
+
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.8))
+    for name, g in cells.groupby("selector", sort=False):
+        g = g.sort_values("k")
+        for ax, col in zip(axes, ("accuracy", "regret")):
+            (line,) = ax.plot(g["k"], 100 * g[col], marker="o", label=name)
+            ax.fill_between(g["k"], 100 * g[f"{col}_low"], 100 * g[f"{col}_high"], color=line.get_color(), alpha=0.15)
+    ks = sorted(cells["k"].unique())
+    for ax, what in zip(axes, ("correctness accuracy (%)", "routing regret (points)")):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks)
+        ax.set_xticklabels([str(k) for k in ks])
+        ax.minorticks_off()
+        ax.set_xlabel("evaluations per held-out model (k)")
+        ax.set_ylabel(what)
+    axes[0].legend(fontsize=7)
+    single = ""
+    if best_single is not None and np.isfinite(best_single.get("regret", np.nan)):
+        level = 100 * float(best_single["regret"])
+        axes[1].axhline(level, ls=BEST_SINGLE_STYLE, lw=1.2, color=BEST_SINGLE_COLOR, zorder=4)
+        label = f"best single model ({best_single.get('name', 'highest val acc.')}): regret {level:.1f}"
+        axes[1].legend(
+            [Line2D([], [], ls=BEST_SINGLE_STYLE, lw=1.2, color=BEST_SINGLE_COLOR)], [label], fontsize=7, loc="best"
+        )
+        low, high = axes[1].get_ylim()
+        axes[1].set_ylim(min(low, level - 0.05 * (high - low)), max(high, level + 0.05 * (high - low)))
+        single = (
+            f" Dashed (regret): the best single model, the held-out model with the highest validation accuracy, "
+            f"routed every query (test routing accuracy {100 * float(best_single['routing_acc']):.1f}%)."
+        )
+    c = cells.iloc[0]
+    fig.suptitle(title, fontsize=9)
+    fig.text(
+        0.01,
+        -0.08,
+        f"{int(c['models'])} held-out models embedded from k training-split queries chosen by each selector. "
+        f"Accuracy: micro mean over their test pairs. Regret: on {int(c['routing_queries'])} test queries, the "
+        "best held-out model's accuracy (oracle) minus that of routing to the held-out model with the highest "
+        f"predicted probability. Points: mean over {int(c['repeats'])} repeats (seeds); bands: 95% bootstrap "
+        "over repeats. Intervals over held-out models and paired differences: the CSV and the table." + single,
+        fontsize=7,
+        wrap=True,
+    )
+    fig.tight_layout()
+    return fig

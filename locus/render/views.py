@@ -97,15 +97,37 @@ def query_tsne_figure(frame: pd.DataFrame, title: str):
     return fig
 
 
-def robustness_figure(frame: pd.DataFrame, title: str):
+FARTHER_NOTE = (
+    "t-SNE keeps neighbourhoods, not distances: how far a dot is drawn from its star is not its distance in "
+    "the embedding space."
+)
+
+
+def farther_label(name: str, farther: int, draws: int) -> str:
+    """A legend entry: the model and how many of its draws lie farther from its reference embedding than
+    the nearest other model does ("microsoft/phi-2: 15/22 farther (68%)")."""
+    share = 100 * farther / draws if draws else float("nan")
+    return f"{name}: {farther}/{draws} farther ({share:.0f}%)"
+
+
+def robustness_figure(
+    frame: pd.DataFrame, title: str, space: str = "the embedding space", shares: pd.DataFrame | None = None
+):
     """Top: the selected models' embeddings recomputed from sets with overlap α with the reference set;
     bottom: from n evaluations subsampled from it. Stars: their reference embeddings; grey: other models.
-    Shared t-SNE coordinates; lighter dots = smaller α / n."""
+    Shared t-SNE coordinates; lighter dots = smaller α / n. With `shares` (``panel, model_id, draws, farther``:
+    :func:`locus.geometry.views.farther_shares` of the draws), each panel's title and legend give the share
+    of its draws (all models, then per model) farther from their reference embedding than the reference's
+    nearest other model, measured in `space`; a note always says that t-SNE distances are not embedding
+    distances."""
     sns.set_theme(style="white", context="paper")
     selected = list(dict.fromkeys(frame.loc[frame["selected"], "model_id"]))
     colors = dict(zip(selected, sns.color_palette("tab10", len(selected))))
-    fig, axes = plt.subplots(2, 1, figsize=(6.0, 9.0), sharex=True, sharey=True)
+    fig, axes = plt.subplots(2, 1, figsize=(6.4, 10.0), sharex=True, sharey=True)
     base = frame[frame["panel"] == "reference"]
+    checked = shares is not None
+    if checked:
+        shares = shares.set_index(["panel", "model_id"])
     for ax, panel, what in (
         (axes[0], "overlap", "overlap α with the reference set"),
         (axes[1], "size", "n evaluations subsampled from the reference set"),
@@ -120,15 +142,35 @@ def robustness_figure(frame: pd.DataFrame, title: str):
             name = base.loc[base["model_id"] == mid, "name"].iloc[0]
             ax.scatter(sel["x"], sel["y"], s=16, color=colors[mid], alpha=[shade[s] for s in sel["setting"]], lw=0)
             r = base[base["model_id"] == mid]
+            if checked and (panel, mid) in shares.index:
+                row = shares.loc[(panel, mid)]
+                name = farther_label(name, int(row["farther"]), int(row["draws"]))
             ax.scatter(r["x"], r["y"], s=110, marker="*", color=colors[mid], edgecolor="black", lw=0.6, label=name)
-        low, high = settings[0], settings[-1]
-        fmt = (lambda s: f"{s:g}") if panel == "overlap" else (lambda s: f"{int(s)}")
-        ax.set_title(f"{what} (dots light → dark: {fmt(low)} → {fmt(high)})", fontsize=9)
+        if len(settings):
+            low, high = settings[0], settings[-1]
+            fmt = (lambda s: f"{s:g}") if panel == "overlap" else (lambda s: f"{int(s)}")
+            what += f" (dots light → dark: {fmt(low)} → {fmt(high)})"
+        if checked and panel in shares.index.get_level_values(0):
+            total = shares.loc[panel]
+            what += (
+                f"\ndraws farther from their reference than its nearest other model: "
+                f"{int(total['farther'].sum())}/{int(total['draws'].sum())} "
+                f"({100 * total['farther'].sum() / total['draws'].sum():.0f}%; per model below)"
+            )
+        ax.set_title(what, fontsize=8)
         ax.set_xticks([])
         ax.set_yticks([])
-    axes[0].legend(fontsize=7, loc="best", markerscale=0.8)
+        ax.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.01), ncol=2, markerscale=0.8, frameon=False)
     _title(fig, title + " (t-SNE; stars: reference embeddings)", suptitle=True)
     fig.tight_layout()
+    note = FARTHER_NOTE
+    if checked:
+        note = (
+            f"Farther: the draw's distance to its reference embedding exceeds the reference's distance to its "
+            f"nearest other model, both Euclidean in {space} (CSV: distance, nearest_other_distance); counts "
+            "include the draws from the reference set itself (α = 1, n = n_ref), at distance ≈ 0. " + note
+        )
+    fig.text(0.01, 0.0, textwrap.fill(note, 105), fontsize=7, ha="left", va="top")
     return fig
 
 
@@ -210,6 +252,14 @@ def convergence_figure(
     return fig
 
 
+BEST_SINGLE_STYLE, BEST_SINGLE_COLOR = "--", "0.15"  # the best single model's line, on every routing axis here
+
+
+def best_single_label(value: float) -> str:
+    """Legend entry of the best single model's line (`value`: its test routing accuracy in [0, 1])."""
+    return f"best single model (highest val acc.; test {100 * value:.1f})"
+
+
 MIN_ACCURACY_SPAN = 5.0  # points: an accuracy axis is never zoomed in further than this
 
 
@@ -243,8 +293,8 @@ def diversity_lines(summary: pd.DataFrame, refs: dict) -> str:
 def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
     """Test correctness (top) and routing (bottom) accuracy of LOCUS with every model re-embedded from n
     evaluations subsampled from its reference set (left) or from sets with overlap α with it (right):
-    mean ± std over draws (one draw: the value, no band); dashed: the run's own embeddings; dotted
-    (routing): the best single model chosen on validation. Each row's y-range covers its references and is
+    mean ± std over draws (one draw: the value, no band); dotted: the run's own embeddings; dashed
+    (routing): the best single model (highest validation accuracy), at its test routing accuracy. Each row's y-range covers its references and is
     at least :data:`MIN_ACCURACY_SPAN` points wide; a note under the panels gives the span of the plotted
     values and, with ``top_model_share`` in `summary`, the routers' diversity (:func:`diversity_lines`)."""
     from locus.render.figures import reference_limits, span_note, spread_label
@@ -283,18 +333,18 @@ def perf_vs_evalset_figure(summary: pd.DataFrame, refs: dict, title: str):
                     _log2_axis(ax, x)
             ax.axhline(
                 100 * refs["reference"][metric],
-                ls="--",
-                lw=1.1,
-                color="0.25",
+                ls=":",
+                lw=1.4,
+                color="0.3",
                 label=f"reference embeddings ({100 * refs['reference'][metric]:.1f})",
             )
             if metric == "routing_acc":
                 ax.axhline(
                     100 * refs["best_single_routing_acc"],
-                    ls=":",
-                    lw=1.3,
-                    color="0.45",
-                    label=f"best single model, chosen on val ({100 * refs['best_single_routing_acc']:.1f})",
+                    ls=BEST_SINGLE_STYLE,
+                    lw=1.2,
+                    color=BEST_SINGLE_COLOR,
+                    label=best_single_label(refs["best_single_routing_acc"]),
                 )
             if row == 1:
                 ax.set_xlabel(xlabel)
