@@ -47,6 +47,8 @@ rule all:
                 VIEWS_TARGETS,
                 # new-model onboarding (onboarding.smk)
                 "results/figures/sample_eff_ood_test.pdf",
+                # LOCUS's onboarding against training-free rivals (onboarding.smk)
+                "results/tables/onboarding_rivals.tex",
                 # active onboarding: which queries to evaluate a new model on (active_onboarding.smk)
                 "results/figures/active_onboarding.pdf",
                 "results/tables/active_onboarding.tex",

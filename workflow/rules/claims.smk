@@ -12,12 +12,17 @@ localrules:
 rule pool_plan:
     output:
         f"results/{_capacity.PLAN_FILE}",
+    log:
+        "results/logs/tables/pool_plan.log",
+    benchmark:
+        "results/benchmarks/tables/pool_plan.tsv"
     params:
         plan=PLAN.to_json() if PLAN is not None else "{}",
     run:
         from locus import atomic
 
-        atomic.write_text(output[0], params.plan + "\n")
+        atomic.write_text(output[0], f"{params.plan}\n")
+        atomic.write_text(log[0], f"wrote {output[0]}\n")
 
 
 rule claims_table:

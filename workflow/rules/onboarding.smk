@@ -87,3 +87,43 @@ rule onboarding_figure:
     shell:
         "{LOCUS} onboarding --runs {params.runs} --data {params.data} --encodings {input.encodings} "
         "{params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
+
+
+# LOCUS's one-pass onboarding beside training-free rivals (cluster accuracy with shrinkage, cluster error
+# vectors, kNN on agreement, the mean-accuracy floor), on the held-out models of the run with the most
+# training models (`model_counts`: 0 = all that are not held out).
+RIVALS_RUN = onboarding_run_dir(0 if 0 in ONB["model_counts"] else max(ONB["model_counts"]))
+
+
+rule onboarding_rivals:
+    input:
+        run=[f"{RIVALS_RUN}/{name}" for name in _artifacts.run_files("locus")],
+        data=data_files(DATASET),
+        encodings=encodings(DATASET, ENCODER),
+    output:
+        tex=report(
+            "results/tables/onboarding_rivals.tex",
+            caption="../report/onboarding_rivals.rst",
+            category="Onboarding",
+        ),
+        csv="results/tables/onboarding_rivals.csv",
+        pdf="results/figures/onboarding_rivals.pdf",
+        png="results/figures/onboarding_rivals.png",
+    log:
+        "results/logs/onboarding/onboarding_rivals.log",
+    benchmark:
+        "results/benchmarks/onboarding/onboarding_rivals.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        run=input_dir("run"),
+        data=input_dir("data"),
+        options=(
+            f"--k {','.join(str(int(k)) for k in ONB['rival_sizes'])} --seed {int(ONB['seed'])} "
+            f"--held-out {shlex.quote(ONB_HOLD_OUT)} --data-label {shlex.quote(dataset_label(DATASET))}"
+        ),
+    shell:
+        "{LOCUS} onboarding-rivals --run {params.run} --data {params.data} --encodings {input.encodings} "
+        "{params.options} --threads {threads} --out {output.tex} --figure {output.pdf} > {log} 2>&1"
