@@ -1141,6 +1141,40 @@ def block_claims(src):
     return lines + ["", provenance(src, [rel])]
 
 
+def block_onboarding_rivals(src):
+    """LOCUS's onboarding against the training-free rivals, by k: each method's correctness accuracy, and a plain
+    verdict against the best rival (paired intervals of rival minus LOCUS over test queries)."""
+    rel = "tables/onboarding_rivals.csv"
+    path = src.path(rel)
+    rows = read_rows(path, ("method", "k", "metric", "value", "ci_low", "ci_high", "n_models"))
+    acc = [r for r in rows if r["metric"] == "correctness_acc"]
+    diffs = [r for r in rows if r["metric"] == "correctness_acc_minus_locus"]
+    if not acc:
+        raise DataError(f"{path}: no correctness_acc rows; rebuild it")
+    methods = unique(r["method"] for r in acc)
+    ks = sorted({int(r["k"]) for r in acc})
+    value = {(r["method"], int(r["k"])): 100 * number_of(r["value"], path, "value") for r in acc}
+    body = []
+    for k in ks:
+        here = [r for r in diffs if int(r["k"]) == k]
+        best = max(here, key=lambda r: number_of(r["value"], path, "value"), default=None)
+        if best is None:
+            verdict = "–"
+        else:
+            d, lo, hi = (100 * number_of(best[c], path, c) for c in ("value", "ci_low", "ci_high"))
+            where = "behind" if lo > 0 else "ahead of" if hi < 0 else "level with"
+            verdict = f"LOCUS {where} {best['method']} ({fmt(-d, 1)} [{fmt(-hi, 1)}, {fmt(-lo, 1)}])"
+        body.append([str(k), *[fmt(value.get((m, k), float("nan")), 1) for m in methods], verdict])
+    n_models = int(number_of(acc[0]["n_models"], path, "n_models"))
+    return md_table(["k", *methods, "LOCUS against the best rival (LOCUS − rival, paired 95% CI)"], body) + [
+        "",
+        f"Correctness accuracy (%) on the test queries of {n_models} held-out models, each onboarded from k of its "
+        "training-split evaluations without retraining.",
+        "",
+        provenance(src, [rel]),
+    ]
+
+
 def block_claims_pools(src):
     """The verdicts of the claims ledgers of several runs side by side: this one's and each of ``src.others``
     (one column per pool, in the order given), with each run's machine and commit below."""
@@ -1256,6 +1290,10 @@ BLOCKS: dict[str, tuple[Callable[[Source], list[str]], str]] = {
     "claims": (
         block_claims,
         "tables/claims.csv: the paper's claims with their verdicts",
+    ),
+    "onboarding-rivals": (
+        block_onboarding_rivals,
+        "tables/onboarding_rivals.csv: LOCUS's onboarding against training-free rivals, by k",
     ),
     "claims-pools": (
         block_claims_pools,
