@@ -25,7 +25,7 @@ TARGETS = [  # = rule all of the tiny config (the report needs every file marked
     "results/tables/precision_effect.tex",
     *(
         f"results/tables/{name}.tex"
-        for name in ("calibration", "selective_routing", "aiq", "active_onboarding", "claims")
+        for name in ("calibration", "selective_routing", "aiq", "active_onboarding", "onboarding_rivals", "claims")
     ),
     *(
         f"results/tables/{kind}_ablation_{metric}.tex"
@@ -380,6 +380,21 @@ def check_sample_eff_ood_test(results: Path, pool: Pool):
     assert (draws["correct"] <= draws["n_pairs"]).all() and (draws["n_pairs"] <= pool.n_test).all()
 
 
+def check_onboarding_rivals(results: Path, pool: Pool):
+    """Every onboarding method at every k of the plan, accuracies in [0, 1] with their intervals around them, and
+    each rival's paired difference to LOCUS."""
+    f = read_csv(results / "tables/onboarding_rivals.csv", ["method", "k", "metric", "value", "ci_low", "ci_high"])
+    acc = f[f["metric"] == "correctness_acc"]
+    assert {"locus", "cluster_shrinkage", "cluster_error_vector", "knn_agreement", "mean_accuracy"} <= set(
+        acc["method"]
+    )
+    in_range(acc, ["value", "ci_low", "ci_high"], 0, 1, "onboarding accuracy")
+    assert (acc["ci_low"] <= acc["value"]).all() and (acc["value"] <= acc["ci_high"]).all()
+    assert set(acc["k"]) == set(CFG["onboarding"]["rival_sizes"])
+    diffs = f[f["metric"] == "correctness_acc_minus_locus"]
+    assert set(diffs["method"]) == set(acc["method"]) - {"locus"}
+
+
 def check_time_complexity(results: Path, pool: Pool):
     tc = CFG["time_complexity"]
     f = read_csv(
@@ -574,6 +589,7 @@ CHECKS = [
     check_relearn_heatmaps,
     check_relearning_embedllm_embeddings,
     check_sample_eff_ood_test,
+    check_onboarding_rivals,
     check_time_complexity,
     check_train_sample_eff,
     check_method_tables,
