@@ -118,30 +118,10 @@ _BOOT_PCT = {
     "best_single_ci_low": "best_single_ci_low_pct",
     "best_single_ci_high": "best_single_ci_high_pct",
 }
-BOOT_COLUMNS = (
-    [
-        "reference",
-        "diff_to_reference_pct",
-        "ci_low_pct",
-        "ci_high_pct",
-        "best",
-        "diff_to_best_pct",
-        "best_ci_low_pct",
-        "best_ci_high_pct",
-        "not_significant_vs_best",
-        "diff_to_best_single_pct",
-        "best_single_ci_low_pct",
-        "best_single_ci_high_pct",
-        "beats_best_single",
-        "n_queries",
-        "n_boot",
-        "confidence",
-    ]
-    + DIVERSITY_COLUMNS
-    + P_COLUMNS
-    + ["comparison_status"]
-    + SEED_COLUMNS
-)
+# the CSV's names of the bootstrap columns: SIGNIFICANCE_COLUMNS after the cell's key, differences in points
+BOOT_COLUMNS = [
+    _BOOT_PCT.get(c, c) for c in SIGNIFICANCE_COLUMNS[4:] if c not in ("seed_diffs", "seed_best_diffs")
+] + SEED_COLUMNS
 CSV_COLUMNS = [
     "approach",
     "label",
