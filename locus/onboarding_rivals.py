@@ -46,6 +46,7 @@ from locus.errors import ConfigError, DataError
 CHUNK = 512  # queries scored at a time by the agreement vote's neighbour search
 KMEANS_SAMPLE = 4096  # pool queries K-means centres are fitted on (all queries are then assigned)
 _EMPTY = np.zeros(0, dtype=np.int64)
+NEW_QUERY = -1  # onboard_vectors: a scored prompt that is none of the pool's queries
 _SEED_KEY = 49  # keeps these draws apart from the rest of the package's seeded draws (issue 49)
 
 
@@ -241,6 +242,39 @@ class OnboardingMethod:
             raise DataError(f"{self.name}: scores must lie in [0, 1] (no NaN).")
         vectors = self.pool.vectors(ids)  # refuses held-out test queries
         return self._onboard(ids, vectors, y)
+
+    def onboard_vectors(self, vectors, scores, query_ids=None) -> OnboardedModel:
+        """The new model from the encodings `vectors` [k, d] of its scored prompts (any texts: a served model's),
+        with the checks of :meth:`onboard`. `query_ids`: each prompt's id among the pool's queries, or
+        :data:`NEW_QUERY` for a text the pool lacks (the default for all)."""
+        if self.pool is None:
+            raise RuntimeError(f"{self.name}: fit() first")
+        x = np.asarray(vectors, dtype=np.float32)
+        y = np.asarray(scores, dtype=np.float64).reshape(-1)
+        if len(y) == 0 or x.ndim != 2 or len(x) != len(y):
+            raise DataError(
+                f"{self.name}: needs one score per scored prompt and at least one, got {len(y)} for {len(x)}."
+            )
+        if x.shape[1] != self.pool.query_vectors.shape[1]:
+            raise DataError(
+                f"{self.name}: the prompts are {x.shape[1]}-d encodings, the pool's "
+                f"{self.pool.query_vectors.shape[1]}-d; encode them with the run's encoder."
+            )
+        if not np.all((y >= 0) & (y <= 1)):
+            raise DataError(f"{self.name}: scores must lie in [0, 1] (no NaN).")
+        if not np.isfinite(x).all():
+            raise DataError(f"{self.name}: the prompts' encodings hold NaN/Inf.")
+        ids = np.full(len(y), NEW_QUERY, np.int64) if query_ids is None else np.asarray(query_ids, np.int64).copy()
+        known = ids != NEW_QUERY
+        if len(np.unique(ids[known])) != known.sum():
+            raise DataError(f"{self.name}: a prompt of the data set is given twice; give each prompt once.")
+        bad = np.intersect1d(ids[known], self.pool.forbidden_prompt_ids)
+        if len(bad):
+            raise LeakageError(f"{self.name}: {len(bad)} held-out test queries given; onboard from other queries.")
+        # ids below every pool query's, so no method mistakes a new text for a pool query
+        start = min(int(self.pool.prompt_ids.min()), int(ids.min()), 0) - 1
+        ids[~known] = start - np.arange(int((~known).sum()))
+        return self._onboard(ids, x, y)
 
     def _onboard(self, ids: np.ndarray, vectors: np.ndarray, y: np.ndarray) -> OnboardedModel:
         raise NotImplementedError

@@ -30,16 +30,47 @@ from locus.methods.base import EmbeddingMethod, FitData
 log = logging.getLogger(__name__)
 
 DRAW_ONBOARD = 5  # kind of draw for locus.geometry.views.rng_for (fixed: other views' draws never shift)
+DRAW_HELD_OUT = 6  # the held-out models of a draw:COUNT:SEED spec
 
 
 # --------------------------------------------------------------------------------------------------
 # which models a run trains on (onboarding runs, locus.experiments.onboarding)
 # --------------------------------------------------------------------------------------------------
+DRAW_PREFIX = "draw:"  # --hold-out draw:COUNT:SEED, the field's protocol (UniRoute: 38 of 112 models held out)
+
+
+def parse_draw(text: str) -> tuple[int, int] | None:
+    """(count, seed) of a ``draw:COUNT:SEED`` hold-out spec; None for anything else."""
+    text = str(text).strip()
+    if not text.startswith(DRAW_PREFIX):
+        return None
+    parts = text[len(DRAW_PREFIX) :].split(":")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        raise ConfigError(f"hold-out {text!r}: write draw:COUNT:SEED (e.g. draw:38:0), two integers >= 0.")
+    return int(parts[0]), int(parts[1])
+
+
+def draw_held_out(model_ids, count: int, seed: int) -> np.ndarray:
+    """Sorted ids of `count` models drawn at random (seeded) from `model_ids`; the same for one (count, seed)."""
+    ids = np.sort(np.asarray(model_ids, dtype=np.int64))
+    if not 1 <= count < len(ids):
+        raise ConfigError(
+            f"hold-out draw of {count} models from a pool of {len(ids)}: choose 1..{len(ids) - 1} (one model "
+            "must stay to train on)."
+        )
+    return np.sort(np.random.default_rng([int(seed), DRAW_HELD_OUT]).choice(ids, size=int(count), replace=False))
+
+
 def held_out_ids(models: pd.DataFrame, names=None, source: str = "models.parquet") -> np.ndarray:
     """Sorted ids of the held-out models: the models named in `names` (full names as in models.parquet),
-    or, when `names` is None, those with ``held_out`` = 1. No held-out model, or none left to train on, is a
-    ConfigError."""
+    a seeded random draw when `names` is one ``draw:COUNT:SEED`` (:func:`draw_held_out`), or, when `names` is
+    None, those with ``held_out`` = 1. No held-out model, or none left to train on, is a ConfigError."""
     by_id = dict(zip(models["model_id"].astype(int), models["name"].astype(str)))
+    draws = [parse_draw(n) for n in (names or [])]
+    if any(d is not None for d in draws):
+        if len(draws) != 1:
+            raise ConfigError(f"hold-out {','.join(names)}: a draw:COUNT:SEED stands alone, without model names.")
+        return draw_held_out(list(by_id), *draws[0])
     if names is None:
         if "held_out" not in models.columns:
             raise ConfigError(

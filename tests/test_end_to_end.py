@@ -390,9 +390,14 @@ def check_onboarding_rivals(results: Path, pool: Pool):
     )
     in_range(acc, ["value", "ci_low", "ci_high"], 0, 1, "onboarding accuracy")
     assert (acc["ci_low"] <= acc["value"]).all() and (acc["value"] <= acc["ci_high"]).all()
-    assert set(acc["k"]) == set(CFG["onboarding"]["rival_sizes"])
+    assert set(acc["k"]) == set(CFG["onboarding_rivals"]["sizes"])
     diffs = f[f["metric"] == "correctness_acc_minus_locus"]
     assert set(diffs["method"]) == set(acc["method"]) - {"locus"}
+    # the field's protocol: the plan caps 38 held-out models at the tiny pool's share (4 of 12), in each repeat
+    assert (f["repeats"] == CFG["onboarding_rivals"]["repeats"]).all()
+    assert (acc["n_models"] == 4 * CFG["onboarding_rivals"]["repeats"]).all()
+    assert set(acc["draw"]) == {"random", "anchor"}
+    assert {"routing_acc_all", "aiq_range", "aiq_max"} <= set(f["metric"])
 
 
 def check_time_complexity(results: Path, pool: Pool):

@@ -74,6 +74,7 @@ def test_command_vocabularies_match_the_library():
 
     assert list(command.METHODS) == rivals.names()
     assert command.DEFAULT_SIZES == exp.DEFAULT_SIZES and command.POOLS == exp.POOLS
+    assert command.SELECTORS == exp.STATIC_SELECTORS
 
 
 def test_models_that_differ_only_by_query_cluster_the_cluster_rival_is_near_perfect():
@@ -312,7 +313,9 @@ def test_command_end_to_end(tiny, held_run, tmp_path, capsys):
         assert path.stat().st_size > 0
     frame = pd.read_csv(out.with_suffix(".csv"))
     assert list(frame.columns) == list(exp.COLUMNS)
-    assert set(frame["method"]) == set(rivals.names()) | {"oracle", "random"}
+    assert set(frame["method"]) == set(rivals.names()) | {"oracle", "random", exp.POOL_ONLY}
+    assert set(frame["draw"].fillna("")) == {"random", ""} and (frame["repeats"] == 1).all()
+    assert not frame["metric"].str.startswith("aiq").any()  # the tiny pool has no costs: no accuracy-cost area
     assert sorted(frame["k"].unique()) == [4, 16]
     values = frame[frame["metric"].isin(exp.POOLED + exp.PER_MODEL)]["value"].dropna()
     assert values.between(0, 1).all()
@@ -326,7 +329,7 @@ def test_command_end_to_end(tiny, held_run, tmp_path, capsys):
     data = read_dataset(tiny / "data")
     scores = onboarding_scores(ckpt.method, data, read_encodings(tiny / "enc.parquet"), [40, 50], [4, 16], 1, 0)
     for k, cell in scores.groupby("k"):
-        mine = acc[(acc["method"] == "locus") & (acc["k"] == k)]["value"].item()
+        mine = acc[(acc["method"] == "locus") & (acc["k"] == k) & (acc["draw"] == "random")]["value"].item()
         assert mine == pytest.approx(cell["correct"].sum() / cell["n_pairs"].sum())
     tex = out.read_text()
     assert "\\begin{table*}" in tex and "\\textsc{Locus}" in tex and "Mean accuracy (floor)" in tex
@@ -347,3 +350,81 @@ def test_command_errors_exit_2(tiny, held_run, tmp_path, capsys):
     assert command(tiny, held_run, tmp_path / "x.pdf") == 2
     assert "expected a path ending in .tex" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_repeats_pool_their_own_held_out_sets(tiny, tmp_path, capsys):
+    """Two runs, each trained without its own seeded draw of 2 models (--hold-out draw:2:R), compared together:
+    each repeat onboards its own held-out models, the pooled numbers are the sums over repeats, the selector adds
+    a second row per method, and a pool with costs gets the accuracy-cost area."""
+    import shutil
+
+    from test_views import N_REF, PARAMS
+
+    from locus import run_artifacts
+    from locus.cli import main
+    from locus.data.canonical import read_dataset
+    from locus.data.encodings import read_encodings
+    from locus.experiments.onboarding import onboarding_scores
+    from locus.runs import draw_held_out, execute
+
+    data_dir = tmp_path / "data"
+    shutil.copytree(tiny / "data", data_dir)
+    models = pd.read_parquet(data_dir / "models.parquet")
+    models["params_b"] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0][: len(models)]
+    models.to_parquet(data_dir / "models.parquet", index=False)
+    (data_dir / "dataset.json").unlink()  # edited on purpose: the manifest would refuse it
+    data = read_dataset(data_dir)
+    runs = []
+    for r in (0, 1):
+        runs.append(tmp_path / f"r{r}")
+        execute("locus", PARAMS, data_dir, tiny / "enc.parquet", N_REF, 0, runs[-1], hold_out=[f"draw:2:{r}"])
+    held = [draw_held_out(data.model_ids, 2, r) for r in (0, 1)]
+    for run, ids in zip(runs, held):
+        trained = run_artifacts.load_checkpoint(run).model_ids
+        assert not np.isin(ids, trained).any() and len(trained) == len(data.model_ids) - 2
+    out = tmp_path / "rivals.tex"
+    args = ["onboarding-rivals", "--run", *map(str, runs), "--data", str(data_dir)]
+    args += ["--encodings", str(tiny / "enc.parquet"), "--held-out", "untrained", "--selector", "anchor"]
+    args += ["--k", "4,16", "--bootstrap-resamples", "100", "--threads", "1", "--out", str(out)]
+    assert main(args) == 0
+    assert "repeat 2/2" in capsys.readouterr().out
+    frame = pd.read_csv(out.with_suffix(".csv"))
+    assert (frame["repeats"] == 2).all()
+    acc = frame[frame["metric"] == "correctness_acc"]
+    assert (acc["n_models"] == 4).all()
+    assert set(acc[acc["draw"] == "anchor"]["method"]) == set(rivals.names())
+    # the pooled LOCUS number is the sum over the repeats of the onboarding figure's counts
+    enc = read_encodings(tiny / "enc.parquet")
+    for k in (4, 16):
+        correct = pairs = 0
+        for run, ids in zip(runs, held):
+            cell = onboarding_scores(run_artifacts.load_checkpoint(run).method, data, enc, ids, [k], 1, 0)
+            correct, pairs = correct + cell["correct"].sum(), pairs + cell["n_pairs"].sum()
+        mine = acc[(acc["method"] == "locus") & (acc["k"] == k) & (acc["draw"] == "random")]["value"].item()
+        assert mine == pytest.approx(correct / pairs)
+    aiq = frame[frame["metric"].isin(exp.AIQ)]
+    assert set(aiq["method"]) == set(rivals.names()) and aiq["value"].between(0, 1).all()
+    assert (frame["metric"] == "aiq_range_minus_locus").sum() == 2 * 2 * (len(rivals.names()) - 1)
+    tex = out.read_text()
+    assert "2 of 6 models held out in each of 2 repeats" in tex and "anchor queries" in tex
+    assert "the field's protocol holds out 38 of 112" in tex and "params\\_b column" in tex
+
+
+def test_held_out_draws():
+    from locus.errors import ConfigError
+    from locus.runs import draw_held_out, held_out_ids, parse_draw
+
+    models = pd.DataFrame({"model_id": np.arange(112), "name": [f"m{i}" for i in range(112)]})
+    a = held_out_ids(models, ["draw:38:0"])
+    assert len(a) == 38 and np.array_equal(a, held_out_ids(models, ["draw:38:0"]))
+    assert not np.array_equal(a, held_out_ids(models, ["draw:38:1"]))
+    assert np.array_equal(a, draw_held_out(np.arange(112)[::-1], 38, 0))  # the pool's order does not matter
+    assert parse_draw("m1") is None
+    for bad, message in (
+        (["draw:38"], "draw:COUNT:SEED"),
+        (["draw:112:0"], "choose 1..111"),
+        (["draw:0:0"], "choose 1..111"),
+        (["draw:2:0", "m1"], "stands alone"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            held_out_ids(models, bad)

@@ -23,14 +23,17 @@ HELP = "LOCUS's one-pass onboarding of held-out models vs training-free rivals, 
 METHODS = ("locus", "cluster_shrinkage", "cluster_error_vector", "knn_agreement", "mean_accuracy")
 DEFAULT_SIZES = (8, 16, 32, 64, 128, 256)
 POOLS = ("split", "run")
+SELECTORS = ("random", "stratified", "anchor")  # locus.experiments.onboarding_rivals.STATIC_SELECTORS
 
 
 def add_arguments(p) -> None:
     p.add_argument(
         "--run",
         required=True,
+        nargs="+",
         type=existing_dir("run directory"),
-        help="a LOCUS run trained without the held-out models (locus train --hold-out); its models are the pool",
+        help="LOCUS run(s) trained without the held-out models (locus train --hold-out), one per repeat; each "
+        "run's models are that repeat's pool",
     )
     p.add_argument("--data", required=True, type=existing_dir("data set directory"), help="the run's data set")
     p.add_argument("--encodings", required=True, type=existing_file("encodings file"), help="the run's query encodings")
@@ -40,8 +43,16 @@ def add_arguments(p) -> None:
         dest="hold_out",
         type=lambda text: None if text.strip() == "column" else comma_list(text),
         default=None,
-        metavar="column|NAME,NAME,...",
-        help="the held-out models: 'column' = the data set's held_out column (default), else names",
+        metavar="column|untrained|NAME,NAME,...",
+        help="the held-out models: 'column' = the data set's held_out column (default), 'untrained' = each run's "
+        "own (the models it did not train on: one held-out set per repeat), else names",
+    )
+    p.add_argument(
+        "--selector",
+        choices=SELECTORS,
+        default=None,
+        help="also onboard every method from the k queries this active-onboarding selector picks from the pool's "
+        "information (a second row per method)",
     )
     p.add_argument(
         "--k",
@@ -100,9 +111,11 @@ def run(args) -> int:
         boot=Settings(args.bootstrap_resamples, args.bootstrap_seed, args.confidence),
         data_label=args.data_label,
         calibrated=args.calibrated,
+        selector=args.selector,
+        progress=lambda line: print(line, flush=True),
     )
     frame = s["comparison"].frame
-    cells = frame[frame["metric"] == "correctness_acc"].copy()
+    cells = frame[(frame["metric"] == "correctness_acc") & (frame["draw"] == "random")].copy()
     cells["cell"] = [
         f"{100 * v:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
         for v, lo, hi in cells[["value", "ci_low", "ci_high"]].to_numpy()

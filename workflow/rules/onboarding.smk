@@ -90,14 +90,59 @@ rule onboarding_figure:
 
 
 # LOCUS's one-pass onboarding beside training-free rivals (cluster accuracy with shrinkage, cluster error
-# vectors, kNN on agreement, the mean-accuracy floor), on the held-out models of the run with the most
-# training models (`model_counts`: 0 = all that are not held out).
-RIVALS_RUN = onboarding_run_dir(0 if 0 in ONB["model_counts"] else max(ONB["model_counts"]))
+# vectors, kNN on agreement, the mean-accuracy floor) under the field's protocol (UniRoute): in each of
+# `repeats` repeats a seeded random `held_out` models are left out of a LOCUS run (`rivals_run`, own run
+# directories under results/onboarding_rivals/), and every method onboards them from k of their evaluations
+# (`onboarding_rivals`). Settings: `onboarding_rivals` in the config.
+RIV = config["onboarding_rivals"]
+RIV_DIR = "results/onboarding_rivals/{dataset}/{encoder}/h{held}/n{n}/s{seed}"
+
+
+def rivals_run_dirs():
+    """One run directory per repeat: repeat r holds out draw:HELD:(100 * seed + r) (locus.runs.draw_held_out)."""
+    return [
+        RIV_DIR.format(
+            dataset=DATASET, encoder=ENCODER, held=RIV["held_out"], n=RIV["train_size"], seed=100 * RIV["seed"] + r
+        )
+        for r in range(RIV["repeats"])
+    ]
+
+
+rule rivals_run:
+    input:
+        data=data_files("{dataset}"),
+        encodings=encodings("{dataset}", "{encoder}"),
+    output:
+        **{name.replace(".", "_"): f"{RIV_DIR}/{name}" for name in _artifacts.run_files("locus")},
+    log:
+        f"results/logs/{RIV_DIR.removeprefix('results/')}.log",
+    benchmark:
+        f"results/benchmarks/{RIV_DIR.removeprefix('results/')}.tsv"
+    wildcard_constraints:
+        held=r"\d+",
+        n=r"\d+",
+        seed=r"\d+",
+    threads: config["threads"]
+    resources:
+        mem_mb=8000,
+        runtime=120,
+    params:
+        json=as_json(config["methods"]["locus"]["params"] or {}),
+        dim=config["methods"]["locus"]["dim"],
+        sampling=config["sampling"],
+        duplicates=config["duplicates"],
+        data=input_dir("data"),
+        out=lambda w: RIV_DIR.format(**dict(w.items())),
+    shell:
+        "{LOCUS} train --method locus --data {params.data} --encodings {input.encodings} "
+        "--train-size {wildcards.n} --dim {params.dim} --seed {RIV[seed]} --params {params.json:q} "
+        "--hold-out draw:{wildcards.held}:{wildcards.seed} --sampling {params.sampling} "
+        "--duplicates {params.duplicates} --threads {threads} --out {params.out} > {log} 2>&1"
 
 
 rule onboarding_rivals:
     input:
-        run=[f"{RIVALS_RUN}/{name}" for name in _artifacts.run_files("locus")],
+        runs=[f"{d}/{name}" for d in rivals_run_dirs() for name in _artifacts.run_files("locus")],
         data=data_files(DATASET),
         encodings=encodings(DATASET, ENCODER),
     output:
@@ -118,12 +163,14 @@ rule onboarding_rivals:
         mem_mb=4000,
         runtime=30,
     params:
-        run=input_dir("run"),
+        runs=" ".join(shlex.quote(d) for d in rivals_run_dirs()),
         data=input_dir("data"),
         options=(
-            f"--k {','.join(str(int(k)) for k in ONB['rival_sizes'])} --seed {int(ONB['seed'])} "
-            f"--held-out {shlex.quote(ONB_HOLD_OUT)} --data-label {shlex.quote(dataset_label(DATASET))}"
+            f"--k {','.join(str(int(k)) for k in RIV['sizes'])} --seed {int(RIV['seed'])} --held-out untrained "
+            f"--pool {RIV['pool']} "
+            + (f"--selector {RIV['selector']} " if RIV["selector"] else "")
+            + f"--data-label {shlex.quote(dataset_label(DATASET))}"
         ),
     shell:
-        "{LOCUS} onboarding-rivals --run {params.run} --data {params.data} --encodings {input.encodings} "
+        "{LOCUS} onboarding-rivals --run {params.runs} --data {params.data} --encodings {input.encodings} "
         "{params.options} --threads {threads} --out {output.tex} --figure {output.pdf} > {log} 2>&1"
