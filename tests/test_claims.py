@@ -29,11 +29,12 @@ def seed_text(values, seeds=3):
     return list(tables.seed_strings({s: (d / 100, lo / 100, hi / 100) for s, (d, lo, hi) in enumerate(values)}))
 
 
-def table(path, metric, cells, near=(), best=None, seeds=3, reference="locus", per_seed=None):
+def table(path, metric, cells, near=(), best=None, seeds=3, reference="locus", per_seed=None, shares=None):
     """A table CSV: LOCUS and, per (approach, n), LOCUS minus the approach `d` with interval [lo, hi] (so the
     CSV's approach-minus-LOCUS columns are their negatives); LOCUS near-constant at the sizes in `near`. With
     two or more `seeds`, the per-seed columns: each seed's LOCUS minus the approach from `per_seed` {(approach,
-    n): [(d, lo, hi) per seed]}, by default the pooled difference for every seed."""
+    n): [(d, lo, hi) per seed]}, by default the pooled difference for every seed. `shares` {(approach, n): [top-model
+    share per seed]} adds the per-seed share column, a row being near-constant where any seed's share is."""
     per_seed = per_seed or {}
     rows = []
     sizes = sorted({n for _, n, *_ in cells})
@@ -51,10 +52,18 @@ def table(path, metric, cells, near=(), best=None, seeds=3, reference="locus", p
                      *seed_text(to_best, seeds)])  # fmt: skip
     rows.append(["oracle", "Oracle", "reference", metric, "", "Overall", 90, seeds, "", "", "", "", "", "", "",
                  "", "", "", ""])  # fmt: skip
+    header = TABLE_COLUMNS
+    if shares is not None:
+        header = TABLE_COLUMNS + [tables.SEED_SHARE_COLUMN]
+        for r in rows:
+            own = shares.get((r[0], r[4]))
+            r.append(tables.share_strings(dict(enumerate(own))) if own and r[2] == "method" else "")
+            if own and r[2] == "method":
+                r[14] = any(v >= 0.9 for v in own)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(TABLE_COLUMNS)
+        w.writerow(header)
         w.writerows(rows)
 
 
@@ -333,6 +342,41 @@ def test_kmeans_and_ablation_judges_per_seed(results):
           seeds=1)  # fmt: skip
     out = claims.judge_dim_ablation(Source(results))
     assert out.verdict == "holds" and out.reason.endswith(claims.ONE_SEED)
+
+
+def test_near_constant_seed_by_seed(results):
+    # LOCUS ahead at every size with both seeds, its router near-constant with seed 1 at n = 512 only
+    shares = {("locus", 512): [0.6, 0.93], ("locus", 256): [0.6, 0.6]}
+    table(results / "tables/routing.csv", "routing_acc", AHEAD, seeds=2, shares=shares)
+    out = verdict(judge_of("routing-order"), results)
+    assert out.verdict == "inconclusive"
+    assert out.reason.startswith("differs between seeds: seed 0 holds, seed 1 inconclusive")
+    assert "on the means over seeds: inconclusive, LOCUS's router is near-constant at n=512 (seed 1)" in out.reason
+    table(results / "tables/routing.csv", "routing_acc", AHEAD, seeds=2, shares={("locus", 512): [0.95, 0.93]})
+    out = verdict(judge_of("routing-order"), results)  # every seed near-constant: they agree, still inconclusive
+    assert out.verdict == "inconclusive" and "near-constant at n=512 (seed 0, 1)" in out.reason
+    assert "every seed agrees (2 seeds: 0, 1)" in out.reason
+    # the dimension ablation: within ±1 point with both seeds, the other setting's router near-constant with seed 0
+    table(results / "tables/dim_ablation_routing.csv", "routing_acc", [("d32", 256, 0.2, -0.5, 0.6)],
+          reference="d128", seeds=2, shares={("d32", 256): [0.91, 0.5], ("d128", 256): [0.5, 0.5]})  # fmt: skip
+    table(results / "tables/dim_ablation_correctness.csv", "correctness_acc", [("d32", 256, 0.1, -0.5, 0.6)],
+          reference="d128", seeds=2)  # fmt: skip
+    out = claims.judge_dim_ablation(Source(results))
+    assert out.verdict == "inconclusive"
+    assert "routing: differs between seeds: seed 0 inconclusive, seed 1 holds" in out.reason
+    assert "on the means over seeds: inconclusive, a near-constant router (seed 0)" in out.reason
+    # K-Means strong (not significantly below the best) at n = 512 with seed 1 only; where its router is
+    # near-constant with that seed, it is not ranked there: seed 1 no longer holds
+    cells = [("kmeans_router", n, 1.0, 0.1, 1.9) for n in (256, 512)]
+    flip = {("kmeans_router", 512): [(1.0, 0.1, 1.9), (-0.5, -1.5, 0.5)]}
+    table(results / "tables/routing_by_dataset.csv", "routing_acc", cells, seeds=2, per_seed=flip)
+    assert claims.judge_kmeans_strong(Source(results)).reason.startswith(
+        "differs between seeds: seed 0 refuted, seed 1 holds"
+    )
+    table(results / "tables/routing_by_dataset.csv", "routing_acc", cells, seeds=2, per_seed=flip,
+          shares={("kmeans_router", 512): [0.5, 0.95], ("kmeans_router", 256): [0.5, 0.5]})  # fmt: skip
+    out = claims.judge_kmeans_strong(Source(results))
+    assert out.reason.startswith("differs between seeds: seed 0 refuted, seed 1 inconclusive")
 
 
 def test_ledger_of_a_hand_made_run(results):

@@ -426,3 +426,23 @@ def test_relearn_heatmap_note_states_the_grid_and_matches_config_paper_yaml():
     assert "of which this grid has 2 x 2" in note
     plt.close(fig)
     assert "of which" not in grid_sentence(cfg["hidden_layers"], cfg["dims"])
+
+
+def test_cost_figure_draws_the_best_single_model_as_a_line_in_both_panels():
+    from locus.render.decisions import BEST_SINGLE_STYLE, cost_quality_figure
+
+    # costs spanning more than a factor 20: a linear and a log panel
+    rows = [("single", f"m{i}", c, q) for i, (c, q) in enumerate([(0.1, 0.5), (1.0, 0.6), (10.0, 0.7)])]
+    rows += [("best_single", "m1", 1.0, 0.6), ("mix", "mix", 0.1, 0.5), ("mix", "mix", 10.0, 0.7)]
+    rows += [("oracle", "oracle", 0.1, 0.8), ("oracle", "oracle", 10.0, 0.9)]
+    rows += [("method", "locus", 0.5, 0.55), ("method", "locus", 5.0, 0.65)]
+    points = pd.DataFrame(rows, columns=["series", "router", "cost", "quality"])
+    fig = cost_quality_figure(points, "t", "cost")
+    assert len(fig.axes) == 2 and fig.axes[1].get_xscale() == "log"
+    for ax in fig.axes:
+        single = [line for line in ax.get_lines() if line.get_label().startswith("best single model")]
+        assert len(single) == 1 and single[0].get_linestyle() == BEST_SINGLE_STYLE
+        assert set(single[0].get_ydata()) == {60.0} and tuple(single[0].get_xdata()) == (0, 1)  # across the axis
+        assert any(len(c.get_offsets()) == 1 and tuple(c.get_offsets()[0]) == (1.0, 60.0) for c in ax.collections)
+    assert "best single model, chosen on validation (m1): 60.0% (star: its cost)" in _labels(fig.axes[0])
+    plt.close(fig)

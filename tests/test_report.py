@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from locus.errors import ConfigError, DataError
+from locus.experiments import report
 from locus.experiments.report import (
     BLOCKS,
     Source,
@@ -67,6 +70,21 @@ measured,embed,float32,112,4096,2.9187,2.7,3.0,3.1,3,336,115,cpu,x86_64,Test CPU
 paper,embed,,112,4096,0.1,,,,,,,,V100,,,,paper
 """
 
+
+def padded(text: str, columns=None) -> str:
+    """A hand-made CSV trimmed to the columns a block reads, with every other column its writer writes (`columns`,
+    as the report imports them) added empty: the report needs the writer's whole list. `text` as it is without."""
+    if columns is None:
+        return text
+    rows = [r for r in csv.reader(io.StringIO(text)) if r]
+    # a column the block reads that its writer no longer writes (renamed there) fails here, not in a reader's run
+    assert set(rows[0]) <= set(columns), f"not written: {sorted(set(rows[0]) - set(columns))}"
+    extra = [c for c in columns if c not in rows[0]]
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([rows[0] + extra] + [r + [""] * len(extra) for r in rows[1:]])
+    return out.getvalue()
+
+
 PAGE = """# Results
 
 Hand-written text before.
@@ -89,10 +107,10 @@ def results(tmp_path) -> Path:
     (root / "data/hand").mkdir(parents=True)
     (root / "data/hand/summary.md").write_text(SUMMARY)
     (root / "tables").mkdir()
-    (root / "tables/routing.csv").write_text(ROUTING)
-    (root / "tables/precision_effect.csv").write_text(PRECISION)
+    (root / "tables/routing.csv").write_text(padded(ROUTING, report.TABLE_COLUMNS))
+    (root / "tables/precision_effect.csv").write_text(padded(PRECISION, report.PRECISION_COLUMNS))
     (root / "figures").mkdir()
-    (root / "figures/time_complexity.csv").write_text(TIMES)
+    (root / "figures/time_complexity.csv").write_text(padded(TIMES, report.TIME_COLUMNS))
     return root
 
 
@@ -168,7 +186,7 @@ def test_update_replaces_blocks_and_keeps_hand_text(results):
 def test_check_detects_drift(results):
     src = Source(results)
     page = update_text(PAGE, src)
-    (results / "tables/routing.csv").write_text(ROUTING.replace("74.59", "74.60"))
+    (results / "tables/routing.csv").write_text(padded(ROUTING.replace("74.59", "74.60"), report.TABLE_COLUMNS))
     assert stale_blocks(page, src) == ["routing"]
 
 
@@ -192,7 +210,7 @@ def test_errors_name_the_file_or_marker(results):
     (results / "tables/routing.csv").write_text("approach,label\nlocus,LOCUS\n")
     with pytest.raises(DataError, match="routing.csv: missing column.*kind"):
         render_block("routing", src)
-    (results / "tables/routing.csv").write_text(ROUTING.replace("74.59", "lots"))
+    (results / "tables/routing.csv").write_text(padded(ROUTING.replace("74.59", "lots"), report.TABLE_COLUMNS))
     with pytest.raises(DataError, match="column mean_pct holds 'lots'"):
         render_block("routing", src)
     (results / "data/other").mkdir()
@@ -236,7 +254,7 @@ def test_cli_update_and_check(results, tmp_path):
     assert res.returncode == 2 and "results directory not found" in res.stderr
 
 
-FIGURES = {  # hand-made CSVs in the layout each figure writes (columns trimmed to those the blocks read)
+FIGURES = {  # hand-made CSVs in the layout each figure writes (columns trimmed to those the blocks read: padded)
     "tables/calibration.csv": """method,label,metric,raw,calibrated,diff,ci_low,ci_high,maps
 locus,LOCUS,ece,0.04,0.01,-0.03,-0.04,-0.01,isotonic
 locus,LOCUS,brier,0.22,0.21,-0.01,-0.02,0.01,isotonic
@@ -331,6 +349,21 @@ isotonic,locus,64,0.7,,
  {"at_reference_point": {"target": 0.7412, "n_method": 2625.0, "factor": 5.13, "ci_low": 1.8, "ci_high": "inf",
   "crossing": "interpolated", "status": "significant"}}}}""",
 }
+WRITTEN = {  # each file's columns as its writer writes them (the report's imports of the writers' lists)
+    "tables/calibration.csv": report.CALIBRATION_COLUMNS,
+    "tables/selective_routing.csv": report.SELECTIVE_COLUMNS,
+    "tables/aiq.csv": report.AIQ_COLUMNS,
+    "figures/active_onboarding.csv": report.ACTIVE_FIGURE_COLUMNS,
+    "tables/active_onboarding.csv": report.ACTIVE_TABLE_COLUMNS,
+    "figures/nearest_neighbor_proxies.csv": report.PROXY_COLUMNS,
+    "figures/fallback_routing.csv": report.FALLBACK_COLUMNS,
+    "figures/model_portfolio.csv": report.PORTFOLIO_COLUMNS,
+    "figures/hypothetical_model_embedding.csv": report.HYPOTHETICAL_COLUMNS,
+    "figures/perf_vs_size_and_overlap.csv": report.EVALSET_COLUMNS,
+    "figures/sample_eff_ood_test.csv": report.ONBOARDING_COLUMNS,
+    "figures/relearn_embedllm_heatmap_test_disagreement.csv": report.HEATMAP_COLUMNS,
+    "figures/train_sample_eff.csv": report.SAMPLE_EFFICIENCY_COLUMNS,
+}
 
 
 @pytest.mark.parametrize(
@@ -387,13 +420,13 @@ isotonic,locus,64,0.7,,
 )
 def test_figure_blocks(results, block, expected):
     for rel, text in FIGURES.items():
-        (results / rel).write_text(text)
+        (results / rel).write_text(padded(text, WRITTEN.get(rel)))
     assert expected in render_block(block, Source(results))
 
 
 def test_sample_efficiency_needs_its_summary(results):
     for rel, text in FIGURES.items():
-        (results / rel).write_text(text)
+        (results / rel).write_text(padded(text, WRITTEN.get(rel)))
     (results / "figures/train_sample_eff.json").write_text("{not json")
     with pytest.raises(DataError, match="train_sample_eff.json: not valid JSON"):
         render_block("sample-efficiency", Source(results))
@@ -401,7 +434,7 @@ def test_sample_efficiency_needs_its_summary(results):
 
 def test_undefined_factor_and_effective_dimension_in_their_blocks(results):
     for rel, text in FIGURES.items():
-        (results / rel).write_text(text)
+        (results / rel).write_text(padded(text, WRITTEN.get(rel)))
     (results / "figures/train_sample_eff.json").write_text(
         """{"reference_point": 512, "reference_method": "locus", "methods": {"embedllm":
  {"at_reference_point": {"target": 0.7443, "n_method": null, "factor": 33.07, "ci_low": null, "ci_high": null,
@@ -471,4 +504,22 @@ def test_onboarding_rivals_block_gives_a_plain_verdict_per_k(results):
     (results / "tables/onboarding_rivals.csv").write_text(header + "\n".join(rows) + "\n")
     text = render_block("onboarding-rivals", Source(results))
     assert "| 8 | 70.0 | 65.0 | LOCUS ahead of knn_agreement (5.0 [3.0, 7.0]) |" in text
+    assert "routing among old + new" not in text  # no such rows: no such column
     assert "| 64 | 70.0 | 72.0 | LOCUS behind knn_agreement (−2.0 [−3.0, −1.0]) |" in text
+
+
+def test_onboarding_rivals_block_reads_repeats_draws_and_routing(results):
+    header = "method,draw,k,metric,value,ci_low,ci_high,n_models,repeats\n"
+    rows = [
+        "locus,random,8,correctness_acc,0.70,0.68,0.72,6,3",
+        "knn_agreement,random,8,correctness_acc,0.69,0.67,0.71,6,3",
+        "knn_agreement,random,8,correctness_acc_minus_locus,-0.01,-0.03,0.01,6,3",
+        "knn_agreement,random,8,routing_acc_all_minus_locus,0.04,0.02,0.06,6,3",
+        "knn_agreement,anchor,8,correctness_acc_minus_locus,0.09,0.08,0.10,6,3",
+        "locus,anchor,8,correctness_acc,0.10,0.08,0.12,6,3",
+    ]
+    (results / "tables/onboarding_rivals.csv").write_text(header + "\n".join(rows) + "\n")
+    text = render_block("onboarding-rivals", Source(results))
+    row = "| 8 | 70.0 | 69.0 | LOCUS level with knn_agreement (1.0 [−1.0, 3.0]) | LOCUS behind knn_agreement (−4.0 [−6.0, −2.0]) |"
+    assert row in text  # the anchor rows are left out
+    assert "6 held-out models (2 in each of 3 repeats)" in text

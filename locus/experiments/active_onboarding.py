@@ -25,6 +25,45 @@ import pandas as pd
 from locus.errors import ConfigError, DataError
 
 CI_LEVEL = 0.95
+# the CSVs (the report reads them by these lists): the figure's cells (kind = cell), draws (kind = draw) and the
+# best single model's line (kind = best_single); the table's row per selector (:func:`reach_table`)
+FIGURE_COLUMNS = [
+    "selector",
+    "k",
+    "accuracy",
+    "accuracy_low",
+    "accuracy_high",
+    "accuracy_models_low",
+    "accuracy_models_high",
+    "regret",
+    "regret_low",
+    "regret_high",
+    "repeats",
+    "models",
+    "routing_queries",
+    "vs_reference",
+    "vs_reference_low",
+    "vs_reference_high",
+    "kind",
+    "repeat",
+    "model_id",
+    "val_acc",
+    "routing_acc",
+    "oracle",
+    "name",
+]
+TABLE_COLUMNS = [
+    "selector",
+    "reference_k",
+    "reference_accuracy",
+    "reference_low",
+    "reference_high",
+    *(
+        f"{col}{part}"
+        for col in ("k_reach", "k_not_below_onward")
+        for part in ("", "_diff", "_diff_low", "_diff_high", "_within_quarter")
+    ),
+]
 
 
 def _logits_cells(ckpt, data, enc, held, sizes, selectors, repeats: int, seed: int, progress=None):
@@ -174,7 +213,7 @@ def reach_table(cells: pd.DataFrame, reference: str = "random") -> pd.DataFrame:
                 row[f"{col}_diff{part}"] = first[f"vs_reference{part}"] if first is not None else np.nan
             row[f"{col}_within_quarter"] = bool(first is not None and first["k"] <= k_max / 4)
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
 def _pct(x) -> str:
@@ -303,6 +342,7 @@ def write_active_onboarding(
     best = held_out_best_single(data, held)
     best["name"] = str(data.models.set_index("model_id").loc[best["model_id"], "name"])
     frame = pd.concat([grid.assign(kind="cell"), draws.assign(kind="draw"), best_single_row(best)], ignore_index=True)
+    frame = frame.reindex(columns=FIGURE_COLUMNS)
     write_figure(active_onboarding_figure(grid, title, best), frame, out)
     write_text(table_out, latex_table(table, title))
     write_csv(table, Path(table_out).with_suffix(".csv"))

@@ -12,7 +12,9 @@ With several seeds the tables also compare each seed alone (``seed_diffs_pct``, 
 comparisons judge every seed by the same rule (:func:`by_seed`): a statement whose verdict differs between seeds
 is inconclusive, the reason naming each seed's (:func:`combine_seed_verdicts`), and ``ours`` gives the range of
 the seeds' own differences beside the pooled one; the verdict on the means over seeds stands only where every seed
-gives it too. With two seeds the reason still points to `config/seed-bands.yaml`.
+gives it too. With two seeds the reason still points to `config/seed-bands.yaml`. A near-constant router is judged
+seed by seed as well: the tables give each seed's top-model share (``seed_top_share_pct``), and each seed's verdict
+uses its own seed's flag (:func:`near_constant_of`; tables without the column: the pooled flag for every seed).
 Figures without such intervals get one from their own draws (over held-out models, over models, over re-embedding
 draws), named in the reason; a statistic with none (portfolios) is judged with a margin.
 
@@ -33,9 +35,10 @@ from locus import atomic
 from locus.capacity import PLAN_FILE
 from locus.constants import CLAIM_VERDICTS
 from locus.errors import DataError
+from locus.evaluation import NEAR_CONSTANT_SHARE
 from locus.experiments import report
 from locus.experiments.report import Source, fmt
-from locus.experiments.tables import parse_seed_strings
+from locus.experiments.tables import SEED_SHARE_COLUMN, parse_seed_strings
 from locus.render.labels import plain_label
 
 EQUIVALENCE_PP = 1.0  # "comparable" accuracies: the paper's largest gap within a training size is 0.98 points
@@ -72,7 +75,10 @@ class Claim:
 class Cell:
     """LOCUS minus one approach at one training size, in points, with its interval; and the LOCUS router's
     diversity there. `per_seed`: each seed's own (seed, difference, low, high), the same way round, where the
-    table compares the cell seed by seed (at least two seeds; empty otherwise)."""
+    table compares the cell seed by seed (at least two seeds; empty otherwise). `near_seeds`: the seeds whose
+    LOCUS router is near-constant, where the table gives each seed's top-model share (None: it does not, and
+    every seed takes the pooled flag); `other_near_constant` / `other_near_seeds`: the same of the approach's
+    router (the ablations, where either router being near-constant makes a comparison inconclusive)."""
 
     approach: str
     n: str
@@ -82,21 +88,40 @@ class Cell:
     n_seeds: int
     locus_near_constant: bool
     per_seed: tuple[tuple[int, float, float, float], ...] = ()
+    near_seeds: tuple[int, ...] | None = None
+    other_near_constant: bool = False
+    other_near_seeds: tuple[int, ...] | None = None
 
     def seeds(self) -> list[int]:
         return [s for s, *_ in self.per_seed]
 
     def at_seed(self, seed: int) -> "Cell":
-        """The cell of one seed alone (its own difference and interval)."""
+        """The cell of one seed alone (its own difference and interval, its own routers' near-constant flags)."""
         _, d, lo, hi = next(p for p in self.per_seed if p[0] == seed)
-        return Cell(self.approach, self.n, d, lo, hi, 1, self.locus_near_constant)
+        near = self.locus_near_constant if self.near_seeds is None else seed in self.near_seeds
+        other = self.other_near_constant if self.other_near_seeds is None else seed in self.other_near_seeds
+        return Cell(self.approach, self.n, d, lo, hi, 1, near, other_near_constant=other)
 
     def negated(self) -> "Cell":
         """The approach minus the reference instead (the ablations' other setting minus the configured one)."""
         flipped = tuple((s, -d, -hi, -lo) for s, d, lo, hi in self.per_seed)
         return Cell(
-            self.approach, self.n, -self.diff, -self.high, -self.low, self.n_seeds, self.locus_near_constant, flipped
+            self.approach,
+            self.n,
+            -self.diff,
+            -self.high,
+            -self.low,
+            self.n_seeds,
+            self.locus_near_constant,
+            flipped,
+            self.near_seeds,
+            self.other_near_constant,
+            self.other_near_seeds,
         )
+
+    def flat_seeds(self) -> tuple[int, ...]:
+        """The seeds at which either router of the comparison is near-constant (() without per-seed shares)."""
+        return tuple(sorted(set(self.near_seeds or ()) | set(self.other_near_seeds or ())))
 
 
 def _seed_columns(row: dict, diffs: str, cis: str, path: Path) -> dict[int, tuple[float, float, float]]:
@@ -107,6 +132,20 @@ def _seed_columns(row: dict, diffs: str, cis: str, path: Path) -> dict[int, tupl
         return parse_seed_strings(row.get(diffs), row.get(cis))
     except ValueError as e:
         raise DataError(f"{path}: columns {diffs}, {cis}: {e}; rebuild the table (locus table)") from None
+
+
+def near_constant_of(row: dict, path: Path) -> tuple[bool, tuple[int, ...] | None]:
+    """(the table's near-constant flag, the seeds whose router is near-constant) of one routing row: the seeds
+    from its per-seed top-model shares (:data:`locus.experiments.tables.SEED_SHARE_COLUMN`), None where the table
+    has none (one seed, or written before the column was)."""
+    pooled = row.get("near_constant", "") in ("True", "true", "1")
+    try:
+        shares = parse_seed_strings(row.get(SEED_SHARE_COLUMN))
+    except ValueError as e:
+        raise DataError(f"{path}: column {SEED_SHARE_COLUMN}: {e}; rebuild the table (locus table)") from None
+    if not shares:
+        return pooled, None
+    return pooled, tuple(s for s, (v, _, _) in sorted(shares.items()) if v / 100 >= NEAR_CONSTANT_SHARE)
 
 
 def _seed_values(row: dict, path: Path) -> tuple[tuple[int, float, float, float], ...]:
@@ -149,9 +188,11 @@ def comparison_cells(
             d = report.number_of(row["diff_to_reference_pct"], path, "diff_to_reference_pct")
             lo = report.number_of(row["ci_low_pct"], path, "ci_low_pct")
             hi = report.number_of(row["ci_high_pct"], path, "ci_high_pct")
-            near = locus[n].get("near_constant", "") in ("True", "true", "1")
+            near, near_seeds = near_constant_of(locus[n], path)
+            other, other_seeds = near_constant_of(row, path)
             seeds = _seed_values(row, path)
-            cells.append(Cell(approach, n, -d, -hi, -lo, int(float(row["n_seeds"] or 0)), near, seeds))
+            n_seeds = int(float(row["n_seeds"] or 0))
+            cells.append(Cell(approach, n, -d, -hi, -lo, n_seeds, near, seeds, near_seeds, other, other_seeds))
     return cells
 
 
@@ -246,11 +287,12 @@ def _judge_cells(rule: Callable, cells: list[Cell]) -> tuple[str, str, int]:
 def _ahead(cells: list[Cell]) -> tuple[str, str]:
     """The rule of :func:`judge_ahead` on one set of cells (pooled, or one seed's)."""
     behind = [c for c in cells if c.high < 0]
-    flat = sorted({c.n for c in cells if c.locus_near_constant})
+    flat = {c.n: c.near_seeds for c in cells if c.locus_near_constant}  # pooled cells name the seeds, where known
     if behind:
         return "refuted", f"significantly behind {', '.join(f'{plain_label(c.approach)} at n={c.n}' for c in behind)}"
     if flat:
-        return "inconclusive", f"LOCUS's router is near-constant at n={', '.join(flat)}"
+        where = ", ".join(n + (f" (seed {', '.join(map(str, s))})" if s else "") for n, s in sorted(flat.items()))
+        return "inconclusive", f"LOCUS's router is near-constant at n={where}"
     open_ = [c for c in cells if c.low <= 0]
     if open_:
         who = ", ".join(f"{plain_label(c.approach)} at n={c.n}" for c in open_)
@@ -338,6 +380,7 @@ def judge_kmeans_strong(src: Source) -> Outcome:
         and r["benchmark"] == "Overall"
     }
     ranked = {n: r["near_constant"] not in ("True", "true") for n, r in km.items()}
+    flat_seeds = {n: near_constant_of(r, path)[1] for n, r in km.items()}  # K-Means near-constant, seed by seed
     strong = [
         n
         for n, r in km.items()
@@ -348,7 +391,9 @@ def judge_kmeans_strong(src: Source) -> Outcome:
     seeds = [s for s in _shared_seeds(cells) if all(s in to_best[n] for n in km)]
 
     def at_seed(seed: int):
-        strong_s = [n for n in km if ranked[n] and not to_best[n][seed][1] > 0]  # not significantly below the best
+        # ranked with this seed's own flag; strong where not significantly below the best
+        ranked_s = {n: ranked[n] if flat_seeds[n] is None else seed not in flat_seeds[n] for n in km}
+        strong_s = [n for n in km if ranked_s[n] and not to_best[n][seed][1] > 0]
         return [c.at_seed(seed) for c in cells], strong_s
 
     verdict, reason, n = by_seed(lambda x: _kmeans(*x), (cells, strong), min(c.n_seeds for c in cells), seeds, at_seed)
@@ -469,23 +514,26 @@ def _ablation_comparable(src: Source, rels: tuple[str, str], one: str, when_hold
         if not cells:
             return Outcome("–", "untestable", one)
         cells = [c.negated() for c in cells]
-        verdict, reason, n = _judge_cells(_comparable, cells)
+        rule = _comparable_routers if metric == "routing_acc" else _comparable
+        verdict, reason, n = _judge_cells(rule, cells)
         seeds.append(n)
-        near = metric == "routing_acc" and _near_constant_rows(src.path(rel), metric)
-        why = "a near-constant router" if near and verdict == "holds" else reason
-        verdict = "inconclusive" if near and verdict == "holds" else verdict
         parts.append(f"{metric.split('_')[0]}: {_shown(cells)}")
-        verdicts.append((verdict, f"{metric.split('_')[0]}: {why}" if verdict != "holds" else ""))
+        verdicts.append((verdict, f"{metric.split('_')[0]}: {reason}" if verdict != "holds" else ""))
     agree = f"; every seed agrees ({min(seeds)} seeds)" if min(seeds) >= 2 else ""
     out = _combine("; ".join(parts), verdicts, when_holds + agree)
     return Outcome(out.ours, out.verdict, out.reason + seeds_note(min(seeds)))
 
 
-def _near_constant_rows(path: Path, metric: str) -> bool:
-    rows = report.read_rows(path, ("metric", "benchmark", "near_constant"))
-    return any(
-        r["metric"] == metric and r["benchmark"] == "Overall" and r["near_constant"] in ("True", "true") for r in rows
-    )
+def _comparable_routers(cells: list[Cell]) -> tuple[str, str]:
+    """:func:`_comparable` of routing cells, where a comparable verdict needs both routers of every cell to
+    route: one near-constant router (LOCUS's or the other setting's; pooled, or the seed's own) makes a holds
+    inconclusive, naming the seeds where the table gives them."""
+    verdict, reason = _comparable(cells)
+    flat = [c for c in cells if c.locus_near_constant or c.other_near_constant]
+    if verdict != "holds" or not flat:
+        return verdict, reason
+    seeds = sorted({s for c in flat for s in c.flat_seeds()})
+    return "inconclusive", "a near-constant router" + (f" (seed {', '.join(map(str, seeds))})" if seeds else "")
 
 
 def _evalset_means(src: Source):

@@ -367,7 +367,7 @@ def query_values(
         values = per_query(logits, labels[:, cols], run_truth)
         chosen = np.zeros(len(data.model_ids), dtype=np.int64)
         chosen[cols] = evaluation.choice_counts(logits, labels[:, cols])
-        choices.setdefault((r.method, r.train_size), []).append(chosen)
+        choices.setdefault((r.method, r.train_size), {})[r.seed] = chosen
         if len(val_ids):  # the best single model on validation, routed to as reference_rows does
             onehot = np.full(logits.shape, -1.0)
             onehot[:, evaluation.best_single_model(val_labels[:, cols])] = 1.0
@@ -403,20 +403,23 @@ def query_values(
     return QueryValues(ids, benchmarks, cells, frame, best_single, diversity, seed_cells)
 
 
-def diversity_of(per_seed_counts, names) -> dict:
+def diversity_of(per_seed_counts: dict, names) -> dict:
     """Routing diversity of one (method, train_size) cell from each seed's choice counts over the data set's
-    models (:func:`locus.evaluation.choice_counts`): ``top_model_share``, ``n_models_used`` and
-    ``choice_entropy`` (:func:`locus.evaluation.routing_diversity`) are means over seeds; ``top_model`` names the most-chosen model over all seeds together; ``near_constant``:
-    the mean share reaches :data:`locus.evaluation.NEAR_CONSTANT_SHARE`."""
-    per_seed = [evaluation.routing_diversity(c) for c in per_seed_counts]
-    pooled = evaluation.routing_diversity(np.sum(per_seed_counts, axis=0))
-    share = float(np.mean([d["top_share"] for d in per_seed]))
+    models ({seed: :func:`locus.evaluation.choice_counts`}): ``top_model_share``, ``n_models_used`` and
+    ``choice_entropy`` (:func:`locus.evaluation.routing_diversity`) are means over seeds; ``top_model`` names the
+    most-chosen model over all seeds together; ``seed_top_share``: {seed: that seed's share};
+    ``near_constant``: some seed's share reaches :data:`locus.evaluation.NEAR_CONSTANT_SHARE` (a mean over seeds
+    would hide one seed's constant router behind another's varied one)."""
+    per_seed = {s: evaluation.routing_diversity(c) for s, c in sorted(per_seed_counts.items())}
+    pooled = evaluation.routing_diversity(np.sum(list(per_seed_counts.values()), axis=0))
+    shares = {s: float(d["top_share"]) for s, d in per_seed.items()}
     return {
         "top_model": str(names[pooled["top_model"]]) if pooled["top_model"] >= 0 else "",
-        "top_model_share": share,
-        "n_models_used": float(np.mean([d["n_models_used"] for d in per_seed])),
-        "choice_entropy": float(np.mean([d["entropy"] for d in per_seed])),
-        "near_constant": bool(share >= evaluation.NEAR_CONSTANT_SHARE),
+        "top_model_share": float(np.mean(list(shares.values()))),
+        "n_models_used": float(np.mean([d["n_models_used"] for d in per_seed.values()])),
+        "choice_entropy": float(np.mean([d["entropy"] for d in per_seed.values()])),
+        "near_constant": any(v >= evaluation.NEAR_CONSTANT_SHARE for v in shares.values()),
+        "seed_top_share": shares,
     }
 
 

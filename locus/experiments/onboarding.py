@@ -25,6 +25,23 @@ import pandas as pd
 from locus.errors import ConfigError, DataError
 from locus.runs import DRAW_ONBOARD, held_out_ids
 
+# the figure's CSV: the grid's cells (kind = cell) and every draw (kind = draw); the report reads it by this list
+CSV_COLUMNS = [
+    "row",
+    "k",
+    "accuracy",
+    "std",
+    "draws",
+    "n_train_models",
+    "run",
+    "kind",
+    "repeat",
+    "model_id",
+    "n_pairs",
+    "correct",
+    "name",
+]
+
 
 # --------------------------------------------------------------------------------------------------
 # onboarding accuracy of one run
@@ -173,7 +190,7 @@ def write_onboarding(
     names = dict(zip(data.models["model_id"].astype(int), data.models["name"].astype(str)))
     frame = pd.concat(
         [grid.assign(kind="cell"), scores.assign(kind="draw", name=scores["model_id"].map(names))], ignore_index=True
-    )
+    ).reindex(columns=CSV_COLUMNS)
     title = f"New-model onboarding: {len(held)} held-out models, {data_label or data_dir}"
     write_figure(onboarding_figure(grid, [r["row"] for r in order], sizes, title), frame, out)
     return {"grid": grid, "held_out": [names[int(m)] for m in held], "rows": order}

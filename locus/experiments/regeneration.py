@@ -29,6 +29,20 @@ from locus.errors import ConfigError, DataError
 DRAW_REGEN_OVERLAP, DRAW_REGEN_SUBSAMPLE, DRAW_REGEN_TSNE = 6, 7, 8
 METRICS = ("cosine_distance", "test_disagreement")
 KINDS = ("same", "overlap", "subsample")
+# the heat map's CSV: every summarised cell (:func:`summarize`) with its EmbedLLM setting and the metric drawn
+# (the report reads it by this list)
+HEATMAP_COLUMNS = [
+    "method",
+    "kind",
+    "setting",
+    *METRICS,
+    "set_size",
+    *(f"{m}_std" for m in METRICS),
+    "draws",
+    "hidden_layers",
+    "dim",
+    "metric",
+]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -268,7 +282,8 @@ def write_heatmap(measure_files, out, metric: str, data_label: str | None = None
     grid, summary = heatmap_frame(draws, metric)
     loc = summary[(summary["method"] == "locus") & (summary["kind"] == "same")]
     locus_value = float(loc[metric].iloc[0]) if not loc.empty else None
-    write_figure(heatmap_figure(grid, metric, locus_value, data_label), summary.assign(metric=metric), out)
+    frame = summary.assign(metric=metric).reindex(columns=HEATMAP_COLUMNS)
+    write_figure(heatmap_figure(grid, metric, locus_value, data_label), frame, out)
     return {"grid": grid, "summary": summary, "locus": locus_value}
 
 

@@ -18,11 +18,28 @@ from __future__ import annotations
 import csv
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from locus.errors import ConfigError, DataError
+
+# each CSV's columns, from the module that writes it: a block needs every column its writer writes (a CSV without
+# one was written by another version of locus), so a column renamed there is renamed here too
+from locus.experiments.active_onboarding import FIGURE_COLUMNS as ACTIVE_FIGURE_COLUMNS
+from locus.experiments.active_onboarding import TABLE_COLUMNS as ACTIVE_TABLE_COLUMNS
+from locus.experiments.calibration import CSV_COLUMNS as CALIBRATION_COLUMNS
+from locus.experiments.figures import CSV_COLUMNS as SAMPLE_EFFICIENCY_COLUMNS
+from locus.experiments.onboarding import CSV_COLUMNS as ONBOARDING_COLUMNS
+from locus.experiments.precision_effect import CSV_COLUMNS as PRECISION_COLUMNS
+from locus.experiments.regeneration import HEATMAP_COLUMNS
+from locus.experiments.routing_decisions import AIQ_COLUMNS, SELECTIVE_COLUMNS
+from locus.experiments.tables import CSV_COLUMNS as TABLE_COLUMNS
+from locus.experiments.time_complexity import CSV_COLUMNS as TIME_COLUMNS
+from locus.geometry.evalset_robustness import CSV_COLUMNS as EVALSET_COLUMNS
+from locus.geometry.hypothetical import CSV_COLUMNS as HYPOTHETICAL_COLUMNS
+from locus.geometry.neighbours import FALLBACK_COLUMNS, PROXY_COLUMNS
+from locus.geometry.portfolio import CURVE_COLUMNS as PORTFOLIO_COLUMNS
 from locus.render.labels import plain_label
 
 MARKER = re.compile(r"^<!-- locus-report:([A-Za-z0-9_-]+) -->[ \t]*$", re.MULTILINE)
@@ -49,7 +66,7 @@ class Source:
         return f"{self.results.name}/{rel}"
 
 
-def read_rows(path: Path, required: tuple[str, ...] = ()) -> list[dict[str, str]]:
+def read_rows(path: Path, required: Sequence[str] = ()) -> list[dict[str, str]]:
     """The rows of a CSV written by the workflow, every cell as text; a missing file, a ragged row or a
     missing column is a :class:`DataError` that names the file and the fix."""
     if not path.is_file():
@@ -210,25 +227,6 @@ def block_data(src: Source) -> list[str]:
     return [f"**{label}**", ""] + bullets + [""] + table + ["", provenance(src, [rel])]
 
 
-COMPARISON_COLUMNS = (
-    "approach",
-    "label",
-    "kind",
-    "metric",
-    "train_size",
-    "benchmark",
-    "mean_pct",
-    "std_pct",
-    "n_seeds",
-    "emphasis",
-    "reference",
-    "ci_low_pct",
-    "ci_high_pct",
-    "not_significant_vs_best",
-    "n_queries",
-    "n_boot",
-    "confidence",
-)
 ABLATION_HEADINGS = {
     "dim": "LOCUS's embedding dimension d · training queries per model",
     "encoder": "LOCUS's query encoder · training queries per model",
@@ -266,7 +264,7 @@ def comparison(src: Source, rel: str, benchmark: str = OVERALL, note: bool = Tru
     """One Markdown table per metric of a ``locus table`` CSV (routing, routing-by-dataset, ...):
     rows = approaches, columns = training sizes, at `benchmark`."""
     path = src.path(rel)
-    rows = [r for r in read_rows(path, COMPARISON_COLUMNS) if r["benchmark"] == benchmark]
+    rows = [r for r in read_rows(path, TABLE_COLUMNS) if r["benchmark"] == benchmark]
     if not rows:
         raise DataError(f"{path}: no rows for benchmark {benchmark!r}; rebuild it")
     sizes = unique(r["train_size"] for r in rows if r["train_size"] not in ("", None))
@@ -344,13 +342,14 @@ def _label_of(rows: list[dict], approach: str) -> str:
 def columns_table(
     src: Source,
     rel: str,
+    written: list[str],
     columns: list[tuple[str, str, int, float]],
     keep: Callable[[dict], bool] | None = None,
 ) -> list[str]:
     """A Markdown table of chosen CSV columns: (header, column, decimals, scale; decimals -1 = the text as
-    written)."""
+    written), from a CSV whose writer writes the columns `written`."""
     path = src.path(rel)
-    rows = [r for r in read_rows(path, tuple(c for _, c, _, _ in columns)) if keep is None or keep(r)]
+    rows = [r for r in read_rows(path, written) if keep is None or keep(r)]
     if not rows:
         raise DataError(f"{path}: no rows to show; rebuild it")
     body = [[r[c] if d < 0 else fmt(k * number_of(r[c], path, c), d) for _, c, d, k in columns] for r in rows]
@@ -373,6 +372,7 @@ def block_precision_effect(src):
     return columns_table(
         src,
         "tables/precision_effect.csv",
+        PRECISION_COLUMNS,
         [
             ("LOCUS run, n", "train_size", 0, 1),
             ("seed", "seed", -1, 1),
@@ -391,20 +391,7 @@ def block_time_complexity(src):
     """Measured embedding and prediction times (seconds) by size, beside the paper's and the targets."""
     rel = "figures/time_complexity.csv"
     path = src.path(rel)
-    rows = read_rows(
-        path,
-        (
-            "source",
-            "what",
-            "precision",
-            "n_models",
-            "n",
-            "median_s",
-            "device_name",
-            "cpu_model",
-            "threads",
-        ),
-    )
+    rows = read_rows(path, TIME_COLUMNS)
     measured = [r for r in rows if r["source"] == "measured"]
     if not measured:
         raise DataError(f"{path}: no measured rows; rebuild it")
@@ -451,7 +438,7 @@ def block_neighbours(src):
     """Nearest-neighbour agreement at k = 1 per method, with the best possible neighbour and a random one."""
     rel = "figures/nearest_neighbor_proxies.csv"
     path = src.path(rel)
-    rows = read_rows(path, ("method", "train_size", "curve", "k", "agreement"))
+    rows = read_rows(path, PROXY_COLUMNS)
     body = []
     for method in unique(r["method"] for r in rows):
         own = [r for r in rows if r["method"] == method]
@@ -479,7 +466,7 @@ def block_fallback(src):
     """Routing accuracy kept when the routed model is replaced by its nearest neighbour (k = 1)."""
     rel = "figures/fallback_routing.csv"
     path = src.path(rel)
-    rows = read_rows(path, ("method", "train_size", "curve", "k", "accuracy", "retention"))
+    rows = read_rows(path, FALLBACK_COLUMNS)
     body = []
     for method in unique(r["method"] for r in rows):
         own = [r for r in rows if r["method"] == method]
@@ -512,10 +499,7 @@ def block_portfolio(src):
     """The smallest portfolio (models, or a parameter budget) that routes as well as the whole pool."""
     rel = "figures/model_portfolio.csv"
     path = src.path(rel)
-    rows = read_rows(
-        path,
-        ("panel", "method", "k", "budget_b", "n_models", "params_b", "routing_acc"),
-    )
+    rows = read_rows(path, PORTFOLIO_COLUMNS)
     full_row = _pick(rows, method="full-pool")
     if full_row is None:
         raise DataError(f"{path}: no full-pool row; rebuild it")
@@ -581,7 +565,7 @@ def block_evalset_robustness(src):
     """Test accuracy with every model re-embedded from subsampled / partly overlapping evaluation sets."""
     rel = "figures/perf_vs_size_and_overlap.csv"
     path = src.path(rel)
-    rows = read_rows(path, ("kind", "panel", "setting", "routing_acc", "correctness_acc"))
+    rows = read_rows(path, EVALSET_COLUMNS)
     means = [r for r in rows if r["kind"] == "mean"]
     ref, single = _pick(rows, kind="reference"), _pick(rows, kind="best_single")
     if not means or ref is None:
@@ -619,7 +603,7 @@ def block_onboarding(src):
     """Correctness accuracy on held-out models embedded from k of their evaluations, per encoder run."""
     rel = "figures/sample_eff_ood_test.csv"
     path = src.path(rel)
-    rows = [r for r in read_rows(path, ("kind", "row", "k", "accuracy", "n_train_models")) if r["kind"] == "cell"]
+    rows = [r for r in read_rows(path, ONBOARDING_COLUMNS) if r["kind"] == "cell"]
     if not rows:
         raise DataError(f"{path}: no cell rows; rebuild it")
     keys, cols, cells = _pivot(rows, "row", "k", "accuracy", path, decimals=2)
@@ -641,7 +625,7 @@ def block_active_onboarding(src):
     to reach random selection's largest-k accuracy."""
     fig, tab = "figures/active_onboarding.csv", "tables/active_onboarding.csv"
     fpath, tpath = src.path(fig), src.path(tab)
-    cells = [r for r in read_rows(fpath, ("kind", "selector", "k", "accuracy")) if r["kind"] == "cell"]
+    cells = [r for r in read_rows(fpath, ACTIVE_FIGURE_COLUMNS) if r["kind"] == "cell"]
     if not cells:
         raise DataError(f"{fpath}: no cell rows; rebuild it")
     keys, cols, grid = _pivot(cells, "selector", "k", "accuracy", fpath, decimals=2)
@@ -649,7 +633,7 @@ def block_active_onboarding(src):
         ["held-out models' correctness %, k evaluations chosen by"] + [_num_label(c) for c in cols],
         [[k] + [grid.get((k, c), "–") for c in cols] for k in keys],
     )
-    reach = read_rows(tpath, ("selector", "reference_k", "reference_accuracy", "k_reach", "k_not_below_onward"))
+    reach = read_rows(tpath, ACTIVE_TABLE_COLUMNS)
     if not reach:
         raise DataError(f"{tpath}: no rows; rebuild it")
 
@@ -715,7 +699,7 @@ def block_calibration(src):
     """Raw vs calibrated test ECE, Brier score and log-loss per method, with paired bootstrap intervals."""
     rel = "tables/calibration.csv"
     path = src.path(rel)
-    rows = read_rows(path, ("method", "label", "metric", "raw", "calibrated", "diff", "ci_low", "ci_high", "maps"))
+    rows = read_rows(path, CALIBRATION_COLUMNS)
     if not rows:
         raise DataError(f"{path}: no rows; rebuild it")
     body, helped = [], []
@@ -749,8 +733,7 @@ def block_selective(src):
     the fallback and how often the guarantee failed."""
     rel = "tables/selective_routing.csv"
     path = src.path(rel)
-    need = ("method", "alpha", "delta", "fallback", "tau_mean", "n_none", "n_seeds", "coverage", "test_risk")
-    rows = read_rows(path, need + ("accuracy", "violation_freq", "n_checks"))
+    rows = read_rows(path, SELECTIVE_COLUMNS)
     rows = [r for r in rows if r["fallback"] == "best_single"] or [r for r in rows if r["fallback"] != "abstain"]
     if not rows:
         raise DataError(f"{path}: no rows with a model fallback; rebuild it")
@@ -818,10 +801,7 @@ def block_aiq(src):
     """AIQ (area under the cost-quality frontier over the largest cost) per router, with bootstrap intervals."""
     rel = "tables/aiq.csv"
     path = src.path(rel)
-    need = ("router", "kind", "aiq", "aiq_ci_low", "aiq_ci_high", "aiq_range", "aiq_range_ci_low", "aiq_range_ci_high")
-    rows = read_rows(
-        path, need + ("diff_vs_mix", "diff_vs_mix_ci_low", "diff_vs_mix_ci_high", "max_cost", "cost_source")
-    )
+    rows = read_rows(path, AIQ_COLUMNS)
     if not rows:
         raise DataError(f"{path}: no rows; rebuild it")
 
@@ -865,7 +845,7 @@ def block_regeneration(src):
     """EmbedLLM embeddings re-learned with the decoder frozen, against LOCUS's one-pass re-embedding."""
     rel = "figures/relearn_embedllm_heatmap_test_disagreement.csv"
     path = src.path(rel)
-    rows = read_rows(path, ("method", "kind", "setting", "cosine_distance", "test_disagreement"))
+    rows = read_rows(path, HEATMAP_COLUMNS)
 
     def span(part, column, scale, decimals):
         values = [scale * number_of(r[column], path, column) for r in part]
@@ -907,6 +887,7 @@ def block_distance_correlation(src):
     """Correlation between embedding distance and test disagreement over model pairs, per method."""
     rel = "tables/distance_correlation.csv"
     path = src.path(rel)
+    # the columns every distance-correlation CSV has: its writer adds the interval columns only with a bootstrap
     rows = read_rows(path, ("method", "correlation", "distance", "value", "n_pairs", "train_size"))
     has_ci = "ci_low" in rows[0] and "ci_high" in rows[0]
     has_dim = "effective_dim" in rows[0] and "embedding_dim" in rows[0]
@@ -1039,7 +1020,7 @@ def block_sample_efficiency(src):
     """The routing curves (mean over seeds) and the sample-efficiency factors drawn on the figure."""
     rel = "figures/train_sample_eff.csv"
     path = src.path(rel)
-    rows = read_rows(path, ("kind", "method", "train_size", "mean"))
+    rows = read_rows(path, SAMPLE_EFFICIENCY_COLUMNS)
     curve = [r for r in rows if r["kind"] == "curve"]
     if not curve:
         raise DataError(f"{path}: no curve rows; rebuild it")
@@ -1057,7 +1038,7 @@ def block_hypothetical(src):
     """Recall@k of hypothetical embeddings (a model made up from per-benchmark accuracies) by set size."""
     rel = "figures/hypothetical_model_embedding.csv"
     path = src.path(rel)
-    rows = [r for r in read_rows(path, ("kind", "size", "k", "recall", "models")) if r["kind"] == "recall"]
+    rows = [r for r in read_rows(path, HYPOTHETICAL_COLUMNS) if r["kind"] == "recall"]
     if not rows:
         raise DataError(f"{path}: no recall rows; rebuild it")
     ks, sizes, cells = _pivot(rows, "k", "size", "recall", path)
@@ -1126,6 +1107,7 @@ def block_families(src):
 
 def block_claims(src):
     rel = "tables/claims.csv"
+    # its writer (locus.experiments.claims.COLUMNS) imports this module: naming the columns read avoids the cycle
     rows = read_rows(src.path(rel), ("claim", "paper_ref", "paper_value", "ours", "verdict", "rule", "reason"))
     from locus.constants import CLAIM_VERDICTS
 
@@ -1141,14 +1123,29 @@ def block_claims(src):
     return lines + ["", provenance(src, [rel])]
 
 
+def _rival_verdict(diffs, k, path) -> str:
+    """LOCUS against the rival with the largest (rival − LOCUS) difference at `k`, read from its paired interval."""
+    here = [r for r in diffs if int(r["k"]) == k]
+    best = max(here, key=lambda r: number_of(r["value"], path, "value"), default=None)
+    if best is None:
+        return "–"
+    d, lo, hi = (100 * number_of(best[c], path, c) for c in ("value", "ci_low", "ci_high"))
+    where = "behind" if lo > 0 else "ahead of" if hi < 0 else "level with"
+    return f"LOCUS {where} {best['method']} ({fmt(-d, 1)} [{fmt(-hi, 1)}, {fmt(-lo, 1)}])"
+
+
 def block_onboarding_rivals(src):
     """LOCUS's onboarding against the training-free rivals, by k: each method's correctness accuracy, and a plain
-    verdict against the best rival (paired intervals of rival minus LOCUS over test queries)."""
+    verdict against the best rival (paired intervals of rival minus LOCUS over test queries), for correctness and,
+    where the table has it, for routing among old and new models. Rows of queries picked at random only (the
+    selector's rows are in the CSV and the LaTeX table)."""
     rel = "tables/onboarding_rivals.csv"
     path = src.path(rel)
     rows = read_rows(path, ("method", "k", "metric", "value", "ci_low", "ci_high", "n_models"))
+    rows = [r for r in rows if r.get("draw", "random") in ("random", "")]
     acc = [r for r in rows if r["metric"] == "correctness_acc"]
     diffs = [r for r in rows if r["metric"] == "correctness_acc_minus_locus"]
+    routing = [r for r in rows if r["metric"] == "routing_acc_all_minus_locus"]
     if not acc:
         raise DataError(f"{path}: no correctness_acc rows; rebuild it")
     methods = unique(r["method"] for r in acc)
@@ -1156,20 +1153,20 @@ def block_onboarding_rivals(src):
     value = {(r["method"], int(r["k"])): 100 * number_of(r["value"], path, "value") for r in acc}
     body = []
     for k in ks:
-        here = [r for r in diffs if int(r["k"]) == k]
-        best = max(here, key=lambda r: number_of(r["value"], path, "value"), default=None)
-        if best is None:
-            verdict = "–"
-        else:
-            d, lo, hi = (100 * number_of(best[c], path, c) for c in ("value", "ci_low", "ci_high"))
-            where = "behind" if lo > 0 else "ahead of" if hi < 0 else "level with"
-            verdict = f"LOCUS {where} {best['method']} ({fmt(-d, 1)} [{fmt(-hi, 1)}, {fmt(-lo, 1)}])"
-        body.append([str(k), *[fmt(value.get((m, k), float("nan")), 1) for m in methods], verdict])
+        verdicts = [_rival_verdict(diffs, k, path)] + ([_rival_verdict(routing, k, path)] if routing else [])
+        body.append([str(k), *[fmt(value.get((m, k), float("nan")), 1) for m in methods], *verdicts])
+    head = ["k", *methods, "correctness: LOCUS against the best rival (LOCUS − rival, paired 95% CI)"]
+    if routing:
+        head.append("routing among old + new: LOCUS against the best rival")
     n_models = int(number_of(acc[0]["n_models"], path, "n_models"))
-    return md_table(["k", *methods, "LOCUS against the best rival (LOCUS − rival, paired 95% CI)"], body) + [
+    repeats = int(number_of(acc[0].get("repeats") or 1, path, "repeats"))
+    held = f"{n_models} held-out models" + (
+        f" ({n_models // repeats} in each of {repeats} repeats)" if repeats > 1 else ""
+    )
+    return md_table(head, body) + [
         "",
-        f"Correctness accuracy (%) on the test queries of {n_models} held-out models, each onboarded from k of its "
-        "training-split evaluations without retraining.",
+        f"Correctness accuracy (%) on the test queries of {held}, each onboarded from k of its training-split "
+        "evaluations without retraining.",
         "",
         provenance(src, [rel]),
     ]

@@ -12,10 +12,10 @@ significantly above the best single model chosen on validation (:func:`cell_emph
 never emphasised. Benchmark columns (the by-dataset layouts) decide those marks on bootstrap p-values with
 Holm's correction over the benchmark columns of one row (:func:`holm`), and mark nothing in a benchmark of
 fewer than :data:`MIN_BENCHMARK_QUERIES` test queries. A near-constant router (most test queries to one
-model) is not ranked: its cells read "inconclusive (near-constant)" (:data:`INCONCLUSIVE`). Every routing
-table prints each router's top-model share. The CSV beside the .tex holds every printed number (columns:
-:func:`_frame`), and with several seeds each seed's own difference to the reference and its interval
-(:func:`seed_differences`). With a
+model; with several seeds, in any seed) is not ranked: its cells read "inconclusive (near-constant)"
+(:data:`INCONCLUSIVE`). Every routing table prints each router's top-model share. The CSV beside the .tex
+holds every printed number (columns: :func:`_frame`), and with several seeds each seed's own difference to the
+reference and its interval (:func:`seed_differences`) and top-model share (:data:`SEED_SHARE_COLUMN`). With a
 generated data set's truth (``--truth``, routing kinds) the tables add the expected routing accuracy, the
 Bayes ceiling and the best single model chosen on the training split's true probabilities
 (:mod:`locus.experiments.expected`). Captions name the data set by the label given, else the runs' one.
@@ -80,6 +80,10 @@ P_COLUMNS = ["p_vs_best", "p_vs_best_holm", "p_vs_best_single", "p_vs_best_singl
 # minus the reference, and the column's best minus this approach, each seed's difference and its own paired
 # bootstrap interval over the same test queries (:func:`seed_differences`, written by :func:`seed_strings`)
 SEED_COLUMNS = ["seed_diffs_pct", "seed_ci_pct", "seed_best_diffs_pct", "seed_best_ci_pct"]
+# each seed's top-model share (%) of a routing cell's router, "0:92.2403;1:85.0100" (:func:`share_strings`): a cell
+# is near-constant when any seed's router is. Written only by tables with a cell of two or more seeds, so that a
+# one-seed table keeps its columns (its only seed's share is ``top_model_share``)
+SEED_SHARE_COLUMN = "seed_top_share_pct"
 SIGNIFICANCE_COLUMNS = (
     [
         "method",
@@ -106,6 +110,7 @@ SIGNIFICANCE_COLUMNS = (
     + DIVERSITY_COLUMNS
     + P_COLUMNS
     + ["comparison_status", "seed_diffs", "seed_best_diffs"]  # {seed: (diff, low, high)}, fractions
+    + ["seed_top_share"]  # {seed: top-model share}, fractions (routing metrics)
 )
 _BOOT_PCT = {
     "diff_to_reference": "diff_to_reference_pct",
@@ -120,7 +125,9 @@ _BOOT_PCT = {
 }
 # the CSV's names of the bootstrap columns: SIGNIFICANCE_COLUMNS after the cell's key, differences in points
 BOOT_COLUMNS = [
-    _BOOT_PCT.get(c, c) for c in SIGNIFICANCE_COLUMNS[4:] if c not in ("seed_diffs", "seed_best_diffs")
+    _BOOT_PCT.get(c, c)
+    for c in SIGNIFICANCE_COLUMNS[4:]
+    if c not in ("seed_diffs", "seed_best_diffs", "seed_top_share")
 ] + SEED_COLUMNS
 CSV_COLUMNS = [
     "approach",
@@ -238,10 +245,16 @@ def routing_sentences(sig: pd.DataFrame | None, settings: bootstrap.Settings, la
     share = f"{100 * NEAR_CONSTANT_SHARE:g}\\%"
     routed = sig[(sig["metric"] == "routing_acc") & (sig["benchmark"] == OVERALL)]
     flagged = routed[routed["near_constant"].eq(True)]
+
+    def size(cell) -> str:  # with several seeds, the seeds whose router is near-constant
+        seeds = near_constant_seeds(cell)
+        return f"{int(cell['train_size'])}" + (f" (seed {', '.join(map(str, seeds))})" if seeds else "")
+
     where = "; ".join(
-        f"{label_of(m)} at $n$ = {', '.join(str(int(n)) for n in g['train_size'])}"
+        f"{label_of(m)} at $n$ = {', '.join(size(c) for c in g.to_dict('records'))}"
         for m, g in flagged.groupby("method", sort=False)
     )
+    per_seed = any(isinstance(v, dict) and len(v) > 1 for v in routed.get("seed_top_share", pd.Series(dtype=object)))
     if not where:  # say how close the most concentrated router comes
         top = routed.dropna(subset=["top_model_share"])
         top = top.loc[top["top_model_share"].idxmax()] if len(top) else None
@@ -266,6 +279,13 @@ def routing_sentences(sig: pd.DataFrame | None, settings: bootstrap.Settings, la
         f"({where}): inconclusive (near-constant), not ranked (no bold, underline or dagger; the column's "
         f"best is chosen among the other routers){replaced} (CSV \\texttt{{comparison\\_status}}); the CSV gives "
         f"each cell's most-chosen model, the number of models it uses and the normalised entropy of its choices."
+        + (
+            f" With several seeds the share is the mean over seeds, and a router is near-constant when any seed's "
+            f"reaches {share} (CSV \\texttt{{seed\\_top\\_share\\_pct}}: each seed's share; the claims ledger "
+            f"judges each seed with its own seed's flag)."
+            if per_seed
+            else ""
+        )
     )
 
 
@@ -493,6 +513,7 @@ def significance(
                     "comparison_status": status,
                     "seed_diffs": seed_ref.get(m, {}),
                     "seed_best_diffs": seed_best.get(m, {}),
+                    "seed_top_share": d.get("seed_top_share") or {},
                     "n_queries": res.n_queries,
                     "n_boot": res.n_resamples,
                     "confidence": res.confidence,
@@ -567,6 +588,24 @@ def seed_strings(per_seed: dict | None) -> tuple[str, str]:
     diffs = ";".join(f"{int(s)}:{_signed(100 * d)}" for s, (d, _, _) in items)
     cis = ";".join(f"{int(s)}:[{_signed(100 * lo)},{_signed(100 * hi)}]" for s, (_, lo, hi) in items)
     return diffs, cis
+
+
+def share_strings(per_seed: dict | None) -> str:
+    """The CSV's per-seed top-model shares of one cell from {seed: share} (fractions): "0:92.2403;1:85.0100" in
+    percent, four decimals (a share rounds onto the 90% line only with millions of test queries); "" below two
+    seeds, as the other per-seed columns."""
+    if not isinstance(per_seed, dict) or len(per_seed) < 2:
+        return ""
+    return ";".join(f"{int(s)}:{100 * float(v):.4f}" for s, v in sorted(per_seed.items()))
+
+
+def near_constant_seeds(cell: dict | None) -> list[int]:
+    """The seeds whose router is near-constant in a routing cell with per-seed shares (``seed_top_share``); []
+    with one seed."""
+    per_seed = (cell or {}).get("seed_top_share")
+    if not isinstance(per_seed, dict) or len(per_seed) < 2:
+        return []
+    return [int(s) for s, v in sorted(per_seed.items()) if float(v) >= NEAR_CONSTANT_SHARE]
 
 
 def parse_seed_strings(diffs: str | None, cis: str | None = None) -> dict[int, tuple[float, float, float]]:
@@ -717,6 +756,8 @@ def _record(approach, label, kind, metric, size, bench, stats, emph, sig: dict |
         row.update({pct: _pct(sig[c]) for c, pct in _BOOT_PCT.items()})
         row["seed_diffs_pct"], row["seed_ci_pct"] = seed_strings(sig.get("seed_diffs"))
         row["seed_best_diffs_pct"], row["seed_best_ci_pct"] = seed_strings(sig.get("seed_best_diffs"))
+        if share_strings(sig.get("seed_top_share")):
+            row[SEED_SHARE_COLUMN] = share_strings(sig.get("seed_top_share"))
     return row
 
 
@@ -747,13 +788,19 @@ def _frame(records: list[dict]) -> pd.DataFrame:
     the reference, each seed's run against the same seed's: ``0:+1.23;1:-0.40;2:+0.88``) with ``seed_ci_pct``
     (each seed's own paired bootstrap interval: ``0:[-1.10,+3.50];...``), and ``seed_best_diffs_pct`` /
     ``seed_best_ci_pct`` (the column's best approach minus this one, seed by seed); the pooled columns above
-    compare the means over seeds.
+    compare the means over seeds. Tables with a routing cell of two or more seeds add :data:`SEED_SHARE_COLUMN`
+    (``seed_top_share_pct``: each seed's top-model share, ``0:92.2403;1:85.0100``); ``near_constant`` is then
+    True when any seed's share reaches the threshold, ``top_model_share`` staying the mean over seeds.
 
     Routing tables of a data set with the generator's truth add rows of metric ``expected_routing`` (the mean
     true P(correct) of the routed model, with the same bootstrap columns), and the reference rows
     ``bayes_ceiling`` and ``best_single_train`` (metric ``expected_routing``, ``train_size`` empty, ``n_seeds``
     0: properties of the data set, not of runs)."""
-    frame = pd.DataFrame(records, columns=CSV_COLUMNS)
+    columns = CSV_COLUMNS
+    if any(r.get(SEED_SHARE_COLUMN) for r in records):  # before the other per-seed columns, which stay last
+        at = CSV_COLUMNS.index(SEED_COLUMNS[0])
+        columns = CSV_COLUMNS[:at] + [SEED_SHARE_COLUMN] + CSV_COLUMNS[at:]
+    frame = pd.DataFrame(records, columns=columns)
     for c in ("train_size", "n_queries", "n_boot"):
         frame[c] = frame[c].astype("Int64")
     return frame
@@ -1051,9 +1098,14 @@ def _by_dataset_rows(
                 overall = sig.get((meth, metric, s, OVERALL))
                 if is_inconclusive(metric, overall) and len(cols) > 1:
                     top = escape(str(overall.get("top_model") or "one model"))
+                    seeds = near_constant_seeds(overall)
+                    what = (
+                        f"{100 * float(overall['top_model_share']):.1f}\\% of the test queries to {top}"
+                        if not seeds  # one seed: its share; several: the seeds that send most queries to one model
+                        else f"seed {', '.join(map(str, seeds))} at $\\geq$ {100 * NEAR_CONSTANT_SHARE:g}\\% to one model"
+                    )
                     cells[1:] = [
-                        f"\\multicolumn{{{len(cols) - 1}}}{{c}}{{\\textit{{{INCONCLUSIVE}: "
-                        f"{100 * float(overall['top_model_share']):.1f}\\% of the test queries to {top}; values in the CSV}}}}"
+                        f"\\multicolumn{{{len(cols) - 1}}}{{c}}{{\\textit{{{INCONCLUSIVE}: {what}; values in the CSV}}}}"
                     ]
                 lead_cells = [name, str(s)] + ([share_cell(metric, overall)] if share else [])
                 out.append(" & ".join(lead_cells + cells) + " \\\\")

@@ -33,6 +33,22 @@ from locus.geometry.views import (
 )
 
 METRICS = ("correctness_acc", "routing_acc")
+# the figure's CSV: every draw, the means (kind = mean) and the reference lines (the report reads it by this list)
+CSV_COLUMNS = [
+    "panel",
+    "setting",
+    "repeat",
+    "set_size",
+    "min_set_size",
+    "realized_alpha",
+    "distance",
+    *METRICS,
+    "top_model_share",
+    "kind",
+    *(f"{m}_std" for m in METRICS),
+    "draws",
+    "name",
+]
 
 
 def draw_set(ref: Reference, model_id: int, panel: str, setting, repeat: int, seed: int):
@@ -163,6 +179,7 @@ def write_perf_vs_evalset(
         ]
     )
     frame = pd.concat([draws.assign(kind="draw"), summary.assign(kind="mean"), lines], ignore_index=True)
+    frame = frame.reindex(columns=CSV_COLUMNS)
     title = (
         f"LOCUS with re-embedded models, {ref.label} ({refs['n_models']} models, {refs['n_test_queries']} test queries)"
     )

@@ -19,6 +19,9 @@ import pandas as pd
 from locus.errors import ConfigError, DataError
 from locus.geometry import views as v
 
+# the columns of the recall figure's CSV (the report reads them by this list: locus.experiments.report)
+CSV_COLUMNS = ["size", "k", "recall", "models", "repeats", "kind"]
+
 
 def hypothetical_recall(ref: "v.Reference", sizes, ks, repeats: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(recall per size x k averaged over models and repeats; per model, size and repeat the true
@@ -84,7 +87,7 @@ def write_hypothetical(
     if repeats < 1:
         raise ConfigError(f"--repeats must be >= 1, got {repeats}")
     recall, per_model = hypothetical_recall(ref, used, ks, repeats, seed)
-    frame = recall.assign(kind="recall")
+    frame = recall.assign(kind="recall").reindex(columns=CSV_COLUMNS)
     write_figure(hypothetical_figure(recall, f"LOCUS hypothetical embeddings, {ref.label}"), frame, out)
     capped = [s for s in wanted if s > n_train]
     return {

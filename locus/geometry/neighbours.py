@@ -26,6 +26,21 @@ from locus import evaluation
 from locus.errors import ConfigError, DataError
 from locus.geometry.distances import disagreement, embedding_distances, load, require_models
 
+# the columns of the two figures' CSVs (the report reads them by these lists: locus.experiments.report)
+PROXY_COLUMNS = ["method", "distance", "n_models", "n_queries", "train_size", "curve", "k", "agreement", "std", "n"]
+FALLBACK_COLUMNS = [
+    "method",
+    "distance",
+    "n_models",
+    "train_size",
+    "curve",
+    "k",
+    "accuracy",
+    "retention",
+    "n_queries",
+    "top_model_share",
+]
+
 
 # ----------------------------------------------------------------------------------------------
 # pure functions over arrays
@@ -187,7 +202,7 @@ def proxies_frame(inputs, max_k: int = 10, metric: str = "cosine") -> pd.DataFra
         for k, v in zip(ks, best_agreement(agreement, ks)):
             rows.append({**base, "curve": "best_possible", "k": k, "agreement": v})
         rows.append({**base, "curve": "random_other", "agreement": random_agreement(agreement)})
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows, columns=PROXY_COLUMNS)
     frame[["k", "n"]] = frame[["k", "n"]].astype("Int64")
     return frame
 
@@ -257,7 +272,7 @@ def fallback_frame(inputs, max_k: int = 10, metric: str = "cosine") -> pd.DataFr
         add("random_other", random_fallback(routed, labels))
         for name in ("best_single", "random", "oracle"):
             add(name, float(refs[name]["overall"]))
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows, columns=FALLBACK_COLUMNS)
     frame["k"] = frame["k"].astype("Int64")
     return frame
 

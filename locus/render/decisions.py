@@ -13,6 +13,9 @@ from locus.render.figures import plt, save_figure, sns
 from locus.render.labels import color, escape, latex_label, plain_label
 
 FALLBACK_LABELS = {"best_single": "best single (val)", "abstain": "abstain"}
+# the best single model's accuracy on the cost figure: a line across both panels (any router below it does worse
+# than always asking that one model, whatever it spends), its colour the star's that marks its cost
+BEST_SINGLE_STYLE, BEST_SINGLE_COLOR = "-.", "darkgoldenrod"
 
 
 def _pct(x, digits: int = 1) -> str:
@@ -190,16 +193,16 @@ def _cost_panel(ax, points: pd.DataFrame, legend: bool) -> None:
     ax.scatter(singles["cost"], 100 * singles["quality"], s=10, color="0.6", label="single models", zorder=2)
     best = points[points["series"] == "best_single"]
     for r in best.to_dict("records"):
+        ax.axhline(
+            100 * r["quality"],
+            color=BEST_SINGLE_COLOR,
+            ls=BEST_SINGLE_STYLE,
+            lw=1.1,
+            zorder=1,
+            label=f"best single model, chosen on validation ({r['router']}): {100 * r['quality']:.1f}% (star: its cost)",
+        )
         ax.scatter(
-            [r["cost"]],
-            [100 * r["quality"]],
-            s=70,
-            marker="*",
-            color="gold",
-            edgecolor="black",
-            lw=0.6,
-            zorder=4,
-            label=f"best single model, chosen on validation ({r['router']})",
+            [r["cost"]], [100 * r["quality"]], s=70, marker="*", color="gold", edgecolor="black", lw=0.6, zorder=4
         )
     mix = points[points["series"] == "mix"]
     ax.plot(
@@ -224,7 +227,8 @@ def _cost_panel(ax, points: pd.DataFrame, legend: bool) -> None:
 
 def cost_quality_figure(points: pd.DataFrame, title: str, cost_label: str):
     """Accuracy (%) against mean cost per query: each method with lambda swept, the oracle, single models
-    (grey dots; the best chosen on validation: a star) and the frontier of random mixes of two models (dashed).
+    (grey dots; the best chosen on validation: a star at its cost, and a dash-dotted horizontal line at its
+    accuracy in both panels) and the frontier of random mixes of two models (dashed).
     Left, the main panel: a LINEAR cost axis, the axis AIQ integrates over; right: the same on a log cost axis
     (spreads the cheap end), where costs span more than a factor 20."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
