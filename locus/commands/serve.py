@@ -12,6 +12,8 @@ from locus.constants import ENCODER_PRECISIONS, PRECISIONS
 from locus.errors import ConfigError
 
 NAME = "serve"
+# locus.onboarding_rivals.names(), written out: building the parser imports no numeric library (a test checks they match)
+ONBOARDING = ("locus", "cluster_shrinkage", "cluster_error_vector", "knn_agreement", "mean_accuracy")
 HELP = (
     "serve a trained run over HTTP: POST /v1/route ranks its models for queries; POST /v1/pool adds a model; "
     "POST /v1/chat/completions routes and forwards to OpenAI-compatible backends"
@@ -100,11 +102,20 @@ def add_arguments(parser) -> None:
         "--threads", type=threads_arg, default=0, help="torch threads of the service (0: torch's default)"
     )
     parser.add_argument(
+        "--onboarding",
+        choices=ONBOARDING,
+        default="locus",
+        help="how POST /v1/pool adds a model: locus (default: the run's one forward pass, an embedding the run's "
+        "decoder scores), or a training-free method fitted at start on the run's pool (its models' training-split "
+        "scores in --data, with --encodings) whose P(correct) routes the added model beside the run's decoder's "
+        "for its own models; models in --pool-dir keep the method they were added with",
+    )
+    parser.add_argument(
         "--data",
         type=Path,
         default=None,
-        help="the run's data set directory: adding a model reuses the stored encodings of its prompts "
-        "(default: the data set the run records, when it exists here)",
+        help="the run's data set directory: adding a model reuses the stored encodings of its prompts, and a "
+        "training-free --onboarding is fitted on it (default: the data set the run records, when it exists here)",
     )
     parser.add_argument(
         "--encodings",
@@ -194,7 +205,14 @@ def run(args) -> int:
     serve.check_bind(args.host, token, args.allow_host)
     set_threads(args.threads)
     pool = serve.load(
-        args.run, args.pool_dir, args.precision, args.data, args.encodings, args.encoder_precision, args.compile
+        args.run,
+        args.pool_dir,
+        args.precision,
+        args.data,
+        args.encodings,
+        args.encoder_precision,
+        args.compile,
+        args.onboarding,
     )
     settings = serve.Settings(
         token=token,
@@ -231,7 +249,8 @@ def run(args) -> int:
     print(
         f"serving {serve.run_label(args.run)} ({pool.size()} models, {len(pool.added)} added) on "
         f"http://{shown}:{port} (admin and chat: {access}; {len(settings.backends)} chat backend(s); "
-        f"{len(pool.stored.rows) if pool.stored else 0} stored prompt encodings; encoder {pool.encoder_precision})",
+        f"{len(pool.stored.rows) if pool.stored else 0} stored prompt encodings; encoder {pool.encoder_precision}; "
+        f"models added by {pool.onboarding})",
         flush=True,
     )
     server = serve.make_server(serve.create_app(pool, token, settings), args.host, port)

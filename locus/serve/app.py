@@ -146,6 +146,7 @@ def create_app(pool, token: str | None = None, settings: Settings | None = None)
             "status": "ok",
             "run": run_label(pool.run.directory),
             "method": pool.run.method.name,
+            "onboarding": pool.onboarding,
             "models": pool.size(),
             "added": len(pool.added),
             "calibration": pool.calibration.kind if pool.calibration is not None else None,
