@@ -3,13 +3,17 @@
 Each command lives in its own module under `locus/commands/` and defines `NAME`, `HELP`,
 `add_arguments(parser)` and `run(args) -> int`. Commands are discovered automatically and imported
 lazily, so `locus --help` stays fast. Command modules do not import each other: what two commands
-share lives in a package module (or in the argument types below).
+share lives in a package module (or in the argument types below). Options many commands take are declared
+once here (:func:`add_data_argument`, :func:`add_out_argument`, :func:`add_seed_argument`,
+:func:`add_threads_argument`), so each reads and is checked the same everywhere.
 
 User mistakes never end in a traceback: they exit with code 2 and one line
-``locus COMMAND: error: ...`` that says what to do. Three layers catch them:
+``locus COMMAND: error: ...`` that says what to do. Four layers catch them:
 
 - argument types (:func:`int_at_least`, :func:`output_file`, :func:`device_arg`, ...): argparse
   rejects the value before anything runs (it exits 2 itself);
+- :func:`only_with`: an option that means something only beside another one, given without it, is refused
+  before any work instead of being ignored;
 - :class:`~locus.errors.LocusError` raised by the package (bad data, bad configuration);
 - an ``OSError`` about one of the command's output paths (a full disk, a permission that changed
   after the check; a full disk reported without a file name) in :func:`main`. Any other exception is a bug
@@ -57,6 +61,9 @@ def int_at_least(minimum: int, meaning: str = ""):
 
 positive_int = int_at_least(1)
 threads_arg = int_at_least(0, "0 = torch's default number of threads")
+# numpy's generators refuse a negative seed with a traceback from deep inside a command: refused here
+seed_arg = int_at_least(0)
+seed_arg.__name__ = "seed"
 
 
 def comma_list(text: str) -> list[str]:
@@ -118,7 +125,7 @@ def add_bootstrap_arguments(p, resamples: int, what: str = "the test queries") -
         default=resamples,
         help=f"paired bootstrap resamples of {what} (default {resamples})",
     )
-    p.add_argument("--bootstrap-seed", type=int_at_least(0), default=0, help="seed of the resampling (default 0)")
+    add_seed_argument(p, "--bootstrap-seed", help="seed of the resampling (default 0)")
     p.add_argument("--confidence", type=level, default=0.95, help="confidence level of the intervals (default 0.95)")
 
 
@@ -147,6 +154,75 @@ def add_results_arguments(p) -> None:
         default=None,
         help="the data set of the run (default: the only one under RESULTS/data with a summary.md)",
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# the options many commands share: one declaration each, so a flag reads and checks the same everywhere
+# --------------------------------------------------------------------------------------------------
+def add_data_argument(
+    p,
+    help: str | None = "canonical data set directory",
+    *,
+    required: bool = False,
+    checked: bool = True,
+    what: str = "data set directory",
+    **kw,
+) -> None:
+    """--data, a canonical data set directory. `checked`: argparse refuses a missing one (naming it `what`);
+    else the reader does, with a message that says how to build a data set."""
+    p.add_argument("--data", required=required, type=existing_dir(what) if checked else None, help=help, **kw)
+
+
+def add_out_argument(p, type, help: str, *, required: bool = True, **kw) -> None:
+    """--out, what the command writes: `type` is :func:`output_file`, :func:`output_dir` or another output
+    type, so the path is checked before any work."""
+    p.add_argument("--out", required=required, type=type, help=help, **kw)
+
+
+def add_seed_argument(p, *flags: str, help: str | None = None, default: int = 0, **kw) -> None:
+    """A seed option (default ``--seed``): a whole number >= 0 (:data:`seed_arg`)."""
+    p.add_argument(*(flags or ("--seed",)), type=seed_arg, default=default, help=help, **kw)
+
+
+def add_threads_argument(p, help: str = "torch threads", *, default: int | None = 0, **kw) -> None:
+    """--threads, torch's CPU threads: a whole number >= 0, 0 = torch's default (:data:`threads_arg`)."""
+    p.add_argument("--threads", type=threads_arg, default=default, help=help, **kw)
+
+
+def add_alphas_argument(p, help: str = "risk levels") -> None:
+    """--alphas, the risk levels of the selective-routing table (`locus decisions selective`); `locus route
+    --alpha` takes the same grid, whose smallest level fixes the thresholds Learn-then-Test skips."""
+    p.add_argument("--alphas", type=number_list(float, 0, 1), default=[0.05, 0.1, 0.2, 0.3], help=help)
+
+
+# --------------------------------------------------------------------------------------------------
+# options that mean something only beside another one: refused when given without it
+# --------------------------------------------------------------------------------------------------
+class _Given(argparse._StoreAction):
+    """argparse's store action that also notes the option as typed (``args._given``: dest -> flag), so a
+    command can tell an option given on the command line from its default (:func:`only_with`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        namespace._given = {**getattr(namespace, "_given", {}), self.dest: option_string or self.dest}
+
+
+def given(args, *dests: str) -> list[str]:
+    """The options among `dests` (argparse destinations) that the command line gave, as typed."""
+    typed = getattr(args, "_given", {})
+    return [typed[d] for d in dests if d in typed]
+
+
+def only_with(args, dests, condition, needs: str, fix: str = "") -> None:
+    """A ConfigError (exit 2, one line) naming the options of `dests` given on the command line unless
+    `condition`: each means something only `needs` (e.g. "with --alpha"), and would be ignored silently.
+    `fix`: the other way out (e.g. "give --alpha ALPHA"), after "leave them out"."""
+    flags = given(args, *dests)
+    if condition or not flags:
+        return
+    names = flags[0] if len(flags) == 1 else f"{', '.join(flags[:-1])} and {flags[-1]}"
+    verb, them = ("applies", "it") if len(flags) == 1 else ("apply", "them")
+    raise ConfigError(f"{names} {verb} only {needs}; leave {them} out" + (f" or {fix}" if fix else ""))
 
 
 def positive_number(text: str) -> float:
@@ -261,6 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in _command_modules():
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        for name in (None, "store"):  # every stored option notes that it was given (:func:`only_with`)
+            p.register("action", name, _Given)
         module.add_arguments(p)
         outputs = [a.dest for a in p._actions if getattr(a.type, "locus_output", False)]
         p.set_defaults(_run=module.run, _outputs=outputs)

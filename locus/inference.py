@@ -25,25 +25,36 @@ SCORE_COLUMNS = ("prompt", "score")
 def read_score_file(
     path: Path, model: str | None = None, duplicates: str = "error"
 ) -> tuple[list[str], np.ndarray, str | None]:
-    """(prompts, scores float32, model name or None) from a CSV/Parquet file with columns prompt, score
-    and optionally model. A file with the scores of several models needs `model` to pick one (one
+    """(prompts, scores float32, model name or None) from a CSV, TSV (``.tsv``/``.tab``: tab-separated) or Parquet
+    (``.parquet``/``.pq``) file with columns prompt, score and optionally model. A file with the scores of several models needs `model` to pick one (one
     embedding is one model); :class:`DataError` names the file and rows otherwise. A prompt given more
     than once is resolved by the data sets' duplicate policy `duplicates` (last / max / mean; ``error``,
     the default, refuses it)."""
     import pandas as pd
 
     path = Path(path)
-    require_file(path, "give a CSV or Parquet file with columns prompt, score.")
+    formats = "CSV (.csv), tab-separated (.tsv, .tab) or Parquet (.parquet, .pq)"
+    require_file(path, f"give a {formats} file with columns prompt, score.")
+    suffix = path.suffix.lower()
+    kind = "Parquet" if suffix in (".parquet", ".pq") else "tab-separated" if suffix in (".tsv", ".tab") else "CSV"
     try:
-        df = pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else pd.read_csv(path)
+        if kind == "Parquet":
+            df = pd.read_parquet(path)
+        else:
+            df = pd.read_csv(path, sep="\t" if kind == "tab-separated" else ",")
     except UnicodeDecodeError:
         raise DataError(
             f"{path}: not UTF-8 text; convert it, e.g. `iconv -f latin1 -t utf-8 {path} > "
             f"{path.with_name(path.stem + '-utf8' + path.suffix)}`."
         ) from None
     except Exception as exc:  # pandas/pyarrow raise many types
-        raise DataError(f"{path}: not a readable CSV/Parquet file ({exc}).") from exc
+        raise DataError(f"{path}: not a readable {kind} file ({exc}); give a {formats} file.") from exc
     missing = [c for c in SCORE_COLUMNS if c not in df.columns]
+    if missing and kind == "CSV" and len(df.columns) == 1 and "\t" in str(df.columns[0]):
+        raise DataError(
+            f"{path}: read as CSV (comma-separated) by its name, but its header is tab-separated; name it .tsv "
+            f"(or give a {formats} file)."
+        )
     if missing:
         raise DataError(f"{path}: missing column(s) {missing}; found {list(df.columns)}. Needed: prompt, score.")
     df, model = _select_model(df, path, model)
@@ -286,7 +297,9 @@ class Decision:
 @dataclass
 class Policy:
     """A routing policy of `locus route`: selective (alpha, delta, fallback) or cost-aware (cost_weight or
-    min_prob); `data`: the data set for validation labels and costs (default: the one the run records)."""
+    min_prob); `data`: the data set for validation labels and costs (default: the one the run records).
+    `alphas`: the selective-routing table's risk levels (`locus decisions selective`): tau is certified over
+    them and alpha together, so it is the table's tau (the smallest level fixes which thresholds are skipped)."""
 
     alpha: float | None = None
     delta: float = 0.1
@@ -294,6 +307,7 @@ class Policy:
     cost_weight: float | None = None
     min_prob: float | None = None
     data: Path | None = None
+    alphas: tuple[float, ...] = ()
 
     def kind(self) -> str:
         given = [
@@ -342,8 +356,10 @@ def decide(
     calibrated: bool = False,
 ) -> tuple[list[Decision], str]:
     """Decisions of `policy` for each query, and one line saying how (the certified threshold, where the
-    costs were read). Selective: tau certified now by Learn-then-Test on the run's validation split
-    (:func:`locus.decisions.learn_then_test_threshold`, its scores_val.parquet and the data set's labels)."""
+    costs were read). Selective: tau certified now by Learn-then-Test on the run's validation split (its
+    scores_val.parquet and the data set's labels) exactly as the selective-routing table certifies it
+    (:func:`locus.decisions.learn_then_test_thresholds` over ``policy.alphas`` and alpha, the pairs without a
+    label masked), so with `calibrated` tau is the table's for the same run and candidates."""
     from locus import decisions
     from locus import run_artifacts as ra
     from locus.data.canonical import model_costs, resolve_model
@@ -366,13 +382,22 @@ def decide(
         where, data = _run_data(checkpoint, run_dir, policy.data)
         if kind == "selective":
             val_ids, val_models, val_logits = ra.read_scores(checkpoint, "val")
+            expected = data.split_queries("val")["prompt_id"].to_numpy(np.int64)
+            if not np.array_equal(val_ids, expected):
+                raise DataError(
+                    f"{checkpoint}: its {len(val_ids)} scored validation queries are not the {len(expected)} "
+                    f"validation queries of {where}; pass the data set the run was trained on with --data."
+                )
             pos = np.searchsorted(val_models, candidates)
-            val_probs = probability_map(checkpoint, calibrated)(val_logits[:, pos])
             labels = data.label_matrix(val_ids, candidates)
-            val_probs = np.where(np.isnan(labels), np.nan, val_probs)
-            tau = decisions.learn_then_test_threshold(
-                val_probs, labels, policy.alpha, policy.delta, logits=val_logits[:, pos]
-            )
+            unlabelled = np.isnan(labels)  # as the table: pairs without a label are never chosen
+            val_probs = np.where(unlabelled, np.nan, probability_map(checkpoint, calibrated)(val_logits[:, pos]))
+            val_logits = np.where(unlabelled, np.nan, val_logits[:, pos])
+            # one grid with the table's levels: its smallest level sets the skipped thresholds, as in the table
+            levels = sorted({float(policy.alpha), *map(float, policy.alphas)})
+            taus = decisions.learn_then_test_thresholds(val_probs, labels, levels, policy.delta, logits=val_logits)
+            tau = float(taus[levels.index(float(policy.alpha))])
+            skipped = decisions.min_routed(levels[0], policy.delta)
             if policy.fallback == "abstain":
                 fb, fb_text = "abstain", "abstain"
             else:
@@ -390,7 +415,8 @@ def decide(
             tau_text = "none certified: every query falls back" if tau == decisions.NONE else f"tau = {tau:.2f}"
             note = (
                 f"selective routing: {tau_text} (Learn-then-Test on the {len(val_ids)} validation queries of "
-                f"{checkpoint}, alpha = {policy.alpha:g}, delta = {policy.delta:g}; {what} probabilities); fallback: {fb_text}"
+                f"{checkpoint}, alpha = {policy.alpha:g}, delta = {policy.delta:g}, thresholds routing fewer than "
+                f"{skipped} skipped (alpha = {levels[0]:g}, the smallest level); {what} probabilities); fallback: {fb_text}"
             )
         else:
             costs, column = model_costs(data.models, candidates, f"{where}/models.parquet")

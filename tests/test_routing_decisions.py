@@ -179,7 +179,7 @@ def test_route_selective_on_a_calibrated_run(runs, fake_encoder, capsys):
     from locus.data.canonical import read_dataset
 
     _, data, dirs, _ = runs
-    assert route(dirs[0], "--calibrated", "--alpha", "0.3", "--delta", "0.1") == 0
+    assert route(dirs[0], "--calibrated", "--alpha", "0.3", "--delta", "0.1", "--alphas", "0.3") == 0
     out = capsys.readouterr().out
     # the threshold printed is the one Learn-then-Test certifies from the run's validation split
     ids, model_ids, logits = run_artifacts.read_scores(dirs[0], "val")
@@ -193,6 +193,29 @@ def test_route_selective_on_a_calibrated_run(runs, fake_encoder, capsys):
     assert route(dirs[0], "--calibrated", "--alpha", "0.001", "--fallback", "abstain") == 0
     out = capsys.readouterr().out
     assert "none certified" in out and out.count("-> abstain [abstained]") == 2
+
+
+def test_route_tau_is_the_selective_tables(runs, fake_encoder, tmp_path, capsys):
+    """`locus route --alpha` certifies tau as the selective-routing table does for the same run: the same
+    validation pairs, threshold grid and rule, and the skip count of the table's smallest alpha."""
+    _, data, dirs, _ = runs
+    table = ["decisions", "selective", "--runs", str(dirs[0]), "--data", str(data), "--table", str(tmp_path / "s.tex")]
+    table += ["--figure", str(tmp_path / "rc.pdf"), "--bootstrap-resamples", "5"]
+    certified = {}
+    for alphas in ("0.2,0.4", "0.05,0.1,0.2,0.3"):  # a grid some level passes; the default grid (the table's)
+        assert main([*table, "--alphas", alphas]) == 0
+        taus = pd.read_csv(tmp_path / "s.csv").drop_duplicates("alpha").set_index("alpha")["tau_mean"]
+        capsys.readouterr()
+        for alpha, tau in taus.items():
+            grid = [] if alphas.startswith("0.05") else ["--alphas", alphas]  # the default grid is the table's
+            assert route(dirs[0], "--calibrated", "--alpha", f"{alpha:g}", *grid) == 0
+            out = capsys.readouterr().out
+            assert (f"tau = {tau:.2f}" if np.isfinite(tau) else "none certified") in out, (alphas, alpha, out)
+            certified[(alphas, alpha)] = np.isfinite(tau)
+    assert certified[("0.2,0.4", 0.4)]  # a real threshold compared, not only "none" against "none"
+    # 30 validation queries: the default grid's 0.05 needs 45 routed ones, so no level is certified; alone,
+    # alpha = 0.3 would skip only the thresholds routing fewer than 7
+    assert not any(certified[("0.05,0.1,0.2,0.3", a)] for a in (0.05, 0.1, 0.2, 0.3))
 
 
 def test_route_cost_aware(runs, fake_encoder, capsys):

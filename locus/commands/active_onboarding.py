@@ -7,7 +7,11 @@ significantly below it (table).
 from __future__ import annotations
 
 from locus.cli import (
+    add_data_argument,
     add_hold_out_argument,
+    add_out_argument,
+    add_seed_argument,
+    add_threads_argument,
     comma_list,
     existing_dir,
     existing_file,
@@ -27,7 +31,7 @@ def add_arguments(p) -> None:
         type=existing_dir("run directory"),
         help="a LOCUS run trained without the held-out models",
     )
-    p.add_argument("--data", required=True, type=existing_dir("data set directory"), help="the run's data set")
+    add_data_argument(p, "the run's data set", required=True)
     p.add_argument("--encodings", required=True, type=existing_file("encodings file"), help="the run's query encodings")
     p.add_argument("--sizes", type=size_list, default=[8, 16, 32, 64, 128], help="evaluations per held-out model")
     p.add_argument(
@@ -37,11 +41,11 @@ def add_arguments(p) -> None:
         help="comma list of selectors (random is the reference and must be among them)",
     )
     p.add_argument("--repeats", type=int_at_least(1), default=3, help="seeds per selector and k")
-    p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the selectors and the bootstrap")
+    add_seed_argument(p, help="seed of the selectors and the bootstrap")
     add_hold_out_argument(p)
-    p.add_argument("--out", required=True, type=output_file((".pdf",)), help="figure .pdf (.png and .csv beside it)")
+    add_out_argument(p, output_file((".pdf",)), "figure .pdf (.png and .csv beside it)")
     p.add_argument("--table", required=True, type=output_file((".tex",)), help="table .tex (.csv beside it)")
-    p.add_argument("--threads", type=int_at_least(0, "0 = torch's default"), default=0, help="torch threads")
+    add_threads_argument(p)
     p.add_argument("--data-label", default=None, help="data set name for the title")
 
 

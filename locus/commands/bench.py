@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 
 from locus.cli import (
+    add_data_argument,
+    add_seed_argument,
+    add_threads_argument,
     comma_list,
     device_arg,
     existing_dir,
     existing_file,
+    only_with,
     output_dir,
     output_file,
     positive_int,
     size_list,
-    threads_arg,
 )
 
 NAME = "bench"
@@ -45,7 +48,7 @@ def add_arguments(parser) -> None:
         metavar="cpu|cuda",
         help="cpu or cuda (default: where training runs: cuda when available, else cpu)",
     )
-    parser.add_argument("--threads", type=threads_arg, default=2, help="torch CPU threads (0 = torch default)")
+    add_threads_argument(parser, "torch CPU threads (0 = torch default)", default=2)
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -79,10 +82,10 @@ def add_arguments(parser) -> None:
         metavar="DIR",
         help="output directory of the comparison (replaces runs already there)",
     )
-    tta.add_argument("--data", type=existing_dir("canonical data set directory"), default=None)
+    add_data_argument(tta, None, what="canonical data set directory")
     tta.add_argument("--encodings", type=existing_file("encodings Parquet"), default=None)
     tta.add_argument("--train-size", type=positive_int, default=256, help="training queries per model (default 256)")
-    tta.add_argument("--seed", type=int, default=0)
+    add_seed_argument(tta)
     tta.add_argument(
         "--params",
         default="{}",
@@ -150,6 +153,12 @@ def run(args) -> int:
     from locus.errors import ConfigError
 
     sizes = [f"--{name.replace('_', '-')}" for name in TIME_COMPLEXITY_SIZES if getattr(args, name) is not None]
+    # the options of one measurement, given to another, would be ignored silently
+    tta, tc, pe = (getattr(args, k) is not None for k in ("time_to_accuracy", "time_complexity", "precision_effect"))
+    only_with(args, ("train_size", "seed"), tta, "with --time-to-accuracy DIR")
+    only_with(args, ("data", "encodings"), tta or pe, "with --time-to-accuracy DIR or --precision-effect OUT.tex")
+    only_with(args, ("bfloat16_on_cpu",), tc, "with --time-complexity OUT.pdf")
+    only_with(args, ("data_label",), pe, "with --precision-effect OUT.tex")
     if args.precision_effect is not None or args.runs is not None:
         if args.precision_effect is None or not args.runs or args.data is None or args.encodings is None:
             raise ConfigError(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from locus.cli import existing_dir, output_file
+from locus.cli import add_data_argument, add_out_argument, existing_dir, output_file
 
 NAME = "calibrate"
 HELP = (
@@ -13,16 +13,14 @@ HELP = (
 
 def add_arguments(parser) -> None:
     parser.add_argument("--run", required=True, type=existing_dir("run directory"), help="a finished run directory")
-    parser.add_argument(
-        "--data",
-        type=existing_dir("data set directory"),
-        default=None,
+    add_data_argument(
+        parser,
         help="canonical data set the run was trained on, for the validation labels (default: the one the run records)",
     )
-    parser.add_argument(
-        "--out",
-        type=output_file((".json",)),
-        default=None,
+    add_out_argument(
+        parser,
+        output_file((".json",)),
+        required=False,
         help="output JSON (default RUN/calibration.json, where readers of the run look for it)",
     )
 

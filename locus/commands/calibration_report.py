@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from locus.cli import add_bootstrap_arguments, comma_list, existing_dir, int_at_least, output_file
+from locus.cli import (
+    add_bootstrap_arguments,
+    add_data_argument,
+    add_out_argument,
+    comma_list,
+    existing_dir,
+    int_at_least,
+    output_file,
+)
 from locus.constants import BOOTSTRAP_RESAMPLES
 
 NAME = "calibration-report"
@@ -20,10 +28,8 @@ def add_arguments(p) -> None:
         type=existing_dir("run directory"),
         help="run directories of one training size, each with its calibration.json (`locus calibrate`)",
     )
-    p.add_argument(
-        "--data", required=True, type=existing_dir("data set directory"), help="the runs' canonical data set"
-    )
-    p.add_argument("--out", required=True, type=output_file((".tex",)), help="output table .tex (the CSV beside it)")
+    add_data_argument(p, "the runs' canonical data set", required=True)
+    add_out_argument(p, output_file((".tex",)), "output table .tex (the CSV beside it)")
     p.add_argument(
         "--figure", required=True, type=output_file((".pdf",)), help="reliability diagram .pdf (PNG and CSV beside it)"
     )

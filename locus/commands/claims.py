@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from locus.cli import add_results_arguments, output_file
+from locus.cli import add_out_argument, add_results_arguments, output_file
 
 NAME = "claims"
 HELP = "the paper's claims with verdicts computed from a finished run (holds, refuted, inconclusive, untestable)"
@@ -14,10 +14,10 @@ HELP = "the paper's claims with verdicts computed from a finished run (holds, re
 
 def add_arguments(p):
     add_results_arguments(p)
-    p.add_argument(
-        "--out",
-        type=output_file((".tex",)),
-        default=None,
+    add_out_argument(
+        p,
+        output_file((".tex",)),
+        required=False,
         help="write this claims.tex, with claims.csv and claims.md beside it",
     )
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 
-from locus.cli import output_dir
+from locus.cli import add_out_argument, output_dir
 from locus.constants import DUPLICATE_POLICIES, SPLIT_OVERLAP_POLICIES
 from locus.params import OPTION_DEFAULTS, SOURCES, adapter, parse_params, source_params
 
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 def add_arguments(p):
     p.add_argument("source", choices=sorted(SOURCES), help="which adapter to run")
-    p.add_argument("--out", required=True, type=output_dir(), help="output data set directory")
+    add_out_argument(p, output_dir(), "output data set directory")
     p.add_argument(
         "--params",
         default="{}",

@@ -14,7 +14,17 @@ Each run needs its ``calibration.json`` (``locus calibrate --run RUN``). Definit
 
 from __future__ import annotations
 
-from locus.cli import comma_list, existing_dir, int_at_least, level, number_list, output_file
+from locus.cli import (
+    add_alphas_argument,
+    add_data_argument,
+    add_seed_argument,
+    comma_list,
+    existing_dir,
+    int_at_least,
+    level,
+    only_with,
+    output_file,
+)
 
 NAME = "decisions"
 HELP = "selective routing with a certified risk, and cost-aware routing (AIQ), from calibrated runs"
@@ -23,11 +33,11 @@ HELP = "selective routing with a certified risk, and cost-aware routing (AIQ), f
 def add_arguments(p) -> None:
     p.add_argument("kind", choices=("selective", "cost"), help="which experiment")
     p.add_argument("--runs", nargs="+", required=True, type=existing_dir("run directory"), help="run directories")
-    p.add_argument("--data", required=True, type=existing_dir("data set directory"), help="the runs' data set")
+    add_data_argument(p, "the runs' data set", required=True)
     p.add_argument("--table", required=True, type=output_file((".tex",)), help="OUT.tex (+ .csv beside it)")
     p.add_argument("--figure", required=True, type=output_file((".pdf",)), help="OUT.pdf (+ .png, .csv)")
     p.add_argument("--data-label", default=None, help="the data set's name in captions and titles")
-    p.add_argument("--alphas", type=number_list(float, 0, 1), default=[0.05, 0.1, 0.2, 0.3], help="risk levels")
+    add_alphas_argument(p)
     p.add_argument("--delta", type=float, default=0.1, help="allowed probability of a violated guarantee")
     p.add_argument(
         "--fallbacks",
@@ -37,7 +47,7 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--lambdas", type=int_at_least(2), default=30, help="cost weights swept (cost)")
     p.add_argument("--bootstrap-resamples", type=int_at_least(1), default=200, help="resamples of test queries")
-    p.add_argument("--bootstrap-seed", type=int_at_least(0), default=0, help="seed of the resampling")
+    add_seed_argument(p, "--bootstrap-seed", help="seed of the resampling")
     p.add_argument(
         "--confidence",
         type=level,
@@ -49,6 +59,10 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from locus.experiments import routing_decisions as rd
 
+    # each experiment's own options, given to the other, would be ignored silently
+    selective = args.kind == "selective"
+    only_with(args, ("alphas", "delta", "fallbacks"), selective, "with `locus decisions selective`")
+    only_with(args, ("lambdas",), not selective, "with `locus decisions cost`")
     runs, data = rd.load_runs(args.runs, args.data)
     if args.kind == "selective":
         frame, _ = rd.write_selective(

@@ -5,7 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 
-from locus.cli import device_arg, int_at_least, number_list, output_file, positive_int
+from locus.cli import (
+    add_data_argument,
+    add_out_argument,
+    add_seed_argument,
+    add_threads_argument,
+    device_arg,
+    number_list,
+    only_with,
+    output_file,
+    positive_int,
+)
 from locus.constants import DEFAULT_DUPLICATE_POLICY, DEFAULT_SAMPLING, DUPLICATE_POLICIES, SAMPLING
 
 NAME = "encode"
@@ -13,7 +23,8 @@ HELP = "encode query texts of a data set with a sentence encoder (offline for pa
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", metavar="DIR", help="canonical data set directory (queries.parquet, ...)")
+    # not required by argparse, nor checked: --list needs neither, and the reader says how to build a data set
+    add_data_argument(parser, "canonical data set directory (queries.parquet, ...)", checked=False, metavar="DIR")
     parser.add_argument(
         "--encoder",
         default="all-MiniLM-L6-v2",
@@ -21,11 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="all-MiniLM-L6-v2 (default), all-mpnet-base-v2 (the paper's), a local model "
         "folder, or a Hugging Face hub name (needs network)",
     )
-    parser.add_argument("--out", metavar="PATH", type=output_file(), help="output Parquet file (prompt_id + embedding)")
-    parser.add_argument("--batch-size", type=positive_int, default=64, metavar="N", help="texts per batch (default 64)")
-    parser.add_argument(
-        "--threads", type=positive_int, default=None, metavar="N", help="torch CPU threads (default: torch's)"
+    add_out_argument(
+        parser, output_file(), "output Parquet file (prompt_id + embedding)", required=False, metavar="PATH"
     )
+    parser.add_argument("--batch-size", type=positive_int, default=64, metavar="N", help="texts per batch (default 64)")
+    add_threads_argument(parser, "torch CPU threads (default: torch's)", default=None, metavar="N")
     parser.add_argument(
         "--device", type=device_arg(), default=None, help="torch device: cpu, cuda, cuda:N or mps (default: automatic)"
     )
@@ -55,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MAX",
         help="also the queries that `locus views query-tsne --max-queries MAX --seed --sample-seed` shows",
     )
-    runs.add_argument("--sample-seed", type=int_at_least(0), default=0, metavar="S", help="(default 0)")
+    add_seed_argument(runs, "--sample-seed", metavar="S", help="(default 0)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--list", action="store_true", help="list the encoders available offline and exit")
 
@@ -75,6 +86,9 @@ def run(args) -> int:
     prompt_ids, subset = None, None
     if args.for_query_sample and not args.for_train_sizes:
         raise ConfigError("--for-query-sample adds to --for-train-sizes; give both, or neither to encode every query")
+    # the runs' options describe which queries to keep: without --for-train-sizes they would be ignored silently
+    only_with(args, ("for_seeds", "sampling", "duplicates"), args.for_train_sizes, "with --for-train-sizes N[,N]")
+    only_with(args, ("sample_seed",), args.for_query_sample, "with --for-query-sample MAX")
     if args.for_train_sizes:
         prompt_ids, subset = _queries_of_runs(args)
     stats = encoders.encode_dataset(

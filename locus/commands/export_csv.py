@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from locus.cli import output_file
+from locus.cli import add_data_argument, add_out_argument, output_file
 
 NAME = "export-csv"
 HELP = "write a canonical data set as one CSV in the format of the csv source (bring your own data, reversed)"
@@ -42,10 +42,9 @@ csv_out.__name__ = "output file"
 
 
 def add_arguments(p):
-    p.add_argument("--data", required=True, help="canonical data set directory (written by `locus data`)")
-    p.add_argument(
-        "--out", required=True, type=csv_out, help="the CSV to write (.csv, .csv.gz, .tsv or .tsv.gz; replaced)"
-    )
+    # not checked by argparse: the reader's message says how to build a data set
+    add_data_argument(p, "canonical data set directory (written by `locus data`)", required=True, checked=False)
+    add_out_argument(p, csv_out, "the CSV to write (.csv, .csv.gz, .tsv or .tsv.gz; replaced)")
 
 
 def run(args) -> int:

@@ -8,7 +8,15 @@ the factors have no interval and none is annotated.
 
 from __future__ import annotations
 
-from locus.cli import comma_list, existing_dir, int_at_least, output_file
+from locus.cli import (
+    add_data_argument,
+    add_out_argument,
+    add_seed_argument,
+    comma_list,
+    int_at_least,
+    only_with,
+    output_file,
+)
 from locus.constants import FIGURE_KINDS, SCORED_SPLITS
 
 NAME = "figure"
@@ -27,10 +35,8 @@ def add_arguments(p):
         help="time-to-accuracy: LOCUS run directories, one per recipe (same data, n and seed); "
         "sample-efficiency: the run directories to plot (instead of --metrics)",
     )
-    p.add_argument(
-        "--data",
-        type=existing_dir("data set directory"),
-        default=None,
+    add_data_argument(
+        p,
         help="the canonical data set the runs were trained on. sample-efficiency: test labels of the "
         "paired bootstrap over test queries (without it the factors get no interval and no arrow); "
         "time-to-accuracy: validation labels of the best single model's level (a constant router)",
@@ -43,12 +49,11 @@ def add_arguments(p):
         default=1000,
         help="sample-efficiency: bootstrap resamples of the test queries (default 1000)",
     )
-    p.add_argument(
+    add_seed_argument(
+        p,
         "--boot-seed",
         "--bootstrap-seed",
         dest="boot_seed",
-        type=int_at_least(0),
-        default=0,
         help="sample-efficiency: seed of the resampling (default 0)",
     )
     p.add_argument(
@@ -64,12 +69,7 @@ def add_arguments(p):
         default=0.99,
         help="time-to-accuracy: target = this fraction of the reference recipe's best validation hit@1",
     )
-    p.add_argument(
-        "--out",
-        required=True,
-        type=output_file((".pdf", ".png")),
-        help="output .pdf (.png, .csv and .json are written beside it)",
-    )
+    add_out_argument(p, output_file((".pdf", ".png")), "output .pdf (.png, .csv and .json are written beside it)")
     p.add_argument(
         "--methods", type=comma_list, default=None, help="comma-separated methods to plot (default: all present)"
     )
@@ -93,6 +93,11 @@ def add_arguments(p):
 def run(args) -> int:
     from locus.errors import ConfigError
 
+    # one figure's options, given to the other, would be ignored silently
+    timing = args.kind == "time-to-accuracy"
+    only_with(args, ("benchmarks", "reference_recipe", "target_fraction"), timing, "to time-to-accuracy")
+    sample_efficiency = ("metrics", "n_boot", "boot_seed", "methods", "reference_method", "reference_point")
+    only_with(args, (*sample_efficiency, "metric", "split"), not timing, "to sample-efficiency")
     if args.kind == "time-to-accuracy":
         from locus.experiments import time_to_accuracy as tta
 

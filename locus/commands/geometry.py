@@ -18,7 +18,16 @@ Definitions: :mod:`locus.geometry.distances`, :mod:`locus.geometry.families`, :m
 
 from __future__ import annotations
 
-from locus.cli import existing_dir, int_at_least, level, output_file
+from locus.cli import (
+    add_data_argument,
+    add_out_argument,
+    add_seed_argument,
+    existing_dir,
+    int_at_least,
+    level,
+    only_with,
+    output_file,
+)
 
 NAME = "geometry"
 HELP = "embedding geometry: distance vs disagreement, model families, neighbour proxies, fallback routing"
@@ -39,18 +48,11 @@ def add_arguments(p):
         type=existing_dir("run directory"),
         help="reference run directories, one per embedding method (families: exactly one)",
     )
-    p.add_argument(
-        "--data",
-        required=True,
-        type=existing_dir("data set directory"),
-        help="canonical data set the runs were trained on (test labels)",
-    )
-    p.add_argument(
-        "--out",
-        required=True,
-        type=output_file((".pdf", ".png", ".tex")),
-        help="output: .tex (distance-correlation table) or .pdf (figure; .png, .csv, and for families "
-        ".json, beside it)",
+    add_data_argument(p, "canonical data set the runs were trained on (test labels)", required=True)
+    add_out_argument(
+        p,
+        output_file((".pdf", ".png", ".tex")),
+        "output: .tex (distance-correlation table) or .pdf (figure; .png, .csv, and for families .json, beside it)",
     )
     p.add_argument(
         "--metric",
@@ -81,12 +83,11 @@ def add_arguments(p):
         default=200,
         help="distance-correlation table: bootstrap resamples of the test queries (default 200; 0 = none)",
     )
-    p.add_argument(
+    add_seed_argument(
+        p,
         "--boot-seed",
         "--bootstrap-seed",
         dest="boot_seed",
-        type=int_at_least(0),
-        default=0,
         help="seed of the bootstrap resampling and of the permutations (default 0)",
     )
     p.add_argument("--confidence", type=level, default=0.95, help="interval level (default 0.95)")
@@ -104,6 +105,16 @@ def run(args) -> int:
     suffix = args.out.suffix.lower()
     if suffix == ".tex" and args.kind != "distance-correlation":
         raise ConfigError(f"locus geometry {args.kind} writes a figure: give --out a .pdf or .png path")
+    # one analysis's options, given to another, would be ignored silently
+    kind, table = f"`locus geometry {args.kind}`", args.kind == "distance-correlation" and suffix == ".tex"
+    families, nearest = args.kind == "families", args.kind in ("neighbours", "fallback")
+    only_with(args, ("linkage", "highlight", "n_perm"), families, f"to families, not to {kind}")
+    only_with(args, ("max_k",), nearest, f"to neighbours and fallback, not to {kind}")
+    only_with(
+        args, ("n_boot", "confidence", "reference_method"), table, "to the distance-correlation table (--out X.tex)"
+    )
+    only_with(args, ("boot_seed",), table or families, "to the distance-correlation table and families")
+    only_with(args, ("metric",), args.kind != "distance-correlation", "to families, neighbours and fallback")
     if args.kind == "distance-correlation":
         from locus.geometry import distances
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from locus.cli import existing_dir, existing_file, output_file
+from locus.cli import (
+    add_data_argument,
+    add_out_argument,
+    add_seed_argument,
+    existing_dir,
+    existing_file,
+    only_with,
+    output_file,
+)
 
 NAME = "onboard"
 HELP = "which prompts to evaluate a new model on (random, stratified, anchor, disagreement, uncertainty selectors)"
@@ -15,7 +23,7 @@ def add_arguments(p) -> None:
     p.add_argument("--run", required=True, type=existing_dir("run directory"), help="a finished LOCUS run directory")
     p.add_argument("--budget", required=True, type=int, help="evaluations in all (K)")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--data", type=existing_dir("data set directory"), help="candidates: its training-split queries")
+    add_data_argument(src, "candidates: its training-split queries")
     src.add_argument(
         "--candidates", type=Path, help="candidates: a text file (one prompt per line) or a CSV with a prompt column"
     )
@@ -42,12 +50,12 @@ def add_arguments(p) -> None:
         help="stop when at most this fraction of the reference queries is routed differently between the "
         "embeddings before and after the last batch",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the selectors")
-    p.add_argument(
-        "--out",
-        type=output_file((".csv",)),
-        default=None,
-        help="also write the prompts as CSV (prompt_id, prompt, score left empty: fill in and append to --answers)",
+    add_seed_argument(p, help="seed of the selectors")
+    add_out_argument(
+        p,
+        output_file((".csv",)),
+        "also write the prompts as CSV (prompt_id, prompt, score left empty: fill in and append to --answers)",
+        required=False,
     )
 
 
@@ -59,6 +67,9 @@ def one_line(text: str) -> str:
 def run(args) -> int:
     from locus.onboard import SEQUENTIAL, plan
 
+    # without what they refine, these would be ignored silently
+    only_with(args, ("encodings",), args.data is not None, "with --data (its query encodings)")
+    only_with(args, ("epsilon",), args.answers is not None, "with --answers (the stopping rule compares answers)")
     r = plan(
         args.run,
         args.budget,

@@ -4,7 +4,18 @@ correctness accuracy on their test queries. No training: :mod:`locus.experiments
 
 from __future__ import annotations
 
-from locus.cli import add_hold_out_argument, existing_dir, existing_file, int_at_least, output_file, size_list
+from locus.cli import (
+    add_data_argument,
+    add_hold_out_argument,
+    add_out_argument,
+    add_seed_argument,
+    add_threads_argument,
+    existing_dir,
+    existing_file,
+    int_at_least,
+    output_file,
+    size_list,
+)
 
 NAME = "onboarding"
 HELP = "held-out models embedded from k evaluations by LOCUS runs trained without them: heat map (PDF + PNG + CSV)"
@@ -19,12 +30,7 @@ def add_arguments(p) -> None:
         help="LOCUS run directories: trained with --hold-out (one per number of training models) and "
         "optionally one run of the whole pool (the 'all' row)",
     )
-    p.add_argument(
-        "--data",
-        required=True,
-        type=existing_dir("data set directory"),
-        help="the canonical data set the runs were trained on",
-    )
+    add_data_argument(p, "the canonical data set the runs were trained on", required=True)
     p.add_argument("--encodings", required=True, type=existing_file("encodings file"), help="the runs' query encodings")
     p.add_argument(
         "--sizes",
@@ -33,10 +39,10 @@ def add_arguments(p) -> None:
         help="evaluations each held-out model is embedded from (training-split queries)",
     )
     p.add_argument("--repeats", type=int_at_least(1), default=1, help="seeded draws per size")
-    p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the draws")
+    add_seed_argument(p, help="seed of the draws")
     add_hold_out_argument(p)
-    p.add_argument("--out", required=True, type=output_file((".pdf",)), help="output .pdf (.png and .csv beside it)")
-    p.add_argument("--threads", type=int_at_least(0, "0 = torch's default"), default=0, help="torch threads")
+    add_out_argument(p, output_file((".pdf",)), "output .pdf (.png and .csv beside it)")
+    add_threads_argument(p)
     p.add_argument("--data-label", default=None, help="data set name for the title")
 
 

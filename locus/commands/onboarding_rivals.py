@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from locus.cli import (
     add_bootstrap_arguments,
+    add_seed_argument,
+    add_threads_argument,
     comma_list,
     existing_dir,
     existing_file,
-    int_at_least,
     output_file,
     size_list,
 )
@@ -60,7 +61,7 @@ def add_arguments(p) -> None:
         default=list(DEFAULT_SIZES),
         help="evaluations each held-out model is onboarded from (training-split queries; all it has when fewer)",
     )
-    p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the draws, clusters and validation models")
+    add_seed_argument(p, help="seed of the draws, clusters and validation models")
     p.add_argument(
         "--methods",
         type=comma_list,
@@ -84,7 +85,7 @@ def add_arguments(p) -> None:
         "--out", required=True, type=output_file((".tex",)), help="LaTeX table .tex (the tidy .csv beside it)"
     )
     p.add_argument("--figure", default=None, type=output_file((".pdf",)), help="figure .pdf (.png beside it)")
-    p.add_argument("--threads", type=int_at_least(0, "0 = torch's default"), default=0, help="torch threads")
+    add_threads_argument(p)
     p.add_argument("--data-label", default=None, help="data set name for the caption and title")
 
 

@@ -15,7 +15,7 @@ scores, argmax among the portfolio's models). Definitions: :mod:`locus.geometry.
 
 from __future__ import annotations
 
-from locus.cli import existing_dir, int_at_least, output_file
+from locus.cli import add_data_argument, add_seed_argument, existing_dir, int_at_least, only_with, output_file
 
 NAME = "portfolio"
 HELP = "choose a model portfolio (k-center / k-medoids / coverage-greedy) from a run's model embeddings"
@@ -35,12 +35,7 @@ def add_arguments(p):
         type=existing_dir("run directory"),
         help="run directory of an embedding method (results/runs/.../s<seed>/) with embeddings.parquet",
     )
-    p.add_argument(
-        "--data",
-        type=existing_dir("data set directory"),
-        default=None,
-        help="canonical data set the run was trained on: test labels (accuracy) and params_b (budget)",
-    )
+    add_data_argument(p, help="canonical data set the run was trained on: test labels (accuracy) and params_b (budget)")
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--k", type=int_at_least(1), default=None, help="portfolio of this many models")
     mode.add_argument(
@@ -84,8 +79,19 @@ def add_arguments(p):
         default=100,
         help="--figure: random subsets per point (mean ± sd; default 100)",
     )
-    p.add_argument("--seed", type=int_at_least(0), default=0, help="--figure: seed of the random subsets")
+    add_seed_argument(p, help="--figure: seed of the random subsets")
     p.add_argument("--data-label", default=None, help="--figure: data set name for the title")
+
+
+def _no_params_b(data) -> str:
+    """Why a budget needs params_b, and how a pool gets it: through the csv source, which carries it as a
+    column of the evaluations file (models.parquet itself is covered by the data set's digests)."""
+    return (
+        f"{data}/models.parquet has no params_b column (parameters in billions), which a parameter budget needs "
+        "for every model: add a params_b column to the pool's evaluations file (the same number on every row of "
+        "a model; `locus export-csv` writes that file for a pool from another source) and rebuild the pool with "
+        "`locus data csv`; or select by --k"
+    )
 
 
 def _pct(x) -> str:
@@ -93,7 +99,7 @@ def _pct(x) -> str:
 
 
 def run(args) -> int:
-    from locus.errors import ConfigError
+    from locus.errors import ConfigError, DataError
     from locus.geometry import portfolio as pf
 
     if args.data is None and (args.figure is not None or args.budget_b is not None):
@@ -101,7 +107,14 @@ def run(args) -> int:
             f"--{'figure' if args.figure is not None else 'budget-b'} needs --data (the data set the "
             f"run was trained on: {'test labels' if args.figure is not None else 'params_b'})"
         )
+    # the options of one mode, given in another, would be ignored silently
+    figure, k_medoids = args.figure is not None, args.k is not None and args.method == "k-medoids"
+    only_with(args, ("method",), args.k is not None, "with --k (the k-center or k-medoids portfolio)")
+    only_with(args, ("max_iter",), figure or k_medoids, "with --figure or --k (k-medoids: PAM's swap rounds)")
+    only_with(args, ("max_k", "budget_points", "trials", "seed", "data_label"), figure, "with --figure")
     inp = pf.load_inputs(args.run, args.data)
+    if args.budget_b is not None and inp.params_b is None:
+        raise DataError(_no_params_b(args.data))
     if args.figure is not None:
         from locus.render.portfolio import write
 

@@ -8,7 +8,18 @@ from measure CSVs: PDF + PNG + CSV), ``tsne`` (t-SNE of original vs re-learned e
 
 from __future__ import annotations
 
-from locus.cli import existing_dir, existing_file, int_at_least, number_list, output_file, positive_number
+from locus.cli import (
+    add_data_argument,
+    add_out_argument,
+    add_seed_argument,
+    add_threads_argument,
+    existing_dir,
+    existing_file,
+    int_at_least,
+    number_list,
+    output_file,
+    positive_number,
+)
 
 NAME = "regenerate"
 HELP = "EmbedLLM embeddings re-learned with G_psi frozen vs the originals (and LOCUS): measures, heat maps, t-SNE"
@@ -39,12 +50,7 @@ def add_arguments(p) -> None:
         help="heatmap: CSVs written by `locus regenerate measure`",
     )
     p.add_argument("--metric", choices=METRICS, default="cosine_distance", help="heatmap: the metric")
-    p.add_argument(
-        "--data",
-        type=existing_dir("data set directory"),
-        default=None,
-        help="measure, tsne: the canonical data set the runs were trained on",
-    )
+    add_data_argument(p, "measure, tsne: the canonical data set the runs were trained on")
     p.add_argument(
         "--encodings",
         type=existing_file("encodings file"),
@@ -64,15 +70,12 @@ def add_arguments(p) -> None:
         help="evaluations subsampled from each model's training evaluations (sizes above them are dropped)",
     )
     p.add_argument("--repeats", type=int_at_least(1), default=1, help="seeded draws per perturbed setting")
-    p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the draws and of the t-SNE")
+    add_seed_argument(p, help="seed of the draws and of the t-SNE")
     p.add_argument("--perplexity", type=positive_number, default=30.0, help="tsne: t-SNE perplexity")
-    p.add_argument(
-        "--out",
-        required=True,
-        type=output_file((".pdf", ".csv")),
-        help="measure: output .csv; heatmap, tsne: output .pdf (.png and .csv beside it)",
+    add_out_argument(
+        p, output_file((".pdf", ".csv")), "measure: output .csv; heatmap, tsne: output .pdf (.png and .csv beside it)"
     )
-    p.add_argument("--threads", type=int_at_least(0, "0 = torch's default"), default=0, help="torch threads")
+    add_threads_argument(p)
     p.add_argument("--data-label", default=None, help="data set name for the titles")
 
 

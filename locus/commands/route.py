@@ -1,14 +1,16 @@
 """`locus route`: rank a run's models for query texts by predicted probability of a correct answer, and say
 which model each query goes to: the most likely one (default), selective routing (``--alpha``: a threshold
 certified on the run's validation split, else ``--fallback``), or cost-aware routing (``--cost-weight`` /
-``--min-prob``, costs from the data set's models). ``--calibrated`` uses the run's calibration.json."""
+``--min-prob``, costs from the data set's models). ``--calibrated`` uses the run's calibration.json.
+Selective routing certifies tau as the selective-routing table does (`locus decisions selective`, the same
+``--alphas`` grid): with ``--calibrated`` its tau is the table's for the same run."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from locus.cli import comma_list, existing_dir, positive_int
+from locus.cli import add_alphas_argument, add_data_argument, comma_list, existing_dir, only_with, positive_int
 from locus.constants import PRECISIONS
 
 NAME = "route"
@@ -73,6 +75,12 @@ def add_arguments(parser) -> None:
         "certified now on the run's validation split (Learn-then-Test) to keep its error rate <= ALPHA",
     )
     parser.add_argument("--delta", type=_level, default=0.1, help="selective: allowed failure probability (0.1)")
+    add_alphas_argument(
+        parser,
+        "selective: the risk levels of the selective-routing table (`locus decisions selective --alphas`, "
+        "config decisions.alphas); thresholds routing fewer validation queries than the smallest of them and "
+        "ALPHA can certify are skipped, so tau is the table's (default 0.05,0.1,0.2,0.3)",
+    )
     parser.add_argument(
         "--fallback",
         default="best_single",
@@ -84,10 +92,8 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--min-prob", type=_probability, default=None, help="cost-aware: the cheapest model with P >= p"
     )
-    parser.add_argument(
-        "--data",
-        type=existing_dir("data set directory"),
-        default=None,
+    add_data_argument(
+        parser,
         help="the run's data set (validation labels for --alpha, model costs for --cost-weight / --min-prob: its "
         "`cost` column, else params_b); default: the directory recorded in the run's config.json",
     )
@@ -96,7 +102,13 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from locus.inference import Policy, decide, route
 
-    policy = Policy(args.alpha, args.delta, args.fallback, args.cost_weight, args.min_prob, args.data)
+    # options of one policy, given without it, would be ignored silently
+    only_with(args, ("delta", "fallback", "alphas"), args.alpha is not None, "with --alpha", "give --alpha ALPHA")
+    chosen = args.alpha is not None or args.cost_weight is not None or args.min_prob is not None
+    only_with(args, ("data",), chosen, "with a routing policy (--alpha, --cost-weight or --min-prob)")
+    policy = Policy(
+        args.alpha, args.delta, args.fallback, args.cost_weight, args.min_prob, args.data, tuple(args.alphas)
+    )
     common = dict(
         file=args.file,
         models=args.models,

@@ -7,7 +7,7 @@ split, per-benchmark spread, closest model pairs) as Markdown; ``--json`` also w
 
 from __future__ import annotations
 
-from locus.cli import output_file
+from locus.cli import add_data_argument, output_file
 from locus.constants import DEFAULT_DUPLICATE_POLICY, DUPLICATE_POLICIES
 
 NAME = "stats"
@@ -15,7 +15,7 @@ HELP = "pool statistics of a data set: model disagreement, shared difficulty, ro
 
 
 def add_arguments(p):
-    p.add_argument("--data", required=True, help="canonical data set directory")
+    add_data_argument(p, required=True, checked=False)  # the reader's message says how to build one
     p.add_argument("--json", default=None, type=output_file((".json",)), help="also write the statistics as JSON")
     p.add_argument(
         "--duplicates",

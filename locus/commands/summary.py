@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from locus.cli import output_file
+from locus.cli import add_data_argument, add_out_argument, output_file
 from locus.constants import DEFAULT_DUPLICATE_POLICY, DUPLICATE_POLICIES
 
 NAME = "summary"
@@ -14,8 +14,8 @@ HELP = "write a Markdown summary of a data set (sizes, accuracies, oracle, best 
 
 
 def add_arguments(p):
-    p.add_argument("--data", required=True, help="canonical data set directory")
-    p.add_argument("--out", required=True, type=output_file(), help="output Markdown file")
+    add_data_argument(p, required=True, checked=False)  # the reader's message says how to build one
+    add_out_argument(p, output_file(), "output Markdown file")
     p.add_argument("--label", default=None, help="data set label shown in the title (default: the directory name)")
     p.add_argument(
         "--duplicates",

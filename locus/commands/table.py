@@ -11,7 +11,14 @@ the by-benchmark columns' marks use Holm's correction and a minimum of test quer
 
 from __future__ import annotations
 
-from locus.cli import add_bootstrap_arguments, comma_list, existing_dir, existing_file, output_file
+from locus.cli import (
+    add_bootstrap_arguments,
+    add_data_argument,
+    add_out_argument,
+    comma_list,
+    existing_file,
+    output_file,
+)
 from locus.constants import ABLATION_KINDS, BOOTSTRAP_RESAMPLES, SCORED_SPLITS, TABLE_KINDS
 
 NAME = "table"
@@ -31,9 +38,7 @@ def add_arguments(p):
         required=True,
         help="metrics.json files of the runs to compare (their scores_{split}.parquet are read beside them)",
     )
-    p.add_argument(
-        "--out", required=True, type=output_file((".tex",)), help="output .tex (the CSV is written beside it)"
-    )
+    add_out_argument(p, output_file((".tex",)), "output .tex (the CSV is written beside it)")
     p.add_argument(
         "--methods",
         type=comma_list,
@@ -54,10 +59,8 @@ def add_arguments(p):
         help="ablation kinds: the settings to show, in row order (default: every one present; dimensions "
         "ascending, the reference encoder first)",
     )
-    p.add_argument(
-        "--data",
-        type=existing_dir("data set directory"),
-        default=None,
+    add_data_argument(
+        p,
         help="canonical data set the runs were trained on, for the per-query labels of the bootstrap "
         "(default: the data set directory recorded in the runs)",
     )

@@ -11,7 +11,19 @@ in the embedding space), ``overlap-convergence`` / ``size-convergence`` (â€–z âˆ
 
 from __future__ import annotations
 
-from locus.cli import comma_list, existing_dir, existing_file, int_at_least, number_list, output_file, positive_number
+from locus.cli import (
+    add_data_argument,
+    add_out_argument,
+    add_seed_argument,
+    add_threads_argument,
+    comma_list,
+    existing_dir,
+    existing_file,
+    int_at_least,
+    number_list,
+    output_file,
+    positive_number,
+)
 
 NAME = "views"
 HELP = "embedding views of a LOCUS run: hypothetical embeddings, t-SNE, convergence (PDF + PNG + CSV)"
@@ -26,12 +38,7 @@ def add_arguments(p) -> None:
         default=None,
         help="the LOCUS reference run directory (every kind except query-tsne)",
     )
-    p.add_argument(
-        "--data",
-        required=True,
-        type=existing_dir("data set directory"),
-        help="the canonical data set the run was trained on",
-    )
+    add_data_argument(p, "the canonical data set the run was trained on", required=True)
     p.add_argument(
         "--encodings",
         nargs="+",
@@ -39,7 +46,7 @@ def add_arguments(p) -> None:
         type=existing_file("encodings file"),
         help="the run's query encodings (query-tsne: one file per panel)",
     )
-    p.add_argument("--out", required=True, type=output_file((".pdf",)), help="output .pdf (.png and .csv beside it)")
+    add_out_argument(p, output_file((".pdf",)), "output .pdf (.png and .csv beside it)")
     p.add_argument(
         "--sizes",
         type=number_list(int),
@@ -71,8 +78,8 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--max-queries", type=int_at_least(3), default=2000, help="query-tsne: queries shown (subsample)")
     p.add_argument("--perplexity", type=positive_number, default=30.0, help="t-SNE perplexity (capped by the points)")
-    p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of every draw and of t-SNE")
-    p.add_argument("--threads", type=int_at_least(0, "0 = torch's default"), default=0, help="torch threads")
+    add_seed_argument(p, help="seed of every draw and of t-SNE")
+    add_threads_argument(p)
     p.add_argument("--data-label", default=None, help="data set name for the titles")
 
 

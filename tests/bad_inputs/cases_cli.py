@@ -183,10 +183,10 @@ CASES = [
     ),
     _c("train-seed-negative", "traceback", lambda ws: train(ws, "--seed", "-3"), r"--seed: must be >= 0"),
     _c(
-        "encode-threads-zero",
+        "encode-threads-negative",  # 0 is torch's default, as for every --threads (cli.threads_arg)
         "silent",
-        lambda ws: encode(ws, "--threads", "0"),
-        r"--threads: must be >= 1",
+        lambda ws: encode(ws, "--threads", "-1"),
+        r"--threads: must be >= 0",
         fake_encoder=False,
     ),
     _c(

@@ -133,9 +133,10 @@ rule rivals_run:
         duplicates=config["duplicates"],
         data=input_dir("data"),
         out=lambda w: RIV_DIR.format(**dict(w.items())),
+        seed=RIV["seed"],
     shell:
         "{LOCUS} train --method locus --data {params.data} --encodings {input.encodings} "
-        "--train-size {wildcards.n} --dim {params.dim} --seed {RIV[seed]} --params {params.json:q} "
+        "--train-size {wildcards.n} --dim {params.dim} --seed {params.seed} --params {params.json:q} "
         "--hold-out draw:{wildcards.held}:{wildcards.seed} --sampling {params.sampling} "
         "--duplicates {params.duplicates} --threads {threads} --out {params.out} > {log} 2>&1"
 
