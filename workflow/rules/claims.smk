@@ -1,5 +1,5 @@
 # The claims ledger: the paper's claims with verdicts computed from the outputs that test them
-# (locus/experiments/claims.py lists the files; a test checks this rule reads exactly those), and the pool's
+# (locus/experiments/claims/ lists the files; a test checks this rule reads exactly those), and the pool's
 # plan (common.smk), whose skipped outputs make their claims untestable with the reason.
 from locus.experiments.claims import FILES as CLAIM_FILES
 
