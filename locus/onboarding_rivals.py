@@ -3,7 +3,8 @@
 Every method has one interface: :meth:`OnboardingMethod.fit` once on the pool (:class:`PoolContext`: the
 pool models' training-split scores and the query encodings), then :meth:`OnboardingMethod.onboard` a new
 model from its ``k`` scored queries, giving an :class:`OnboardedModel` whose ``predict(query_encodings)`` is
-P(correct) of the new model on any query. Nothing is retrained (``retrains`` is False for all of them):
+P(correct) of the new model on any query (:meth:`OnboardingMethod.onboard_vectors` from any texts' encodings, as
+a served model's). No pool network is retrained (``retrains`` is False for all of them):
 
 - ``mean_accuracy``: the new model's mean score on its k queries, for every query (the floor);
 - ``cluster_shrinkage`` (the HierShrink of vLLM's semantic router): a two-level K-means tree of the pool's
@@ -17,7 +18,9 @@ P(correct) of the new model on any query. Nothing is retrained (``retrains`` is 
   their agreement, on each query; a pool model's vote is its mean score on the ``neighbours`` pool queries
   nearest the query (so it works for queries no pool model was evaluated on);
 - ``locus``: LOCUS's one-pass embedding with a trained checkpoint's encoder (``method.embed``, as
-  ``locus embed`` does, :func:`locus.inference.embed_new_model`) and its decoder's P(correct).
+  ``locus embed`` does, :func:`locus.inference.embed_new_model`) and its decoder's P(correct);
+- ``embedllm_fit`` / ``irt_net_fit``: an EmbedLLM / IRT-Net run's network frozen, the new model's vector fitted
+  to its k scores by gradient descent (their ``embed``); they need a run of that method trained on the pool.
 
 What is tuned (λ, K, the number of voters) is chosen per k on **validation models**: up to
 ``val_models`` pool models, each onboarded (as if new) from k of its own pool queries and scored on other
@@ -627,33 +630,32 @@ def sigmoid(logits) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(np.asarray(logits, dtype=np.float64), -40, 40)))
 
 
-class LocusOnboarding(OnboardingMethod):
-    """LOCUS: the new model embedded by one forward pass of a trained run's encoder (``method``: a fitted
-    LOCUS method, e.g. ``locus.run_artifacts.load_checkpoint(run).method``), its decoder's P(correct)
-    (``probabilities``: logits -> P, default the sigmoid; :func:`locus.inference.probability_map` gives the
-    run's calibrated map)."""
+class EmbeddingOnboarding(OnboardingMethod):
+    """A new model as a vector of a trained embedding method's space (``method``: a fitted method with ``embed``
+    and ``logits_for_embeddings``, e.g. ``locus.run_artifacts.load_checkpoint(run).method`` of a run trained
+    without the held-out models), scored by that method's own decoder (``probabilities``: logits -> P, default
+    the sigmoid). The pool's network is never retrained; how the vector is found is the method's."""
 
-    name = "locus"
-    label = "LOCUS (one forward pass)"
-    latex_label = "\\textsc{Locus} (ours)"
-    order = 10
-    color = "#d62728"
+    method_name: ClassVar[str]  # the name of the trained method this onboarding needs
     defaults = {"method": None, "probabilities": None}
 
     def _fit(self, pool):
         method = self.params["method"]
         if method is None or not (hasattr(method, "embed") and hasattr(method, "logits_for_embeddings")):
             raise ConfigError(
-                "onboarding method 'locus' needs a fitted LOCUS method (method=...: a checkpoint loaded with "
-                "locus.run_artifacts.load_checkpoint)."
+                f"onboarding method {self.name!r} needs a fitted {self.method_name} method (method=...: a "
+                "checkpoint loaded with locus.run_artifacts.load_checkpoint)."
             )
+        given = getattr(method, "name", self.method_name)
+        if given != self.method_name:
+            raise ConfigError(f"onboarding method {self.name!r} needs a {self.method_name} run, got a {given} run.")
         trained = getattr(method, "model_ids", None)
         trained = _EMPTY if trained is None else np.asarray(trained, dtype=np.int64)
         leaked = np.intersect1d(trained, pool.forbidden_model_ids)
         if len(leaked):
             raise LeakageError(
-                f"locus: the checkpoint was trained on held-out model(s) {leaked[:5].tolist()}; give a run trained "
-                "without them (locus train --hold-out)."
+                f"{self.name}: the checkpoint was trained on held-out model(s) {leaked[:5].tolist()}; give a run "
+                "trained without them (locus train --hold-out)."
             )
         self.to_probability = self.params["probabilities"] or sigmoid
 
@@ -667,17 +669,71 @@ class LocusOnboarding(OnboardingMethod):
         return OnboardedModel(self.name, len(y), float(np.mean(y)), predict, {"embedding_dim": int(z.shape[-1])})
 
 
+class LocusOnboarding(EmbeddingOnboarding):
+    """LOCUS: the new model embedded by one forward pass of a trained run's encoder, its decoder's P(correct)
+    (``probabilities``: :func:`locus.inference.probability_map` gives the run's calibrated map)."""
+
+    name = "locus"
+    method_name = "locus"
+    label = "LOCUS (one forward pass)"
+    latex_label = "\\textsc{Locus} (ours)"
+    order = 10
+    color = "#d62728"
+
+
+class EmbedLLMFit(EmbeddingOnboarding):
+    """EmbedLLM: the new model's vector fitted by gradient descent on its k scores with the trained network
+    frozen (``EmbedLLM.embed``: ``embed_steps`` Adam steps from the seed's start)."""
+
+    name = "embedllm_fit"
+    method_name = "embedllm"
+    label = "EmbedLLM (vector fitted, net frozen)"
+    latex_label = "EmbedLLM (vector fitted)"
+    order = 50
+    color = "#17becf"
+    linestyle = "-."
+
+
+class IRTNetFit(EmbeddingOnboarding):
+    """IRT-Net: the new model's ability vector fitted on its k scores with the trained network frozen."""
+
+    name = "irt_net_fit"
+    method_name = "irt_net"
+    label = "IRT-Net (vector fitted, net frozen)"
+    latex_label = "IRT-Net (vector fitted)"
+    order = 55
+    color = "#9467bd"
+    linestyle = "-."
+
+
+FIT_METHODS = {cls.method_name: cls.name for cls in (EmbedLLMFit, IRTNetFit)}  # trained method -> onboarding
+
+
 # --------------------------------------------------------------------------------------------------
 # registry
 # --------------------------------------------------------------------------------------------------
 METHODS: dict[str, type[OnboardingMethod]] = {
-    cls.name: cls for cls in (LocusOnboarding, ClusterShrinkage, ClusterErrorVector, KnnAgreement, MeanAccuracy)
+    cls.name: cls
+    for cls in (
+        LocusOnboarding,
+        EmbedLLMFit,
+        IRTNetFit,
+        ClusterShrinkage,
+        ClusterErrorVector,
+        KnnAgreement,
+        MeanAccuracy,
+    )
 }
 
 
 def names() -> list[str]:
     """Registered onboarding methods in table order."""
     return sorted(METHODS, key=lambda n: (METHODS[n].order, n))
+
+
+def training_free() -> list[str]:
+    """The methods that need no trained network of their own (only the pool's scores and encodings)."""
+    return [n for n in names() if not issubclass(METHODS[n], EmbeddingOnboarding)]
 
 
 def method_class(name: str) -> type[OnboardingMethod]:

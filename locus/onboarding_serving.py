@@ -29,12 +29,18 @@ _META_PREFIX = "locus."
 
 
 def names() -> list[str]:
-    """The onboarding methods `--onboarding` accepts, LOCUS first."""
-    return rivals.names()
+    """The onboarding methods `--onboarding` accepts, LOCUS first: the run's own and the training-free ones
+    (an embedding fit of another method needs that method's run, which a served run is not)."""
+    return ["locus", *rivals.training_free()]
 
 
 def check_method(name: str) -> str:
     rivals.method_class(name)  # a ConfigError naming the known methods
+    if name not in names():
+        raise ConfigError(
+            f"--onboarding {name}: fits a vector in another trained method's space; a served run onboards with "
+            f"{', '.join(names())}."
+        )
     return name
 
 

@@ -59,7 +59,16 @@ def onboard_and_score(name, pool, new_train, new_test, test_vectors, k, seed=0, 
 
 
 def test_registry_and_metadata():
-    assert rivals.names() == ["locus", "cluster_shrinkage", "cluster_error_vector", "knn_agreement", "mean_accuracy"]
+    assert rivals.names() == [
+        "locus",
+        "cluster_shrinkage",
+        "cluster_error_vector",
+        "knn_agreement",
+        "embedllm_fit",
+        "irt_net_fit",
+        "mean_accuracy",
+    ]
+    assert rivals.training_free() == ["cluster_shrinkage", "cluster_error_vector", "knn_agreement", "mean_accuracy"]
     for name in rivals.names():
         cls = rivals.method_class(name)
         assert cls.name == name and cls.label and cls.latex_label and cls.retrains is False
@@ -313,7 +322,8 @@ def test_command_end_to_end(tiny, held_run, tmp_path, capsys):
         assert path.stat().st_size > 0
     frame = pd.read_csv(out.with_suffix(".csv"))
     assert list(frame.columns) == list(exp.COLUMNS)
-    assert set(frame["method"]) == set(rivals.names()) | {"oracle", "random", exp.POOL_ONLY}
+    compared = {"locus", *rivals.training_free()}  # no --fit-runs: no embedding fit
+    assert set(frame["method"]) == compared | {"oracle", "random", exp.POOL_ONLY}
     assert set(frame["draw"].fillna("")) == {"random", ""} and (frame["repeats"] == 1).all()
     assert not frame["metric"].str.startswith("aiq").any()  # the tiny pool has no costs: no accuracy-cost area
     assert sorted(frame["k"].unique()) == [4, 16]
@@ -323,7 +333,7 @@ def test_command_end_to_end(tiny, held_run, tmp_path, capsys):
     assert (acc["n_models"] == 2).all() and (acc["n_queries"] == 15).all()
     assert (acc["ci_low"] <= acc["value"] + 1e-12).all() and (acc["value"] <= acc["ci_high"] + 1e-12).all()
     assert (acc["seconds_per_model"] >= 0).all()
-    assert set(frame[frame["metric"].str.endswith("_minus_locus")]["method"]) == set(rivals.names()) - {"locus"}
+    assert set(frame[frame["metric"].str.endswith("_minus_locus")]["method"]) == compared - {"locus"}
     # LOCUS's row is the onboarding figure's number: the same draws, the same embedding
     ckpt = run_artifacts.load_checkpoint(held_run)
     data = read_dataset(tiny / "data")
@@ -375,9 +385,13 @@ def test_repeats_pool_their_own_held_out_sets(tiny, tmp_path, capsys):
     (data_dir / "dataset.json").unlink()  # edited on purpose: the manifest would refuse it
     data = read_dataset(data_dir)
     runs = []
+    fits = []
     for r in (0, 1):
         runs.append(tmp_path / f"r{r}")
         execute("locus", PARAMS, data_dir, tiny / "enc.parquet", N_REF, 0, runs[-1], hold_out=[f"draw:2:{r}"])
+        fits.append(tmp_path / f"e{r}")
+        small = {"dim": 8, "max_epochs": 2, "embed_steps": 20}
+        execute("embedllm", small, data_dir, tiny / "enc.parquet", N_REF, 0, fits[-1], hold_out=[f"draw:2:{r}"])
     held = [draw_held_out(data.model_ids, 2, r) for r in (0, 1)]
     for run, ids in zip(runs, held):
         trained = run_artifacts.load_checkpoint(run).model_ids
@@ -386,13 +400,19 @@ def test_repeats_pool_their_own_held_out_sets(tiny, tmp_path, capsys):
     args = ["onboarding-rivals", "--run", *map(str, runs), "--data", str(data_dir)]
     args += ["--encodings", str(tiny / "enc.parquet"), "--held-out", "untrained", "--selector", "anchor"]
     args += ["--k", "4,16", "--bootstrap-resamples", "100", "--threads", "1", "--out", str(out)]
+    assert main([*args, "--fit-runs", str(fits[0])]) == 2  # the second repeat has no EmbedLLM run ...
+    assert "embedllm_fit has a run for 1 of the 2 repeats" in capsys.readouterr().err
+    assert main([*args, "--fit-runs", str(fits[1]), str(runs[0])]) == 2  # ... and a LOCUS run is no fit run
+    assert "--fit-runs takes runs of embedllm, irt_net" in capsys.readouterr().err
+    args += ["--fit-runs", *map(str, fits)]
     assert main(args) == 0
     assert "repeat 2/2" in capsys.readouterr().out
     frame = pd.read_csv(out.with_suffix(".csv"))
     assert (frame["repeats"] == 2).all()
     acc = frame[frame["metric"] == "correctness_acc"]
     assert (acc["n_models"] == 4).all()
-    assert set(acc[acc["draw"] == "anchor"]["method"]) == set(rivals.names())
+    compared = {"locus", "embedllm_fit", *rivals.training_free()}
+    assert set(acc[acc["draw"] == "anchor"]["method"]) == compared
     # the pooled LOCUS number is the sum over the repeats of the onboarding figure's counts
     enc = read_encodings(tiny / "enc.parquet")
     for k in (4, 16):
@@ -403,8 +423,8 @@ def test_repeats_pool_their_own_held_out_sets(tiny, tmp_path, capsys):
         mine = acc[(acc["method"] == "locus") & (acc["k"] == k) & (acc["draw"] == "random")]["value"].item()
         assert mine == pytest.approx(correct / pairs)
     aiq = frame[frame["metric"].isin(exp.AIQ)]
-    assert set(aiq["method"]) == set(rivals.names()) and aiq["value"].between(0, 1).all()
-    assert (frame["metric"] == "aiq_range_minus_locus").sum() == 2 * 2 * (len(rivals.names()) - 1)
+    assert set(aiq["method"]) == compared and aiq["value"].between(0, 1).all()
+    assert (frame["metric"] == "aiq_range_minus_locus").sum() == 2 * 2 * (len(compared) - 1)
     tex = out.read_text()
     assert "2 of 6 models held out in each of 2 repeats" in tex and "anchor queries" in tex
     assert "the field's protocol holds out 38 of 112" in tex and "params\\_b column" in tex

@@ -15,7 +15,7 @@ pytest.importorskip("fastapi")
 from test_embed_route import fake_encoder, run_dir  # noqa: E402,F401  (fixtures: the tiny run, the fake encoder)
 from test_serve import Service, expected  # noqa: E402
 
-from locus import checkpoint, onboarding_rivals, serve  # noqa: E402
+from locus import checkpoint, serve  # noqa: E402
 from locus import onboarding_serving as onboarding  # noqa: E402
 from locus.cli import main  # noqa: E402
 from locus.commands import embed as embed_command  # noqa: E402
@@ -59,7 +59,7 @@ def one_error_line(capsys) -> str:
 
 def test_the_commands_offer_every_onboarding_method():
     # written out in the command modules, so building the parser imports no numeric library
-    assert embed_command.ONBOARDING == serve_command.ONBOARDING == tuple(onboarding_rivals.names())
+    assert embed_command.ONBOARDING == serve_command.ONBOARDING == tuple(onboarding.names())
 
 
 # --------------------------------------------------------------------------------------------------

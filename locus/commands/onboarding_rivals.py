@@ -21,7 +21,15 @@ NAME = "onboarding-rivals"
 HELP = "LOCUS's one-pass onboarding of held-out models vs training-free rivals, by k (LaTeX table + CSV, figure)"
 # the library's vocabularies, written out: building the parser imports no numeric library (tests check they match
 # locus.onboarding_rivals.names(), locus.experiments.onboarding_rivals.DEFAULT_SIZES and .POOLS)
-METHODS = ("locus", "cluster_shrinkage", "cluster_error_vector", "knn_agreement", "mean_accuracy")
+METHODS = (
+    "locus",
+    "cluster_shrinkage",
+    "cluster_error_vector",
+    "knn_agreement",
+    "embedllm_fit",
+    "irt_net_fit",
+    "mean_accuracy",
+)
 DEFAULT_SIZES = (8, 16, 32, 64, 128, 256)
 POOLS = ("split", "run")
 SELECTORS = ("random", "stratified", "anchor")  # locus.experiments.onboarding_rivals.STATIC_SELECTORS
@@ -65,8 +73,17 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--methods",
         type=comma_list,
-        default=list(METHODS),
-        help=f"comma list of onboarding methods (default all: {','.join(METHODS)})",
+        default=None,
+        help=f"comma list of onboarding methods (of {','.join(METHODS)}; default: LOCUS, the training-free ones and "
+        "the embedding fits given --fit-runs)",
+    )
+    p.add_argument(
+        "--fit-runs",
+        nargs="+",
+        default=[],
+        type=existing_dir("run directory"),
+        help="EmbedLLM / IRT-Net runs trained without the same held-out models as a --run (one per method and "
+        "repeat): their network frozen, a new model's vector is fitted to its k scores (embedllm_fit, irt_net_fit)",
     )
     p.add_argument(
         "--pool",
@@ -95,7 +112,7 @@ def run(args) -> int:
     from locus.onboarding_rivals import method_class
     from locus.params import set_threads
 
-    for name in args.methods:
+    for name in args.methods or ():
         method_class(name)  # an unknown name: one line before any work
     set_threads(args.threads)
     s = write_onboarding_rivals(
@@ -114,6 +131,7 @@ def run(args) -> int:
         calibrated=args.calibrated,
         selector=args.selector,
         progress=lambda line: print(line, flush=True),
+        fit_runs=args.fit_runs,
     )
     frame = s["comparison"].frame
     cells = frame[(frame["metric"] == "correctness_acc") & (frame["draw"] == "random")].copy()
@@ -121,7 +139,7 @@ def run(args) -> int:
         f"{100 * v:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
         for v, lo, hi in cells[["value", "ci_low", "ci_high"]].to_numpy()
     ]
-    order = {m: i for i, m in enumerate(args.methods)}
+    order = {m: i for i, m in enumerate(s["comparison"].methods)}
     table = cells.pivot(index="method", columns="k", values="cell")
     table = table.loc[sorted(table.index, key=lambda m: order.get(m, len(order)))]
     print(f"correctness accuracy (%) of {len(s['held_out'])} held-out models onboarded from k evaluations:")

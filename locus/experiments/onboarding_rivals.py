@@ -1,22 +1,26 @@
 """Onboarding a new model without retraining: LOCUS's one forward pass beside training-free rivals (issue 49;
 the methods are :mod:`locus.onboarding_rivals`).
 
-Protocol (the onboarding figure's, :mod:`locus.experiments.onboarding`, with other methods beside LOCUS):
+Protocol (the field's: UniRoute holds out 38 of EmbedLLM's 112 models; here any number of repeats):
 
-- the **pool**: the models of a LOCUS run trained without the held-out models (``locus train --hold-out``),
-  with their training-split scores (``pool="split"``, default: every training-split score of those models in
-  the data set) or exactly the run's training evaluations (``pool="run"``, what its LOCUS saw); every method
-  is fitted once on it, and tunes what it tunes (λ, K, voters) on validation models *of the pool*;
+- each **repeat** is one held-out set and the **pool** of the other models: a LOCUS run trained without the
+  held-out models (``locus train --hold-out draw:COUNT:SEED``, a seeded random draw; or named models), its
+  models with their training-split scores (``pool="split"``: every training-split score of those models in the
+  data set) or exactly the run's training evaluations (``pool="run"``, what its LOCUS saw); every method is
+  fitted once per repeat on it, and tunes what it tunes (λ, K, voters) on validation models *of the pool*;
+  the embedding fits (EmbedLLM, IRT-Net) use their own runs trained without the same models;
 - each **held-out model** and each k of the grid: the same seeded draw of k of its training-split
   evaluations as the onboarding figure (:func:`locus.experiments.onboarding.draw_evaluations`, repeat 0; all
-  of them when it has fewer); every method onboards it from those k, nothing else of it;
-- **metrics** on the held-out models' **test** queries: correctness accuracy and ROC-AUC over all their
-  labelled test pairs (pooled), routing accuracy among the held-out models (each test query to the new model
-  with the highest predicted P(correct)), each with a paired percentile bootstrap interval over test queries
-  (the same resamples for every method at one k; correctness and routing by
-  :func:`locus.experiments.bootstrap.paired_differences`, ROC-AUC by the same resampling of queries); the
-  differences to LOCUS with their paired intervals; and the per-model correctness accuracy and ROC-AUC
-  averaged over held-out models with a t-interval over models.
+  of them when it has fewer) and, with a selector, the k queries an active-onboarding selector picks from the
+  pool's information alone (:class:`Draws`); every method onboards it from those k, nothing else of it;
+- **metrics** on the **test** queries, every repeat's held-out models pooled: correctness accuracy and ROC-AUC
+  over all their labelled test pairs, routing accuracy among the held-out models of a repeat (each test query
+  to the new model with the highest predicted P(correct)) and among old plus new (the pool's models scored by
+  the repeat's LOCUS run), the area under the accuracy-cost curve of that router (cost-weighted choices over
+  a grid of λ, both AIQ normalisations of :func:`locus.decisions.aiq`) where the models have costs; each with
+  a paired percentile bootstrap interval over test queries (the same resamples for every method at one k);
+  the differences to LOCUS with their paired intervals; and the per-model correctness accuracy and ROC-AUC
+  averaged over held-out models with a t-interval over models, their differences to LOCUS paired by model.
 
 The held-out models' test queries never enter fitting, tuning or onboarding: the pool is built from the
 training split, refuses the held-out models and the test queries (:class:`locus.onboarding_rivals.PoolContext`
@@ -154,13 +158,16 @@ def build_pool(data, encodings, pool_pairs: pd.DataFrame, held_out, seed: int = 
     )
 
 
-def fit_methods(names, pool, locus_method=None, probabilities=None, params: dict | None = None):
-    """{name: fitted onboarding method} and {name: seconds the fit took}."""
+def fit_methods(names, pool, locus_method=None, probabilities=None, params: dict | None = None, trained=None):
+    """{name: fitted onboarding method} and {name: seconds the fit took}. `trained`: {onboarding name: the
+    trained method an embedding fit needs} (e.g. ``{"embedllm_fit": <an EmbedLLM run's method>}``)."""
     fitted, seconds = {}, {}
     for name in names:
         extra = dict((params or {}).get(name, {}))
         if name == "locus":
             extra.update(method=locus_method, probabilities=probabilities)
+        elif name in (trained or {}):
+            extra.update(method=trained[name])
         start = time.process_time()
         fitted[name] = rivals.create(name, **extra).fit(pool)
         seconds[name] = time.process_time() - start
@@ -273,6 +280,7 @@ class Setup:
     pool_pairs: pd.DataFrame
     locus_method: object | None = None
     probabilities: object | None = None
+    trained: dict = field(default_factory=dict)  # embedding fits: {onboarding name: a run's method, same pool}
 
 
 def onboard_repeat(
@@ -283,7 +291,7 @@ def onboard_repeat(
     plus new models (when a LOCUS run is given)."""
     held = np.unique(np.asarray(setup.held_out, dtype=np.int64))
     pool = build_pool(data, encodings, setup.pool_pairs, held, seed)
-    fitted, fit_seconds = fit_methods(methods, pool, setup.locus_method, setup.probabilities, params)
+    fitted, fit_seconds = fit_methods(methods, pool, setup.locus_method, setup.probabilities, params, setup.trained)
     draws = Draws(data, encodings, pool, seed, selector, setup.locus_method)
     probs, seconds, chosen = onboard_all(fitted, data, encodings, held, sizes, draws, pool)
     test_ids = data.split_queries("test")["prompt_id"].to_numpy(np.int64)
@@ -582,7 +590,12 @@ def compare_repeats(
     :func:`onboard_repeat`) and summarised over the repeats (:func:`summarise`). In memory: `data` an EvalData,
     `encodings` an Encodings; `costs` (one per model of the data set, in its model order) enables the
     accuracy-cost area."""
-    methods = rivals.names() if methods is None else list(methods)
+    if not setups:
+        raise ConfigError("onboarding rivals: give at least one held-out set (one run per repeat).")
+    if methods is None:  # LOCUS, the embedding fits every repeat has a run for, and the training-free methods
+        fits = set.intersection(*(set(s.trained) for s in setups))
+        methods = [n for n in rivals.names() if n == REFERENCE or n in fits or n in rivals.training_free()]
+    methods = list(methods)
     for name in methods:
         rivals.method_class(name)
     if len(set(methods)) != len(methods) or not methods:
@@ -590,8 +603,6 @@ def compare_repeats(
     sizes = sorted({int(k) for k in sizes})
     if not sizes or sizes[0] < 1:
         raise ConfigError(f"--k: give evaluation counts >= 1, got {sizes}")
-    if not setups:
-        raise ConfigError("onboarding rivals: give at least one held-out set (one run per repeat).")
     selector = check_selector(selector)
     repeats = []
     for i, setup in enumerate(setups):
@@ -824,6 +835,24 @@ def run_held_out(run, data, where: str) -> np.ndarray:
     return held
 
 
+def _fit_runs_by_pool(fit_runs) -> dict:
+    """{trained model ids: [(run, checkpoint)]} of the embedding-fit runs (EmbedLLM, IRT-Net), each matched to
+    the repeat whose LOCUS run trained on the same models."""
+    from locus import run_artifacts
+
+    out: dict = {}
+    for run in fit_runs or ():
+        ckpt = run_artifacts.load_checkpoint(run)
+        name = getattr(ckpt.method, "name", None)
+        if name not in rivals.FIT_METHODS:
+            raise DataError(
+                f"{run}: a {name!r} run; --fit-runs takes runs of {', '.join(rivals.FIT_METHODS)} (their vectors are "
+                "fitted to the new model's scores with the network frozen)."
+            )
+        out.setdefault(tuple(np.asarray(ckpt.model_ids, dtype=np.int64).tolist()), []).append((run, ckpt))
+    return out
+
+
 def write_onboarding_rivals(
     runs,
     data_dir,
@@ -840,6 +869,7 @@ def write_onboarding_rivals(
     calibrated: bool = False,
     selector: str | None = None,
     progress=None,
+    fit_runs=(),
 ) -> dict:
     """Read the runs (one per repeat), data set and encodings; :func:`compare_repeats`; write the LaTeX table
     `out`, its CSV beside it and (when given) the figure `figure` (.pdf + .png). `held_out_names`: None (the
@@ -855,6 +885,7 @@ def write_onboarding_rivals(
     if pool not in POOLS:
         raise ConfigError(f"--pool {pool!r}: choose one of {', '.join(POOLS)}")
     runs = [runs] if isinstance(runs, (str, Path)) else list(runs)
+    fits = _fit_runs_by_pool(fit_runs)
     cpu_start = time.process_time()
     data = read_dataset(data_dir)
     enc = read_encodings(encodings_path)
@@ -883,8 +914,27 @@ def write_onboarding_rivals(
         else:
             train = data.split_scores("train")
             pairs = train[train["model_id"].isin(trained)]
-        setups.append(Setup(held, pairs, ckpt.method, probability_map(run, calibrated)))
+        trained_here = {}
+        for fit_run, fit_ckpt in fits.pop(tuple(trained.tolist()), []):
+            run_artifacts.check_same_data(
+                fit_run, fit_ckpt.config.get("data_fingerprint"), fingerprint, data_dir, "re-run its training rule."
+            )
+            trained_here[rivals.FIT_METHODS[fit_ckpt.method.name]] = fit_ckpt.method
+        setups.append(Setup(held, pairs, ckpt.method, probability_map(run, calibrated), trained_here))
         train_sizes.add(ckpt.config.get("train_size"))
+    for name in sorted({n for setup in setups for n in setup.trained}):
+        have = sum(name in setup.trained for setup in setups)
+        if have < len(setups):
+            raise DataError(
+                f"--fit-runs: {name} has a run for {have} of the {len(setups)} repeats; give one per --run (trained "
+                "without the same held-out models), or none."
+            )
+    if fits:
+        extra = [str(r) for group in fits.values() for r, _ in group]
+        raise DataError(
+            f"--fit-runs {' '.join(extra)}: trained on other models than every --run; give, per repeat, runs trained "
+            "without the same held-out models (the same --hold-out)."
+        )
     try:
         costs, cost_column = model_costs(data.models, data.model_ids, f"{data_dir}/models.parquet")
     except DataError:  # no cost for every model: the accuracy-cost area is left out, and the caption says so

@@ -295,6 +295,16 @@ class NetMethod:
             z = self.net.model_table.weight[torch.from_numpy(pos)]
             return self.net.matrix_logits(x, z).numpy().astype(np.float32)
 
+    def logits_for_embeddings(self, query_vectors: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """Logits [queries x k] of query encodings against k model vectors `z` [k, dim] (e.g. new models'
+        from :meth:`embed`), through the frozen network."""
+        x = torch.from_numpy(self._check_query_dim(query_vectors, self.d_phi))
+        self.net.eval()
+        with torch.no_grad():
+            return (
+                self.net.matrix_logits(x, torch.from_numpy(np.asarray(z, dtype=np.float32))).numpy().astype(np.float32)
+            )
+
     def _embed(self, query_vectors: np.ndarray, scores: np.ndarray) -> np.ndarray:
         return self._embed_many([(query_vectors, scores)])[0]
 

@@ -95,17 +95,27 @@ rule onboarding_figure:
 # directories under results/onboarding_rivals/), and every method onboards them from k of their evaluations
 # (`onboarding_rivals`). Settings: `onboarding_rivals` in the config.
 RIV = config["onboarding_rivals"]
-RIV_DIR = "results/onboarding_rivals/{dataset}/{encoder}/h{held}/n{n}/s{seed}"
+RIV_DIR = "results/onboarding_rivals/{dataset}/{encoder}/{method}/h{held}/n{n}/s{seed}"
 
 
-def rivals_run_dirs():
+def rivals_run_dirs(method="locus"):
     """One run directory per repeat: repeat r holds out draw:HELD:(100 * seed + r) (locus.runs.draw_held_out)."""
     return [
         RIV_DIR.format(
-            dataset=DATASET, encoder=ENCODER, held=RIV["held_out"], n=RIV["train_size"], seed=100 * RIV["seed"] + r
+            dataset=DATASET,
+            encoder=ENCODER,
+            method=method,
+            held=RIV["held_out"],
+            n=RIV["train_size"],
+            seed=100 * RIV["seed"] + r,
         )
         for r in range(RIV["repeats"])
     ]
+
+
+def rivals_fit_dirs():
+    """The embedding-fit methods' runs (EmbedLLM, IRT-Net), one per method and repeat."""
+    return [d for method in RIV["fit_methods"] for d in rivals_run_dirs(method)]
 
 
 rule rivals_run:
@@ -113,12 +123,14 @@ rule rivals_run:
         data=data_files("{dataset}"),
         encodings=encodings("{dataset}", "{encoder}"),
     output:
-        **{name.replace(".", "_"): f"{RIV_DIR}/{name}" for name in _artifacts.run_files("locus")},
+        config="%s/config.json" % RIV_DIR,
+        metrics="%s/metrics.json" % RIV_DIR,
     log:
         f"results/logs/{RIV_DIR.removeprefix('results/')}.log",
     benchmark:
         f"results/benchmarks/{RIV_DIR.removeprefix('results/')}.tsv"
     wildcard_constraints:
+        method="locus|embedllm|irt_net",
         held=r"\d+",
         n=r"\d+",
         seed=r"\d+",
@@ -127,15 +139,15 @@ rule rivals_run:
         mem_mb=8000,
         runtime=120,
     params:
-        json=as_json(config["methods"]["locus"]["params"] or {}),
-        dim=config["methods"]["locus"]["dim"],
+        json=lambda w: as_json(config["methods"][w.method]["params"] or {}),
+        dim=lambda w: config["methods"][w.method]["dim"],
         sampling=config["sampling"],
         duplicates=config["duplicates"],
         data=input_dir("data"),
         out=lambda w: RIV_DIR.format(**dict(w.items())),
         seed=RIV["seed"],
     shell:
-        "{LOCUS} train --method locus --data {params.data} --encodings {input.encodings} "
+        "{LOCUS} train --method {wildcards.method} --data {params.data} --encodings {input.encodings} "
         "--train-size {wildcards.n} --dim {params.dim} --seed {params.seed} --params {params.json:q} "
         "--hold-out draw:{wildcards.held}:{wildcards.seed} --sampling {params.sampling} "
         "--duplicates {params.duplicates} --threads {threads} --out {params.out} > {log} 2>&1"
@@ -143,7 +155,8 @@ rule rivals_run:
 
 rule onboarding_rivals:
     input:
-        runs=[f"{d}/{name}" for d in rivals_run_dirs() for name in _artifacts.run_files("locus")],
+        runs=[f"{d}/{name}" for d in rivals_run_dirs() for name in ("config.json", "metrics.json")],
+        fits=[f"{d}/metrics.json" for d in rivals_fit_dirs()],
         data=data_files(DATASET),
         encodings=encodings(DATASET, ENCODER),
     output:
@@ -165,6 +178,7 @@ rule onboarding_rivals:
         runtime=30,
     params:
         runs=" ".join(shlex.quote(d) for d in rivals_run_dirs()),
+        fits=" ".join(["--fit-runs", *map(shlex.quote, rivals_fit_dirs())] if RIV["fit_methods"] else []),
         data=input_dir("data"),
         options=(
             f"--k {','.join(str(int(k)) for k in RIV['sizes'])} --seed {int(RIV['seed'])} --held-out untrained "
@@ -173,5 +187,5 @@ rule onboarding_rivals:
             + f"--data-label {shlex.quote(dataset_label(DATASET))}"
         ),
     shell:
-        "{LOCUS} onboarding-rivals --run {params.runs} --data {params.data} --encodings {input.encodings} "
-        "{params.options} --threads {threads} --out {output.tex} --figure {output.pdf} > {log} 2>&1"
+        "{LOCUS} onboarding-rivals --run {params.runs} {params.fits} --data {params.data} "
+        "--encodings {input.encodings} {params.options} --threads {threads} --out {output.tex} --figure {output.pdf} > {log} 2>&1"
