@@ -135,7 +135,7 @@ class _Locus:
 
         self.torch = torch
         self.method = LocusMethod({"threads": 0, **(params or {})})
-        self.p = dict(self.method.params)
+        self.p = self.method.params.as_dict()
         self.net = self.method._build(D_PHI).to(device)  # _build picks CUDA when present: move it
         self.method.net = self.net
         self.device = torch.device(device)
@@ -150,7 +150,7 @@ class _Locus:
     def train_step(self, phi, sets, models, all_tokens: bool = False):
         saved = self.method.params
         if all_tokens:  # the authors' step: every token of every model, every target
-            self.method.params = {**saved, "max_tokens": 0, "max_targets": 0}
+            self.method.params = saved.replace(max_tokens=0, max_targets=0)
         try:
             with self.method._arithmetic(self.device, autocast=False):  # as in fit: TF32 on CUDA when `tf32`
                 return self.method._train_step(self.net, self.opt, phi, sets, models, 0.1, self.gen)

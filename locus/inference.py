@@ -147,12 +147,12 @@ def set_precision(run_dir, precision: str | None, checkpoint) -> None:
     """Run the loaded method's forward passes in `precision` (LOCUS's parameter; None = the run's own)."""
     if precision is None:
         return
-    if "precision" not in run_dir.method.params:
+    if "precision" not in run_dir.method.params.names():
         raise DataError(
             f"{checkpoint}: method {run_dir.method.name!r} has no precision option; leave out "
             "--precision or give a LOCUS run."
         )
-    run_dir.method.params["precision"] = precision
+    run_dir.method.params = run_dir.method.params.replace(precision=precision)
 
 
 def embed_new_model(

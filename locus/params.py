@@ -84,17 +84,27 @@ def source_params(source: str, params: dict, flags: dict | None = None) -> tuple
     return module.validate_params(params), options
 
 
-def method_params(method: str, text: str, dim: int | None = None) -> dict:
-    """Parameters of `method` from ``--params`` JSON, with ``--dim`` (when given) overriding ``dim`` for
-    methods that have one. An unknown method, or a parameter the method refuses
-    (:meth:`~locus.methods.base.Method.validate_params`), is a :class:`ConfigError`."""
+def run_params(method: str, text: str, dim: int | None = None):
+    """The parameters of one run of `method`: ``--params`` JSON, with ``--dim`` (when given) over ``dim`` for
+    methods that have one, as the method's ``Params`` object (:class:`~locus.methods.params.MethodParams`:
+    defaults, the user's values over them, checked once). An unknown method, or a parameter the method
+    refuses, is a :class:`ConfigError`."""
+    from locus.methods import method_class
+
+    return method_class(method).Params.from_dict(method_params(method, text, dim, check=False))
+
+
+def method_params(method: str, text: str, dim: int | None = None, *, check: bool = True) -> dict:
+    """Only the parameters given (``--params`` JSON, ``--dim`` as :func:`run_params`), checked as
+    :func:`run_params` checks them (`check`): for commands that look at which ones were given."""
     from locus.methods import method_class
 
     params = parse_params(text, f"train {method}")
     cls = method_class(method)
     if dim is not None and "dim" in cls.defaults:
         params["dim"] = dim
-    cls.validate_params(params)
+    if check:
+        cls.Params.from_dict(params)
     return params
 
 

@@ -250,7 +250,7 @@ def execute(
         {},
         {
             "method": method,
-            "params": model.params,
+            "params": model.params.as_dict(),
             "train_size": train_size,
             "seed": seed,
             "sampling": sampling,

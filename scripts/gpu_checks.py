@@ -105,7 +105,7 @@ def val_precision(args) -> str:
         val_ids = ref.dataset.split_queries("val")["prompt_id"].to_numpy(np.int64)
         labels = ref.dataset.label_matrix(val_ids, ref.model_ids)
         val_phi = torch.from_numpy(np.ascontiguousarray(ref.encodings.take(val_ids))).to(device)
-        saved = dict(method.params)
+        saved = method.params
         hit = {}
         try:  # the method's own arithmetic switches (not exact: those force float32)
             for setting, precision, tf32 in (
@@ -113,7 +113,7 @@ def val_precision(args) -> str:
                 ("tf32", "float32", True),
                 ("bfloat16", "bfloat16", False),
             ):
-                method.params.update(precision=precision, tf32=tf32)
+                method.params = saved.replace(precision=precision, tf32=tf32)
                 logits = method._grid_logits(method._embed_sets(phi, sets), val_phi).cpu().numpy()
                 hit[setting] = 100 * evaluation.routing_metrics(logits, labels, ks=(1,))["routing_acc"]
         finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import platform
+import re
 
 import numpy as np
 import pandas as pd
@@ -163,7 +164,7 @@ def test_dimension_mismatch_is_a_data_error(toy, fitted, name):
 
 @pytest.mark.parametrize("name", ALL)
 def test_bad_params_are_config_errors(name):
-    with pytest.raises(ConfigError, match="select_by must be one of val_routing, val_bce, val_acc"):
+    with pytest.raises(ConfigError, match=re.escape("select_by must be one of ['val_routing', 'val_bce', 'val_acc']")):
         methods.create(name, {"select_by": "nonsense"})
     with pytest.raises(ConfigError, match="unknown parameter"):
         methods.create(name, {"select": "val_bce"})
@@ -380,17 +381,15 @@ def test_training_flushes_subnormal_floats(toy, name):
 # ---------------------------------------------------------------------------------------------
 # typed parameters: every baseline declares each parameter once (type, range, doc) and checks it first
 # ---------------------------------------------------------------------------------------------
-def test_every_baseline_declares_each_parameter_with_type_and_doc():
+def test_every_method_declares_each_parameter_with_type_and_doc():
     from locus.methods import method_class, names
 
     for name in names():
         cls = method_class(name)
-        if name == "locus":  # LocusParams
-            continue
-        assert set(cls.params_spec) == set(cls.defaults), name
-        for key, spec in cls.params_spec.items():
+        assert cls.Params.method == name and set(cls.Params.specs()) == set(cls.defaults), name
+        for key, spec in cls.Params.specs().items():
             assert spec.doc and spec.ok(spec.default), (name, key)
-            cls.validate_params({key: spec.default})
+            assert cls.validate_params({key: spec.default}).as_dict()[key] == spec.default
 
 
 @pytest.mark.parametrize(

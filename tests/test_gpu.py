@@ -60,7 +60,7 @@ def test_one_training_step_on_cuda_equals_the_cpu_step():
     results = {}
     for device in ("cpu", "cuda"):
         method, net, opt, phi, sets, models = _step_inputs(device)
-        method.params = {**method.params, "max_tokens": 0, "max_targets": 0, "decoder_dropout": 0.0}
+        method.params = method.params.replace(max_tokens=0, max_targets=0, decoder_dropout=0.0)
         net.eval()  # no dropout
         gen = torch.Generator(device=method.device).manual_seed(1)
         loss = method._train_step(net, opt, phi, sets, models, 0.0, gen)
@@ -133,7 +133,7 @@ def test_bfloat16_precision_on_cuda_is_close_to_float32():
     _, _, _, enc, test_ids = problem
     trained = fit(problem, {**TINY, "device": "cuda"}, seed=0)
     exact = trained.predict_logits(enc.take(test_ids))
-    trained.params["precision"] = "bfloat16"
+    trained.params = trained.params.replace(precision="bfloat16")
     low = trained.predict_logits(enc.take(test_ids))
     assert low.dtype == np.float32 and not np.array_equal(low, exact)
     assert np.abs(low - exact).max() < 0.1
@@ -153,7 +153,7 @@ def test_tf32_steps_stay_close_and_validation_stays_float32():
     results = {}
     for tf32 in (False, True):
         method, net, opt, phi, sets, models = _step_inputs("cuda")
-        method.params = {**method.params, "tf32": tf32, "max_tokens": 0, "max_targets": 0, "decoder_dropout": 0.0}
+        method.params = method.params.replace(tf32=tf32, max_tokens=0, max_targets=0, decoder_dropout=0.0)
         net.eval()
         gen = torch.Generator(device=method.device).manual_seed(1)
         with method._arithmetic(method.device, autocast=False):
@@ -161,7 +161,7 @@ def test_tf32_steps_stay_close_and_validation_stays_float32():
     assert results[True] == pytest.approx(results[False], rel=1e-2)
     method, net, opt, phi, sets, models = _step_inputs("cuda")
     exact = method._grid_logits(method._embed_sets(phi, sets, exact=True), phi, exact=True).cpu()
-    method.params = {**method.params, "tf32": True}
+    method.params = method.params.replace(tf32=True)
     with method._arithmetic(method.device, autocast=False):
         inside = method._grid_logits(method._embed_sets(phi, sets, exact=True), phi, exact=True).cpu()
     torch.testing.assert_close(inside, exact, rtol=0, atol=0)
@@ -172,7 +172,7 @@ def test_one_big_chunk_on_cuda_equals_small_chunks():
     """`eval_chunk_tokens` 0 (by device: one chunk of every model on CUDA) embeds and scores like small chunks."""
     method, net, opt, phi, sets, models = _step_inputs("cuda")
     z_big = method._embed_sets(phi, sets, exact=True)
-    method.params = {**method.params, "eval_chunk_tokens": 16}
+    method.params = method.params.replace(eval_chunk_tokens=16)
     z_small = method._embed_sets(phi, sets, exact=True)
     torch.testing.assert_close(z_big, z_small, rtol=1e-4, atol=1e-5)
 

@@ -287,7 +287,7 @@ def check_lr_schedule_sets_the_rates_of_every_step(problem, device: str) -> None
 
         model._train_step = recording.__get__(model)
         model.fit(data)
-        base = [model.params["enc_lr"], model.params["dec_lr"], model.params["dec_lr"]]
+        base = [model.params.enc_lr, model.params.dec_lr, model.params.dec_lr]
         assert len(seen) == 5
         for lrs, factor in zip(seen, expected):
             assert lrs == pytest.approx([b * factor for b in base], abs=1e-12), (schedule, seen)
@@ -358,7 +358,7 @@ def test_embedding_in_several_chunks_gives_the_unchunked_result(fitted):
     model.net.encoder.forward = counting
     embedded = {}
     for tokens in (0, 320, 1):  # 0: 8,192 tokens on a CPU = one chunk; 2 models a chunk; 1 model a chunk
-        model.params = {**model.params, "eval_chunk_tokens": tokens}
+        model.params = model.params.replace(eval_chunk_tokens=tokens)
         chunks.clear()
         embedded[tokens] = (model._embed_sets(phi, sets).numpy(), list(chunks))
     assert [c for _, c in embedded.values()] == [[6], [2, 2, 2], [1] * 6]
@@ -391,23 +391,24 @@ def test_fast_recipe_is_the_class_default_and_paper_is_the_authors_schedule():
 
     assert RECIPES["fast"] == LocusParams() and LocusMethod.defaults == LocusParams().as_dict()
     paper = create("locus", {"recipe": "paper"}).params
+    assert paper == RECIPES["paper"]
     # the authors: all models per step, <= 2,500 steps, patience 500 from the start, validate every step,
     # all targets, tokens K ~ U[1,024, n] shared, noise 0.10 -> 0.05 over 500 steps
     assert (
-        paper["model_batch"],
-        paper["max_steps"],
-        paper["patience"],
-        paper["min_steps"],
-        paper["eval_every"],
-        paper["max_targets"],
-        paper["max_tokens"],
-        paper["token_draw"],
-        paper["min_tokens"],
+        paper.model_batch,
+        paper.max_steps,
+        paper.patience,
+        paper.min_steps,
+        paper.eval_every,
+        paper.max_targets,
+        paper.max_tokens,
+        paper.token_draw,
+        paper.min_tokens,
     ) == (0, 2500, 500, 0, 1, 0, 0, "shared", 1024)
-    assert (paper["enc_lr"], paper["dec_lr"], paper["weight_decay"], paper["grad_clip"]) == (2e-4, 8e-4, 0.05, 1.0)
-    assert paper["ema_decay"] == 0.0  # the authors keep the raw weights
-    assert (paper["lr_warmup_steps"], paper["lr_decay_steps"]) == (0, 0)  # and constant learning rates
-    assert (paper["noise_start"], paper["noise_end"], paper["noise_anneal_steps"], paper["noise_per_pair"]) == (
+    assert (paper.enc_lr, paper.dec_lr, paper.weight_decay, paper.grad_clip) == (2e-4, 8e-4, 0.05, 1.0)
+    assert paper.ema_decay == 0.0  # the authors keep the raw weights
+    assert (paper.lr_warmup_steps, paper.lr_decay_steps) == (0, 0)  # and constant learning rates
+    assert (paper.noise_start, paper.noise_end, paper.noise_anneal_steps, paper.noise_per_pair) == (
         0.10,
         0.05,
         500,
@@ -473,17 +474,19 @@ OLD_PAPER = {
 
 
 def test_presets_keep_the_values_and_types_of_before():
-    from locus.methods.locus_params import DOCS, NAMES, PRESETS
+    from locus.methods.locus_params import PRESETS, LocusParams
 
     def typed(d):
         return {k: (type(v).__name__, v) for k, v in d.items()}
 
     assert typed(PRESETS["fast"].as_dict()) == typed(OLD_DEFAULTS)
     assert typed(PRESETS["paper"].as_dict()) == typed(OLD_PAPER)
-    assert typed(create("locus", {"recipe": "paper"}).params) == typed(OLD_PAPER)
-    assert set(DOCS) == set(NAMES) == set(OLD_DEFAULTS) and all(DOCS.values())
+    assert typed(create("locus", {"recipe": "paper"}).params.as_dict()) == typed(OLD_PAPER)
+    assert list(PRESETS["fast"].as_dict()) == list(OLD_DEFAULTS)  # the order config.json records
+    docs = {name: spec.doc for name, spec in LocusParams.specs().items()}
+    assert set(docs) == set(LocusParams.names()) == set(OLD_DEFAULTS) and all(docs.values())
     # measurements and history stay out of the parameters' docs
-    assert not [k for k, d in DOCS.items() if re.search(r"\d(\.\d+)?x\b|%|\.md\b", d)]
+    assert not [k for k, d in docs.items() if re.search(r"\d(\.\d+)?x\b|%|\.md\b", d)]
 
 
 @pytest.mark.parametrize(
@@ -519,8 +522,8 @@ def test_each_bad_value_is_one_line_naming_key_value_and_allowed(params, message
 
 def test_ints_are_accepted_for_floats_and_kept_as_given():
     params = create("locus", {"enc_lr": 0, "max_seconds": 5, "query_weight_decay": -2}).params
-    assert (params["enc_lr"], params["max_seconds"], params["query_weight_decay"]) == (0, 5, -2)
-    assert isinstance(params["enc_lr"], int)  # recorded as given: metrics.json does not change
+    assert (params.enc_lr, params.max_seconds, params.query_weight_decay) == (0, 5, -2)
+    assert isinstance(params.enc_lr, int)  # recorded as given: metrics.json does not change
 
 
 def test_train_command_refuses_bad_params_in_one_line(tmp_path, capsys):
@@ -550,7 +553,7 @@ def test_train_command_refuses_bad_params_in_one_line(tmp_path, capsys):
 
 def test_own_parameters_win_over_the_recipe():
     params = create("locus", {"recipe": "paper", "max_steps": 7, "eval_every": 3}).params
-    assert (params["max_steps"], params["eval_every"], params["patience"]) == (7, 3, 500)
+    assert (params.max_steps, params.eval_every, params.patience) == (7, 3, 500)
 
 
 @pytest.mark.parametrize(

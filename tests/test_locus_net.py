@@ -5,6 +5,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from locus.methods.locus_net import Decoder, LocusNet, Tokenizer, forward_flops, predict_flops  # noqa: E402
+from locus.methods.locus_params import LocusParams  # noqa: E402
 
 D_PHI = 12
 
@@ -16,7 +17,8 @@ def _one_thread():
 
 
 def _net(kind="isab"):
-    return LocusNet(D_PHI, dim=16, heads=2, layers=2, latents=4, decoder_hidden=8, encoder_kind=kind).eval()
+    config = LocusParams(dim=16, heads=2, layers=2, latents=4, decoder_hidden=8, encoder_kind=kind)
+    return LocusNet(config, D_PHI).eval()
 
 
 def _sets(b=3, n=10):
@@ -74,7 +76,7 @@ def test_tokenizer_split_equals_one_linear():
 
 
 def test_decoder_split_equals_mlp_on_concat():
-    dec = Decoder(D_PHI, 6, 5, dropout=0.0).eval()
+    dec = Decoder(LocusParams(dim=6, heads=2, decoder_hidden=5, decoder_dropout=0.0), D_PHI).eval()
     z, phi = torch.randn(4, 6), torch.randn(3, D_PHI)
     u, uh = dec.query_features(phi)
     grid = dec.grid_logits(z, u, uh)  # [3, 4]
@@ -94,3 +96,18 @@ def test_flop_counts_grow_as_expected():
     # the tokenizer split removes the 1,537-wide per-pair input: below the authors' 4.6 GFLOP at n = 4,096
     assert forward_flops(4096, 128, 4, 2, 64, 768) < 4.6e9
     assert predict_flops(4096, 112, 128, 64, 768) < 23.5e9 / 2
+
+
+def test_the_network_is_built_from_one_parameter_object():
+    """LocusNet reads its sizes from a LocusParams by attribute: the same configuration gives the same weights."""
+    config = LocusParams(dim=8, heads=2, layers=1, latents=4, decoder_hidden=6, query_dropout=0.2)
+    net = LocusNet(config, D_PHI)
+    assert net.d_phi == D_PHI and len(net.encoder.blocks) == 1
+    assert net.encoder.blocks[0].latents.shape == (1, 4, 8)
+    assert net.decoder.hidden_z.weight.shape == (6, 8) and net.decoder.query_dropout.p == 0.2
+    assert net.decoder.dropout.p == config.decoder_dropout
+    torch.manual_seed(0)
+    a = LocusNet(config, D_PHI).state_dict()
+    torch.manual_seed(0)
+    b = LocusNet(LocusParams.from_dict(config.as_dict()), D_PHI).state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

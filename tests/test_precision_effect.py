@@ -70,7 +70,7 @@ def test_differences_give_a_paired_bootstrap_interval_and_the_caption_says_one_p
 
 
 def test_precision_is_validated():
-    assert LocusMethod().params["precision"] == "float32"
+    assert LocusMethod().params.precision == "float32"
     with pytest.raises(ConfigError, match=r"precision must be one of \[.float32., .bfloat16.\]"):
         LocusMethod({"precision": "float16"})
 
@@ -81,14 +81,14 @@ def test_bfloat16_is_close_to_float32_and_training_validation_stays_exact(tiny):
     ids, scores = ref.reference_set(int(ref.model_ids[0]))
     phi = ref.encodings.take(ids)
     z32 = m.embed(phi, scores)
-    m.params["precision"] = "bfloat16"
+    m.params = m.params.replace(precision="bfloat16")
     try:
         zlow = m.embed(phi, scores)
         logits_low = m.logits_for_embeddings(phi, ref.z_ref)
         sets_phi = torch.from_numpy(np.ascontiguousarray(phi))
         exact = m._grid_logits(torch.from_numpy(ref.z_ref), sets_phi, exact=True).numpy()
     finally:
-        m.params["precision"] = "float32"
+        m.params = m.params.replace(precision="float32")
     logits32 = m.logits_for_embeddings(phi, ref.z_ref)
     assert zlow.dtype == np.float32 and logits_low.dtype == np.float32
     assert not np.array_equal(zlow, z32)  # bfloat16 arithmetic did run

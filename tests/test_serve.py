@@ -171,7 +171,7 @@ def test_add_route_delete_and_persist(run_dir, fake_encoder, tmp_path):  # noqa:
 
 
 def test_load_options(run_dir, tmp_path):  # noqa: F811
-    assert serve.load(run_dir, None, "bfloat16").run.method.params["precision"] == "bfloat16"
+    assert serve.load(run_dir, None, "bfloat16").run.method.params.precision == "bfloat16"
     (tmp_path / "file").write_text("x")
     with pytest.raises(DataError, match="not a directory"):
         serve.load(run_dir, tmp_path / "file")

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from locus.cli import int_at_least, output_dir, positive_int, threads_arg
+from locus.cli import (
+    add_data_argument,
+    add_out_argument,
+    add_seed_argument,
+    add_threads_argument,
+    int_at_least,
+    output_dir,
+    positive_int,
+)
 from locus.constants import DEFAULT_DUPLICATE_POLICY, DEFAULT_SAMPLING, DUPLICATE_POLICIES, SAMPLING
 
 NAME = "train"
@@ -13,7 +21,7 @@ def add_arguments(p):
     p.add_argument(
         "--method", required=True, help="a registered method (locus.methods.REGISTRY), e.g. locus or knn_router"
     )
-    p.add_argument("--data", required=True, help="canonical data set directory")
+    add_data_argument(p, required=True, checked=False)
     p.add_argument("--encodings", required=True, help="query encodings Parquet")
     p.add_argument(
         "--encoder",
@@ -28,7 +36,7 @@ def add_arguments(p):
         default=None,
         help="embedding dimension (overrides params 'dim'; 0 = method has none)",
     )
-    p.add_argument("--seed", type=int_at_least(0), default=0)
+    add_seed_argument(p)
     p.add_argument("--params", default="{}", help="method parameters as a JSON object")
     p.add_argument(
         "--sampling",
@@ -37,7 +45,7 @@ def add_arguments(p):
         help="shared: one training query set for all models (authors); per_model: drawn per model",
     )
     p.add_argument("--duplicates", default=DEFAULT_DUPLICATE_POLICY, choices=DUPLICATE_POLICIES)
-    p.add_argument("--threads", type=threads_arg, default=0, help="torch threads (0: torch default)")
+    add_threads_argument(p, "torch threads (0: torch default)")
     p.add_argument(
         "--hold-out",
         default=None,
@@ -51,12 +59,12 @@ def add_arguments(p):
         default=0,
         help="train on this many of the models that are not held out (seeded, nested choice)",
     )
-    p.add_argument("--out", type=output_dir(), required=True, help="run directory (an existing one is replaced)")
+    add_out_argument(p, output_dir(), "run directory (an existing one is replaced)")
 
 
 def run(args) -> int:
     from locus import runs
-    from locus.params import method_params, set_threads
+    from locus.params import run_params, set_threads
 
     set_threads(args.threads)
     hold_out = {None: False, "column": True}.get(args.hold_out)
@@ -64,7 +72,7 @@ def run(args) -> int:
         hold_out = [name.strip() for name in args.hold_out.split(",") if name.strip()]
     runs.execute(
         args.method,
-        method_params(args.method, args.params, args.dim),
+        run_params(args.method, args.params, args.dim),  # checked once; training reads it by attribute
         args.data,
         args.encodings,
         args.train_size,

@@ -112,15 +112,15 @@ def measure_run(ref) -> dict:
 
     method = ref.method
     phi, labels = test_split(ref)
-    saved = method.params["precision"]
+    saved = method.params
     z, logits = {}, {}
     try:
         for precision in PRECISIONS:
-            method.params["precision"] = precision
+            method.params = saved.replace(precision=precision)
             z[precision] = np.stack([ref.embed(*ref.reference_set(int(m))) for m in ref.model_ids])
             logits[precision] = method.logits_for_embeddings(phi, z[precision])
     finally:
-        method.params["precision"] = saved
+        method.params = saved
     return {
         **compare(z["float32"], z["bfloat16"], logits["float32"], logits["bfloat16"], labels),
         **differences(logits["float32"], logits["bfloat16"], labels),

@@ -201,9 +201,7 @@ def measure_embedllm(run, data, encodings, overlaps, sizes, repeats: int = 1, se
         ref, lambda phi, z: embedllm_logits(ref.method, phi, z), overlaps, sizes, repeats, seed, "embedllm"
     )
     p = ref.method.params
-    return draws.assign(
-        hidden_layers=int(p["hidden_layers"]), dim=int(p["dim"]), embed_steps=int(p["embed_steps"]), run=str(run)
-    )
+    return draws.assign(hidden_layers=p.hidden_layers, dim=p.dim, embed_steps=p.embed_steps, run=str(run))
 
 
 def measure_locus(run, data, encodings, overlaps, sizes, repeats: int = 1, seed: int = 0) -> pd.DataFrame:
@@ -351,10 +349,7 @@ def write_tsne(
     frame = pd.concat(parts, ignore_index=True)
     frame["x"], frame["y"] = xy[:, 0], xy[:, 1]
     p = ref.method.params
-    frame = frame.assign(hidden_layers=int(p["hidden_layers"]), dim=int(p["dim"]), n_models=m)
-    title = (
-        f"EmbedLLM ({int(p['hidden_layers'])} hidden layers, d = {int(p['dim'])}): original vs re-learned "
-        f"embeddings, {ref.label}"
-    )
+    frame = frame.assign(hidden_layers=p.hidden_layers, dim=p.dim, n_models=m)
+    title = f"EmbedLLM ({p.hidden_layers} hidden layers, d = {p.dim}): original vs re-learned embeddings, {ref.label}"
     write_figure(tsne_figure(frame, title), frame, out)
     return frame

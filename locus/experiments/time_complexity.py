@@ -303,7 +303,7 @@ def measure_points(
             phi, pairs = random_inputs(torch, n, m, device, rng)
             sets = lm.sets(pairs, m)
             for precision in precisions:
-                lm.method.params["precision"] = precision
+                lm.method.params = lm.method.params.replace(precision=precision)
                 add("embed", m, n, measure(partial(lm.embed_all, phi, sets), repeat, device), precision)
             del phi, pairs, sets
     m = max(pool_sizes)
@@ -312,9 +312,9 @@ def measure_points(
         queries = torch.from_numpy(rng.normal(size=(q, D_PHI)).astype(np.float32)).to(device)
         queries /= queries.norm(dim=1, keepdim=True)
         for precision in precisions:
-            lm.method.params["precision"] = precision
+            lm.method.params = lm.method.params.replace(precision=precision)
             add("predict", m, q, measure(partial(lm.predict, z, queries), repeat, device), precision)
-    lm.method.params["precision"] = lm.p["precision"]
+    lm.method.params = lm.method.params.replace(precision=lm.p["precision"])
     return out, lm.p, meta
 
 

@@ -8,11 +8,12 @@ one vector per model and can embed a new model from its scored queries.
 
 Each method class is the one home of its metadata: ``name`` (registry key), ``label`` (plain display
 label), ``latex_label`` (tables), ``order`` (table order), ``uses_torch`` (the workflow requests a GPU
-only for these), ``has_embeddings`` (True exactly for :class:`EmbeddingMethod` subclasses) and
-``defaults`` (every parameter with its default; anything else is refused by :meth:`Method.validate_params`,
-which ``locus train`` and the workflow's config check call too). A method declares its parameters once in
-``params_spec`` (:class:`locus.data.validation.Param`: type, default, allowed values, doc); ``defaults`` is
-derived from it and every value is checked before any work.
+only for these), ``has_embeddings`` (True exactly for :class:`EmbeddingMethod` subclasses) and ``Params``,
+its parameters: a frozen dataclass (:class:`locus.methods.params.MethodParams`) declaring each parameter's
+type, default, allowed values and doc once. ``self.params`` is an instance of it, read by attribute
+(``self.params.dim``); :meth:`Method.validate_params` (``Params.from_dict``) is the one check of a method's
+parameters, run by ``locus train`` and by the workflow's config check before any work. ``defaults`` (every
+parameter's default, by name) is derived from ``Params``.
 
 Persistence is shared: :meth:`Method.save` / :meth:`Method.load` write and read ``model.safetensors`` +
 ``config.json`` through :mod:`locus.weights` (checksum, finiteness); a method only says what its state
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -39,16 +41,11 @@ import pandas as pd
 
 from locus import weights
 from locus.data.encodings import Encodings
-from locus.data.validation import Param, check_params, defaults_of
-from locus.errors import ConfigError, DataError, LocusError
+from locus.errors import DataError, LocusError
+from locus.methods.params import MethodParams
 
 SELECT_BY = ("val_routing", "val_bce", "val_acc")  # keys of locus.evaluation.validation_metrics
 EMBED_BLOCK_ROWS = 1 << 16  # evaluations fitted in one block by embed_many: bounds its memory
-
-
-def check_select_by(name: str, select_by) -> None:
-    if select_by not in SELECT_BY:
-        raise ConfigError(f"method {name!r}: select_by must be one of {', '.join(SELECT_BY)}, got {select_by!r}")
 
 
 def better(select_by: str, new: float, best: float | None) -> bool:
@@ -87,42 +84,31 @@ class Method(ABC):
     color: ClassVar[str | None] = None  # line colour in figures (None: the next colour of a palette)
     uses_torch: ClassVar[bool] = True  # False: numpy/scikit-learn only (no GPU requested)
     has_embeddings: ClassVar[bool] = False  # derived: True exactly for EmbeddingMethod subclasses
-    defaults: ClassVar[dict[str, Any]] = {}
-    params_spec: ClassVar[dict[str, Param]] = {}  # type, default, allowed values and doc of each parameter
+    Params: ClassVar[type[MethodParams]] = MethodParams  # the method's parameters (a frozen dataclass)
+    defaults: ClassVar[dict[str, Any]] = {}  # derived from Params: every parameter's default, by name
+    params: MethodParams  # this instance's parameters, read by attribute
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if "params_spec" in cls.__dict__ and cls.params_spec:  # derived, never set by hand beside a spec
-            cls.defaults = defaults_of(cls.params_spec)
+        if "Params" in cls.__dict__:  # derived, never set by hand
+            if cls.Params.method != cls.name:
+                raise TypeError(f"{cls.__qualname__}.Params is for method {cls.Params.method!r}, not {cls.name!r}")
+            cls.defaults = cls.Params().as_dict()
         # derived, never set by hand: True exactly for EmbeddingMethod and its subclasses
         is_base = cls.__module__ == __name__ and cls.__qualname__ == "EmbeddingMethod"
         cls.has_embeddings = is_base or issubclass(cls, EmbeddingMethod)
 
     @classmethod
-    def validate_params(cls, params: dict | None) -> dict:
-        """Every parameter of the method: ``defaults`` with `params` over them. An unknown name, a bad
-        ``select_by``, a value outside its ``params_spec`` or a bad combination (:meth:`check_together`) is a
-        one-line :class:`ConfigError` naming the parameter, the value and what is allowed."""
-        if params is not None and not isinstance(params, dict):
-            raise ConfigError(f"method {cls.name!r}: parameters must be a mapping of names to values, got {params!r}")
-        params = dict(params or {})
-        unknown = sorted(set(params) - set(cls.defaults))
-        if unknown:
-            raise ConfigError(f"method {cls.name!r}: unknown parameter(s) {unknown}; known: {sorted(cls.defaults)}")
-        params = {**cls.defaults, **params}
-        if "select_by" in params:
-            check_select_by(cls.name, params["select_by"])
-        check_params(f"method {cls.name!r}", cls.params_spec, params)
-        cls.check_together(params)
-        return params
+    def validate_params(cls, params: Mapping[str, Any] | None):
+        """The method's parameters from user input (:meth:`MethodParams.from_dict
+        <locus.methods.params.MethodParams.from_dict>`): ``defaults`` (LOCUS: its recipe's) with `params` over
+        them. An unknown name, a value outside its declaration or a bad combination is a one-line
+        :class:`ConfigError` naming the parameter, the value and what is allowed."""
+        return cls.Params.from_dict(params)
 
-    @classmethod
-    def check_together(cls, params: dict) -> None:
-        """Checks across parameters (each value already has its type and range); ConfigError when they clash."""
-        return None
-
-    def __init__(self, params: dict | None = None, seed: int = 0):
-        self.params = self.validate_params(params)
+    def __init__(self, params: MethodParams | Mapping[str, Any] | None = None, seed: int = 0):
+        """`params`: the method's ``Params`` (used as they are: already checked) or a mapping (checked here)."""
+        self.params = params if type(params) is self.Params else self.validate_params(params)
         self.seed = int(seed)
         self.history: pd.DataFrame | None = None  # per-epoch log, when the method has epochs
         self.model_ids: np.ndarray | None = None
@@ -153,7 +139,7 @@ class Method(ABC):
             arrays,
             {
                 "method": self.name,
-                "params": self.params,
+                "params": self.params.as_dict(),
                 "seed": self.seed,
                 "model_ids": self.model_ids.tolist(),
                 **config,

@@ -17,15 +17,15 @@ Decisions:
 
 from __future__ import annotations
 
-import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
-from locus.data.validation import Param
 from locus.methods import torch_utils as tu
 from locus.methods.base import SELECT_BY, EmbeddingMethod, FitData
+from locus.methods.params import MethodParams, param, redefault
 
 PREDICT_CHUNK = 256  # queries per chunk when scoring [queries x models x dim]
 
@@ -62,6 +62,36 @@ class TextMF(nn.Module):
         return torch.cat(out) if out else torch.zeros((0, z.shape[0]))
 
 
+@dataclass(frozen=True)
+class EmbedLLMParams(MethodParams):
+    """EmbedLLM's parameters (the released values where there are some)."""
+
+    method = "embedllm"
+
+    dim: int = param(232, "model embedding size (the released default)", at_least=1)
+    hidden_layers: int = param(0, "hidden layers of the classifier (0 = the released Linear one)", at_least=0)
+    hidden_dim: int = param(64, "width of each hidden layer", at_least=1)
+    noise: float = param(0.05, "std of the Gaussian input noise (training only)", at_least=0)
+    lr: float = param(1e-4, "Adam learning rate (the released value)", above=0)
+    weight_decay: float = param(1e-5, "Adam weight decay", at_least=0)
+    batch_size: int = param(2048, "training pairs per step", at_least=1)
+    max_epochs: int = param(300, "maximum epochs", at_least=1)
+    patience: int = param(10, "stop after this many epochs without a better validation value", at_least=1)
+    select_by: str = param("val_bce", "validation metric that selects the epoch", choices=SELECT_BY)
+    embed_steps: int = param(300, "optimiser steps when embedding a new model", at_least=1)
+    embed_lr: float = param(0.05, "learning rate when embedding a new model", above=0)
+    threads: int = param(1, "torch threads (0 = leave torch's default; 1 is fastest here)", at_least=0)
+
+
+@dataclass(frozen=True)
+class EmbedLLMPlusParams(EmbedLLMParams):
+    """EmbedLLM+'s parameters: EmbedLLM's, with 2 hidden layers."""
+
+    method = "embedllm_plus"
+
+    hidden_layers: int = redefault(EmbedLLMParams, "hidden_layers", 2)
+
+
 class EmbedLLM(tu.NetMethod, EmbeddingMethod):
     name = "embedllm"
     label = "EmbedLLM"
@@ -69,42 +99,29 @@ class EmbedLLM(tu.NetMethod, EmbeddingMethod):
     color = "#2ca02c"
     order = 20
     uses_torch = True
-    params_spec = {
-        "dim": Param(232, "model embedding size (the released default)", "int", at_least=1),
-        "hidden_layers": Param(0, "hidden layers of the classifier (0 = the released Linear one)", "int", at_least=0),
-        "hidden_dim": Param(64, "width of each hidden layer", "int", at_least=1),
-        "noise": Param(0.05, "std of the Gaussian input noise (training only)", "float", at_least=0),
-        "lr": Param(1e-4, "Adam learning rate (the released value)", "float", above=0),
-        "weight_decay": Param(1e-5, "Adam weight decay", "float", at_least=0),
-        "batch_size": Param(2048, "training pairs per step", "int", at_least=1),
-        "max_epochs": Param(300, "maximum epochs", "int", at_least=1),
-        "patience": Param(10, "stop after this many epochs without a better validation value", "int", at_least=1),
-        "select_by": Param("val_bce", "validation metric that selects the epoch", "str", choices=SELECT_BY),
-        "embed_steps": Param(300, "optimiser steps when embedding a new model", "int", at_least=1),
-        "embed_lr": Param(0.05, "learning rate when embedding a new model", "float", above=0),
-        "threads": Param(1, "torch threads (0 = leave torch's default; 1 is fastest here)", "int", at_least=0),
-    }
+    Params = EmbedLLMParams
+    params: EmbedLLMParams
 
-    def __init__(self, params: dict | None = None, seed: int = 0):
+    def __init__(self, params: EmbedLLMParams | dict | None = None, seed: int = 0):
         super().__init__(params, seed)
         self.net: TextMF | None = None
         self.d_phi: int | None = None
 
     def _build(self, n_models: int, d_phi: int) -> TextMF:
         p = self.params
-        return TextMF(n_models, d_phi, int(p["dim"]), int(p["hidden_layers"]), int(p["hidden_dim"]))
+        return TextMF(n_models, d_phi, p.dim, p.hidden_layers, p.hidden_dim)
 
     # -- training ------------------------------------------------------------------------------
     def fit(self, data: FitData) -> "EmbedLLM":
         p = self.params
-        gen = tu.setup_torch(self.seed, p["threads"])
+        gen = tu.setup_torch(self.seed, p.threads)
         self.model_ids = tu.fit_model_ids(data)
         train = tu.PairTable.from_frame(data.train, self.model_ids, data.encodings)
         val = tu.ValidationSet(data.val, self.model_ids, data.encodings)
         self.d_phi = int(train.vectors.shape[1])
         self.net = self._build(len(self.model_ids), self.d_phi)
-        opt = torch.optim.Adam(self.net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"], fused=True)
-        noise = float(p["noise"])
+        opt = torch.optim.Adam(self.net.parameters(), lr=p.lr, weight_decay=p.weight_decay, fused=True)
+        noise = float(p.noise)
 
         def loss_of(batch: tu.QueryBatch) -> torch.Tensor:
             x = train.vectors[batch.queries]
@@ -117,12 +134,12 @@ class EmbedLLM(tu.NetMethod, EmbeddingMethod):
         self.history = tu.train_early_stopping(
             self.net,
             opt,
-            batches=lambda: tu.query_batches(train, p["batch_size"], gen),
+            batches=lambda: tu.query_batches(train, p.batch_size, gen),
             loss_of_batch=loss_of,
             validate=lambda: val.metrics(self.net.matrix_logits(val.vectors, self.net.P.weight).numpy()),
-            max_epochs=int(p["max_epochs"]),
-            patience=int(p["patience"]),
-            select_by=p["select_by"],
+            max_epochs=p.max_epochs,
+            patience=p.patience,
+            select_by=p.select_by,
         )
         return self
 
@@ -139,7 +156,4 @@ class EmbedLLMPlus(EmbedLLM):
     latex_label = "EmbedLLM+"
     color = "#9467bd"
     order = 30
-    params_spec = {
-        **EmbedLLM.params_spec,
-        "hidden_layers": dataclasses.replace(EmbedLLM.params_spec["hidden_layers"], default=2),
-    }
+    Params = EmbedLLMPlusParams

@@ -18,15 +18,15 @@ The released hyper-parameters and model-selection rule are kept (the class defau
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
-from locus.data.validation import Param
-from locus.errors import ConfigError
 from locus.methods import torch_utils as tu
 from locus.methods.base import SELECT_BY, EmbeddingMethod, FitData
+from locus.methods.params import MethodParams, param
 
 PREDICT_CHUNK = 256
 
@@ -86,18 +86,10 @@ class QueryMoE(nn.Module):
 
 
 class IRTModule(nn.Module):
-    def __init__(self, n_models: int, d_phi: int, p: dict):
+    def __init__(self, n_models: int, d_phi: int, p: IRTNetParams):
         super().__init__()
-        self.theta = nn.Embedding(n_models, int(p["dim"]))
-        self.query = QueryMoE(
-            d_phi,
-            int(p["dim"]),
-            int(p["n_experts"]),
-            int(p["top_k"]),
-            int(p["expert_hidden"]),
-            int(p["expert_out"]),
-            float(p["dropout"]),
-        )
+        self.theta = nn.Embedding(n_models, p.dim)
+        self.query = QueryMoE(d_phi, p.dim, p.n_experts, p.top_k, p.expert_hidden, p.expert_out, float(p.dropout))
 
     @property
     def model_table(self) -> nn.Embedding:
@@ -112,6 +104,37 @@ class IRTModule(nn.Module):
         return torch.cat(out) if out else torch.zeros((0, theta.shape[0]))
 
 
+@dataclass(frozen=True)
+class IRTNetParams(MethodParams):
+    """IRT-Net's parameters (the released values)."""
+
+    method = "irt_net"
+
+    dim: int = param(232, "model embedding size", at_least=1)
+    n_experts: int = param(39, "experts of the mixture", at_least=1)
+    top_k: int = param(39, "experts used per query (= n_experts: the released dense mixture)", at_least=1)
+    expert_hidden: int = param(512, "hidden units of each expert", at_least=1)
+    expert_out: int = param(256, "output units of each expert", at_least=1)
+    dropout: float = param(0.5, "dropout inside the experts", at_least=0, below=1)
+    noise: float = param(0.05, "std of the Gaussian input noise (training only)", at_least=0)
+    bias_update_speed: float = param(0.01, "speed of the load-balancing bias update", at_least=0)
+    lr: float = param(1e-4, "Adam learning rate", above=0)
+    weight_decay: float = param(1e-4, "Adam weight decay", at_least=0)
+    lr_factor: float = param(0.1, "ReduceLROnPlateau factor on validation BCE", above=0, below=1)
+    lr_patience: int = param(2, "ReduceLROnPlateau patience in epochs", at_least=0)
+    batch_size: int = param(2048, "training pairs per step", at_least=1)
+    max_epochs: int = param(30, "maximum epochs", at_least=1)
+    patience: int = param(5, "stop after this many epochs without a better validation value", at_least=1)
+    select_by: str = param("val_acc", "validation metric that selects the epoch", choices=SELECT_BY)
+    embed_steps: int = param(300, "optimiser steps when embedding a new model", at_least=1)
+    embed_lr: float = param(0.05, "learning rate when embedding a new model", above=0)
+    threads: int = param(1, "torch threads (0 = leave torch's default)", at_least=0)
+
+    def check_together(self) -> None:
+        if self.top_k > self.n_experts:
+            self.refuse("top_k", f"<= n_experts ({self.n_experts})")
+
+
 class IRTNet(tu.NetMethod, EmbeddingMethod):
     name = "irt_net"
     label = "IRT-Net"
@@ -119,36 +142,10 @@ class IRTNet(tu.NetMethod, EmbeddingMethod):
     color = "#1f77b4"
     order = 40
     uses_torch = True
-    params_spec = {
-        "dim": Param(232, "model embedding size", "int", at_least=1),
-        "n_experts": Param(39, "experts of the mixture", "int", at_least=1),
-        "top_k": Param(39, "experts used per query (= n_experts: the released dense mixture)", "int", at_least=1),
-        "expert_hidden": Param(512, "hidden units of each expert", "int", at_least=1),
-        "expert_out": Param(256, "output units of each expert", "int", at_least=1),
-        "dropout": Param(0.5, "dropout inside the experts", "float", at_least=0, below=1),
-        "noise": Param(0.05, "std of the Gaussian input noise (training only)", "float", at_least=0),
-        "bias_update_speed": Param(0.01, "speed of the load-balancing bias update", "float", at_least=0),
-        "lr": Param(1e-4, "Adam learning rate", "float", above=0),
-        "weight_decay": Param(1e-4, "Adam weight decay", "float", at_least=0),
-        "lr_factor": Param(0.1, "ReduceLROnPlateau factor on validation BCE", "float", above=0, below=1),
-        "lr_patience": Param(2, "ReduceLROnPlateau patience in epochs", "int", at_least=0),
-        "batch_size": Param(2048, "training pairs per step", "int", at_least=1),
-        "max_epochs": Param(30, "maximum epochs", "int", at_least=1),
-        "patience": Param(5, "stop after this many epochs without a better validation value", "int", at_least=1),
-        "select_by": Param("val_acc", "validation metric that selects the epoch", "str", choices=SELECT_BY),
-        "embed_steps": Param(300, "optimiser steps when embedding a new model", "int", at_least=1),
-        "embed_lr": Param(0.05, "learning rate when embedding a new model", "float", above=0),
-        "threads": Param(1, "torch threads (0 = leave torch's default)", "int", at_least=0),
-    }
+    Params = IRTNetParams
+    params: IRTNetParams
 
-    @classmethod
-    def check_together(cls, params: dict) -> None:
-        if params["top_k"] > params["n_experts"]:
-            raise ConfigError(
-                f"method {cls.name!r}: top_k must be <= n_experts ({params['n_experts']}), got {params['top_k']}"
-            )
-
-    def __init__(self, params: dict | None = None, seed: int = 0):
+    def __init__(self, params: IRTNetParams | dict | None = None, seed: int = 0):
         super().__init__(params, seed)
         self.net: IRTModule | None = None
         self.d_phi: int | None = None
@@ -158,17 +155,15 @@ class IRTNet(tu.NetMethod, EmbeddingMethod):
 
     def fit(self, data: FitData) -> "IRTNet":
         p = self.params
-        gen = tu.setup_torch(self.seed, p["threads"])
+        gen = tu.setup_torch(self.seed, p.threads)
         self.model_ids = tu.fit_model_ids(data)
         train = tu.PairTable.from_frame(data.train, self.model_ids, data.encodings)
         val = tu.ValidationSet(data.val, self.model_ids, data.encodings)
         self.d_phi = int(train.vectors.shape[1])
         self.net = self._build(len(self.model_ids), self.d_phi)
-        opt = torch.optim.Adam(self.net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"], fused=True)
-        sched = torch.optim.lr_scheduler.ReduceLROnPlateau(
-            opt, mode="min", factor=p["lr_factor"], patience=int(p["lr_patience"])
-        )
-        noise, speed = float(p["noise"]), float(p["bias_update_speed"])
+        opt = torch.optim.Adam(self.net.parameters(), lr=p.lr, weight_decay=p.weight_decay, fused=True)
+        sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=p.lr_factor, patience=p.lr_patience)
+        noise, speed = float(p.noise), float(p.bias_update_speed)
 
         def loss_of(batch: tu.QueryBatch) -> torch.Tensor:
             x = train.vectors[batch.queries]
@@ -189,12 +184,12 @@ class IRTNet(tu.NetMethod, EmbeddingMethod):
             self.history = tu.train_early_stopping(
                 self.net,
                 opt,
-                batches=lambda: tu.query_batches(train, p["batch_size"], gen),
+                batches=lambda: tu.query_batches(train, p.batch_size, gen),
                 loss_of_batch=loss_of,
                 validate=lambda: val.metrics(self.net.matrix_logits(val.vectors, self.net.theta.weight).numpy()),
-                max_epochs=int(p["max_epochs"]),
-                patience=int(p["patience"]),
-                select_by=p["select_by"],
+                max_epochs=p.max_epochs,
+                patience=p.patience,
+                select_by=p.select_by,
                 on_epoch_end=on_epoch_end,
             )
         return self

@@ -16,11 +16,30 @@ Decisions:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from locus.data.validation import Param
 from locus.methods.base import SELECT_BY, FitData, Method
 from locus.methods.knn_router import choose, normalise, to_logits, training_matrix, validation_matrix
+from locus.methods.params import MethodParams, param
+
+
+@dataclass(frozen=True)
+class KMeansRouterParams(MethodParams):
+    """The K-Means router's parameters."""
+
+    method = "kmeans_router"
+
+    K_grid: tuple[int, ...] = param([4, 8, 16, 32, 64], "cluster counts tuned on validation", at_least=1)
+    K: int = param(0, "> 0: use this K, no tuning; 0 = tune on K_grid", at_least=0)
+    min_cluster_size: int = param(8, "only K <= n_train / min_cluster_size are tried", at_least=1)
+    n_init: int = param(10, "k-means restarts per K", at_least=1)
+    max_iter: int = param(300, "k-means iterations per restart", at_least=1)
+    select_by: str = param("val_routing", "validation metric that chooses K", choices=SELECT_BY)
+    clip: float = param(1e-4, "probabilities clipped to [clip, 1 - clip] before the log-odds", above=0, below=0.5)
+    tie_eps: float = param(1e-4, "tie-breaker weight of a model's mean training score", at_least=0)
+    threads: int = param(1, "BLAS threads while clustering (0 = the library's default)", at_least=0)
 
 
 class KMeansRouter(Method):
@@ -30,21 +49,10 @@ class KMeansRouter(Method):
     color = "#7f7f7f"
     order = 60
     uses_torch = False
-    params_spec = {
-        "K_grid": Param([4, 8, 16, 32, 64], "cluster counts tuned on validation", "int_list", at_least=1),
-        "K": Param(0, "> 0: use this K, no tuning; 0 = tune on K_grid", "int", at_least=0),
-        "min_cluster_size": Param(8, "only K <= n_train / min_cluster_size are tried", "int", at_least=1),
-        "n_init": Param(10, "k-means restarts per K", "int", at_least=1),
-        "max_iter": Param(300, "k-means iterations per restart", "int", at_least=1),
-        "select_by": Param("val_routing", "validation metric that chooses K", "str", choices=SELECT_BY),
-        "clip": Param(
-            1e-4, "probabilities clipped to [clip, 1 - clip] before the log-odds", "float", above=0, below=0.5
-        ),
-        "tie_eps": Param(1e-4, "tie-breaker weight of a model's mean training score", "float", at_least=0),
-        "threads": Param(1, "BLAS threads while clustering (0 = the library's default)", "int", at_least=0),
-    }
+    Params = KMeansRouterParams
+    params: KMeansRouterParams
 
-    def __init__(self, params: dict | None = None, seed: int = 0):
+    def __init__(self, params: KMeansRouterParams | dict | None = None, seed: int = 0):
         super().__init__(params, seed)
         self.K: int | None = None
         self.centres = self.cluster_means = self.cluster_counts = self.global_mean = None
@@ -57,18 +65,18 @@ class KMeansRouter(Method):
         _, x, scores = training_matrix(data, self.model_ids)
         self.global_mean = np.nanmean(scores, axis=0)
         n = len(x)
-        if int(p["K"]) > 0:
-            candidates = [min(int(p["K"]), n)]
+        if p.K > 0:
+            candidates = [min(p.K, n)]
         else:
-            grid = sorted({int(k) for k in p["K_grid"]})
-            candidates = [k for k in grid if k * int(p["min_cluster_size"]) <= n] or [min(grid[0], n)]
+            grid = sorted(set(p.K_grid))
+            candidates = [k for k in grid if k * p.min_cluster_size <= n] or [min(grid[0], n)]
         val_vectors, val_labels = validation_matrix(data, self.model_ids)
         fitted, logits = {}, {}
-        with threadpool_limits(limits=int(p["threads"]) or None):
+        with threadpool_limits(limits=p.threads or None):
             for k in candidates:
                 fitted[k] = self._cluster(x, scores, k)
                 logits[k] = self._logits(val_vectors, *fitted[k][:2])
-        self.K, self.history = choose(candidates, logits, val_labels, p["select_by"], "K")
+        self.K, self.history = choose(candidates, logits, val_labels, p.select_by, "K")
         self.centres, self.cluster_means, self.cluster_counts = fitted[self.K]
         return self
 
@@ -79,8 +87,8 @@ class KMeansRouter(Method):
         km = KMeans(
             n_clusters=k,
             init="k-means++",
-            n_init=int(self.params["n_init"]),
-            max_iter=int(self.params["max_iter"]),
+            n_init=self.params.n_init,
+            max_iter=self.params.max_iter,
             random_state=self.seed,
         ).fit(x)
         centres = km.cluster_centers_.astype(np.float64)

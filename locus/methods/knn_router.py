@@ -18,16 +18,31 @@ encodings and scores (gaps as a boolean mask ``train_evaluated``: saved arrays m
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from locus import evaluation
 from locus.data.canonical import pairs_to_matrix
-from locus.data.validation import Param
 from locus.errors import DataError
 from locus.methods.base import SELECT_BY, FitData, Method, better
+from locus.methods.params import MethodParams, param
 
 CHUNK = 256  # queries scored at a time (bounds the [chunk x k x models] gather)
+
+
+@dataclass(frozen=True)
+class KNNRouterParams(MethodParams):
+    """The kNN router's parameters."""
+
+    method = "knn_router"
+
+    k_grid: tuple[int, ...] = param([5, 10, 20, 50, 100, 131, 200], "neighbour counts tuned on validation", at_least=1)
+    k: int = param(0, "> 0: use this k, no tuning; 0 = tune on k_grid", at_least=0)
+    select_by: str = param("val_routing", "validation metric that chooses k", choices=SELECT_BY)
+    clip: float = param(1e-4, "probabilities clipped to [clip, 1 - clip] before the log-odds", above=0, below=0.5)
+    tie_eps: float = param(1e-4, "tie-breaker weight of a model's mean training score", at_least=0)
 
 
 class KNNRouter(Method):
@@ -37,17 +52,10 @@ class KNNRouter(Method):
     color = "#8c564b"
     order = 50
     uses_torch = False
-    params_spec = {
-        "k_grid": Param([5, 10, 20, 50, 100, 131, 200], "neighbour counts tuned on validation", "int_list", at_least=1),
-        "k": Param(0, "> 0: use this k, no tuning; 0 = tune on k_grid", "int", at_least=0),
-        "select_by": Param("val_routing", "validation metric that chooses k", "str", choices=SELECT_BY),
-        "clip": Param(
-            1e-4, "probabilities clipped to [clip, 1 - clip] before the log-odds", "float", above=0, below=0.5
-        ),
-        "tie_eps": Param(1e-4, "tie-breaker weight of a model's mean training score", "float", at_least=0),
-    }
+    Params = KNNRouterParams
+    params: KNNRouterParams
 
-    def __init__(self, params: dict | None = None, seed: int = 0):
+    def __init__(self, params: KNNRouterParams | dict | None = None, seed: int = 0):
         super().__init__(params, seed)
         self.k: int | None = None
         self.train_prompt_ids = self.train_vectors = self.train_scores = self.global_mean = None
@@ -57,12 +65,12 @@ class KNNRouter(Method):
         self.train_prompt_ids, self.train_vectors, self.train_scores = training_matrix(data, self.model_ids)
         self.global_mean = np.nanmean(self.train_scores, axis=0)
         n_max = int((~np.isnan(self.train_scores)).sum(axis=0).max())
-        grid = [int(self.params["k"])] if int(self.params["k"]) > 0 else self.params["k_grid"]
+        grid = [self.params.k] if self.params.k > 0 else self.params.k_grid
         candidates = sorted({min(int(k), n_max) for k in grid})
         val_vectors, val_labels = validation_matrix(data, self.model_ids)
         means = self._neighbour_means(val_vectors, candidates)
         logits = {k: to_logits(means[k], self.global_mean, self.params) for k in candidates}
-        self.k, self.history = choose(candidates, logits, val_labels, self.params["select_by"], "k")
+        self.k, self.history = choose(candidates, logits, val_labels, self.params.select_by, "k")
         return self
 
     def predict_logits(self, query_vectors: np.ndarray, model_ids=None) -> np.ndarray:
@@ -139,11 +147,12 @@ def validation_matrix(data: FitData, model_ids: np.ndarray) -> tuple[np.ndarray,
     return normalise(data.encodings.take(prompt_ids)), pairs_to_matrix(val, prompt_ids, model_ids)
 
 
-def to_logits(p: np.ndarray, global_mean: np.ndarray, params: dict) -> np.ndarray:
-    """Clipped log-odds plus the deterministic tie-breaker tie_eps x (model's mean training score)."""
-    clip = float(params["clip"])
+def to_logits(p: np.ndarray, global_mean: np.ndarray, params) -> np.ndarray:
+    """Clipped log-odds plus the deterministic tie-breaker tie_eps x (model's mean training score); `params`
+    has ``clip`` and ``tie_eps`` (the kNN or K-Means router's parameters)."""
+    clip = float(params.clip)
     p = np.clip(p, clip, 1.0 - clip)
-    return (np.log(p / (1.0 - p)) + float(params["tie_eps"]) * global_mean[None, :]).astype(np.float32)
+    return (np.log(p / (1.0 - p)) + float(params.tie_eps) * global_mean[None, :]).astype(np.float32)
 
 
 def choose(candidates: list[int], logits: dict, labels: np.ndarray, select_by: str, key: str):

@@ -24,10 +24,11 @@ import numpy as np
 import pandas as pd
 
 from locus import evaluation
+from locus.constants import PRECISIONS  # noqa: F401  (re-exported: values of `precision`)
 from locus.data.canonical import pairs_to_matrix
 from locus.errors import ConfigError, DataError
 from locus.methods.base import EmbeddingMethod, FitData
-from locus.methods.locus_params import PRECISIONS, PRESETS, LocusParams  # noqa: F401  (PRECISIONS: re-exported)
+from locus.methods.locus_params import PRESETS, LocusParams
 
 log = logging.getLogger(__name__)
 
@@ -137,14 +138,10 @@ class LocusMethod(EmbeddingMethod):
     color = "#d62728"
     order = 10
     uses_torch = True
-    defaults = LocusParams().as_dict()  # the `fast` recipe; types, ranges and docs in LocusParams
+    Params = LocusParams  # defaults = the `fast` recipe; types, ranges, docs and recipes in LocusParams
+    params: LocusParams
 
-    @classmethod
-    def validate_params(cls, params: dict | None) -> dict:
-        """The preset named by `recipe` with `params` over it, checked against :class:`LocusParams`."""
-        return LocusParams.from_dict(params).as_dict()
-
-    def __init__(self, params: dict | None = None, seed: int = 0):
+    def __init__(self, params: LocusParams | dict | None = None, seed: int = 0):
         super().__init__(params, seed)
         self.net = None
         self.z = None  # [M, dim] float32 numpy, embeddings of the fitted models
@@ -158,19 +155,8 @@ class LocusMethod(EmbeddingMethod):
     def _build(self, d_phi: int):
         from locus.methods.locus_net import LocusNet
 
-        p = self.params
         self.d_phi = int(d_phi)
-        self.net = LocusNet(
-            d_phi,
-            p["dim"],
-            p["heads"],
-            p["layers"],
-            p["latents"],
-            p["decoder_hidden"],
-            p["decoder_dropout"],
-            p["encoder_kind"],
-            p["query_dropout"],
-        ).to(self.device)
+        self.net = LocusNet(self.params, d_phi).to(self.device)
         return self.net
 
     @property
@@ -178,14 +164,14 @@ class LocusMethod(EmbeddingMethod):
         """Where the network runs: the `device` parameter; auto (and a loaded CUDA checkpoint on a machine
         without CUDA) = CUDA when available, else CPU. Training refuses `cuda` without CUDA (fit)."""
         torch = _torch()
-        want = self.params["device"]
+        want = self.params.device
         if want == "cpu":
             return torch.device("cpu")
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
     def _training_device(self):
         torch = _torch()
-        if self.params["device"] == "cuda" and not torch.cuda.is_available():
+        if self.params.device == "cuda" and not torch.cuda.is_available():
             raise ConfigError(
                 "method 'locus': device 'cuda' was asked for but torch sees no CUDA device "
                 f"(torch {torch.__version__}); use device auto or cpu, or install a CUDA build of torch"
@@ -202,8 +188,8 @@ class LocusMethod(EmbeddingMethod):
         float32 matmul setting afterwards (it is process-wide)."""
         torch = _torch()
         device = torch.device(device)
-        low = autocast and self.params["precision"] == "bfloat16" and not exact
-        tf32 = bool(self.params["tf32"]) and device.type == "cuda" and not exact
+        low = autocast and self.params.precision == "bfloat16" and not exact
+        tf32 = bool(self.params.tf32) and device.type == "cuda" and not exact
         saved = torch.get_float32_matmul_precision()
         torch.set_float32_matmul_precision("high" if tf32 else "highest")
         try:
@@ -221,7 +207,7 @@ class LocusMethod(EmbeddingMethod):
         was_training = net.training
         net.eval()
         n_max = sets.idx.shape[1]
-        tokens = int(self.params["eval_chunk_tokens"]) or (
+        tokens = int(self.params.eval_chunk_tokens) or (
             CUDA_CHUNK_TOKENS if phi.device.type == "cuda" else CPU_CHUNK_TOKENS
         )
         chunk = max(1, tokens // max(n_max, 1))
@@ -264,7 +250,7 @@ class LocusMethod(EmbeddingMethod):
         torch = _torch()
         p = self.params
         # threads, subnormals flushed, and the global seed (weight initialisation on the CPU, dropout)
-        setup_torch(self.seed, p["threads"])
+        setup_torch(self.seed, p.threads)
         device = self._training_device()
         gen = torch.Generator(device=device).manual_seed(self.seed + 1)  # model order, subsets, noise
         host_gen = torch.Generator().manual_seed(self.seed + 2)  # sizes the host needs (shared token count)
@@ -278,17 +264,17 @@ class LocusMethod(EmbeddingMethod):
         ema = self._moving_average(net)
         scored = ema.module if ema is not None else net  # the weights validation sees and training keeps
         n_models = len(self.model_ids)
-        batches = model_batches(n_models, max(1, min(p["model_batch"] or n_models, n_models)), gen, device)
-        stopper = EarlyStopping(p["select_by"], p["patience"], p["min_steps"])
+        batches = model_batches(n_models, max(1, min(p.model_batch or n_models, n_models)), gen, device)
+        stopper = EarlyStopping(p.select_by, p.patience, p.min_steps)
         history, step, loss_n, reported = [], 0, 0, 0.0
         loss_sum = torch.zeros((), device=device)  # summed on the device: no host sync per step
         t0 = time.perf_counter()
         net.train()
         # TF32 matrix products in the steps on CUDA when `tf32` (validation inside stays float32)
-        with self._arithmetic(device, autocast=False), deterministic_algorithms(p["deterministic"]):
-            while step < p["max_steps"]:
+        with self._arithmetic(device, autocast=False), deterministic_algorithms(p.deterministic):
+            while step < p.max_steps:
                 models = next(batches)
-                std = noise_std(step, p["noise_start"], p["noise_end"], p["noise_anneal_steps"])
+                std = noise_std(step, p.noise_start, p.noise_end, p.noise_anneal_steps)
                 loss_sum += self._train_step(net, opt, phi, sets, models, std, gen, host_gen)
                 if scheduler is not None:
                     scheduler.step()
@@ -296,8 +282,8 @@ class LocusMethod(EmbeddingMethod):
                     ema.update_parameters(net)
                 step += 1
                 loss_n += 1
-                last = step == p["max_steps"] or (p["max_seconds"] and time.perf_counter() - t0 > p["max_seconds"])
-                if step % p["eval_every"] == 0 or last:
+                last = step == p.max_steps or (p.max_seconds and time.perf_counter() - t0 > p.max_seconds)
+                if step % p.eval_every == 0 or last:
                     row = {
                         "step": step,
                         "train_loss": float(loss_sum) / loss_n,
@@ -309,7 +295,7 @@ class LocusMethod(EmbeddingMethod):
                     loss_sum.zero_()
                     loss_n = 0
                     # NaN (no validation split) counts as better: the latest weights are kept
-                    stopper.update(step, row.get(p["select_by"], math.nan), scored, row)
+                    stopper.update(step, row.get(p.select_by, math.nan), scored, row)
                     reported = self._report(row, stopper, reported)
                     if stopper.should_stop(step):
                         break
@@ -345,7 +331,7 @@ class LocusMethod(EmbeddingMethod):
         best = stopper.row
         return {
             "best_step": int(stopper.step),
-            "select_by": self.params["select_by"],
+            "select_by": self.params.select_by,
             "steps": int(steps),
             **{f"best_{k}": float(best.get(k, math.nan)) for k in evaluation.VALIDATION_METRICS},
             "seconds": round(seconds, 3),
@@ -362,17 +348,17 @@ class LocusMethod(EmbeddingMethod):
         enc_params = list(net.encoder.parameters())
         query_params = list(net.decoder.query.parameters())
         dec_params = [t for n, t in net.decoder.named_parameters() if not n.startswith("query.")]
-        query_wd = p["weight_decay"] if p["query_weight_decay"] < 0 else p["query_weight_decay"]
+        query_wd = p.weight_decay if p.query_weight_decay < 0 else p.query_weight_decay
         opt = torch.optim.AdamW(
             [
-                {"params": enc_params, "lr": p["enc_lr"]},
-                {"params": dec_params, "lr": p["dec_lr"]},
-                {"params": query_params, "lr": p["dec_lr"], "weight_decay": query_wd},
+                {"params": enc_params, "lr": p.enc_lr},
+                {"params": dec_params, "lr": p.dec_lr},
+                {"params": query_params, "lr": p.dec_lr, "weight_decay": query_wd},
             ],
             fused=True,
-            weight_decay=p["weight_decay"],
+            weight_decay=p.weight_decay,
         )
-        warmup, decay = p["lr_warmup_steps"], p["lr_decay_steps"]
+        warmup, decay = p.lr_warmup_steps, p.lr_decay_steps
         if not (warmup or decay):
             return opt, None
         return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, warmup, decay))
@@ -380,7 +366,7 @@ class LocusMethod(EmbeddingMethod):
     def _moving_average(self, net):
         """With `ema_decay` > 0, an exponential moving average of `net`'s weights (updated after every step),
         else None."""
-        decay = float(self.params["ema_decay"])
+        decay = float(self.params.ema_decay)
         if decay <= 0:
             return None
         from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
@@ -395,15 +381,15 @@ class LocusMethod(EmbeddingMethod):
         p = self.params
         tokens, (idx, y, mask) = self._draw_tokens_and_targets(sets, models, gen, host_gen)
         logits = self._noisy_logits(net, phi, tokens, idx, std, gen)
-        if p["label_smoothing"]:
-            y = y * (1.0 - p["label_smoothing"]) + 0.5 * p["label_smoothing"]
+        if p.label_smoothing:
+            y = y * (1.0 - p.label_smoothing) + 0.5 * p.label_smoothing
         weight = mask.to(logits.dtype)  # masked mean over real targets (no boolean indexing: no sync)
         pair_loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y, reduction="none")
         loss = (pair_loss * weight).sum() / weight.sum().clamp(min=1.0)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        if p["grad_clip"] > 0:
-            torch.nn.utils.clip_grad_norm_(net.parameters(), p["grad_clip"])
+        if p.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(net.parameters(), p.grad_clip)
         opt.step()
         return loss.detach()
 
@@ -420,8 +406,8 @@ class LocusMethod(EmbeddingMethod):
         idx, y, mask = sets.idx[models], sets.y[models], sets.mask[models]
         width = idx.shape[1]
         tok_idx, tok_y, tok_mask = idx, y, mask
-        k = p["max_tokens"]
-        frac = float(p["encoder_fraction"])
+        k = p.max_tokens
+        frac = float(p.encoder_fraction)
 
         def random_keys():  # random order of each model's real evaluations first, padding last
             return torch.rand(idx.shape, generator=gen, device=device) + (~mask).float() * 2.0
@@ -439,9 +425,9 @@ class LocusMethod(EmbeddingMethod):
             tok_idx, tok_y = idx[:, :enc_width], y[:, :enc_width]
             tok_mask = (col[:, :enc_width] < n_enc) & mask[:, :enc_width]
             mask = mask & ((col >= n_enc) | (n_real == 1))  # decoder targets: the rest of the set
-        elif p["token_draw"] == "shared":  # the authors: K ~ U[min(min_tokens, n), n], same positions for all
+        elif p.token_draw == "shared":  # the authors: K ~ U[min(min_tokens, n), n], same positions for all
             upper = min(k, width) if k > 0 else width
-            lower = max(1, min(p["min_tokens"], upper))
+            lower = max(1, min(p.min_tokens, upper))
             host_gen = host_gen if host_gen is not None else torch.Generator().manual_seed(self.seed + 2)
             size = int(torch.randint(lower, upper + 1, (1,), generator=host_gen)) if lower < upper else upper
             if size < width:
@@ -451,7 +437,7 @@ class LocusMethod(EmbeddingMethod):
         elif 0 < k < width:  # random subset of at most k real evaluations per model
             pick = random_keys().argsort(dim=1)[:, :k]
             tok_idx, tok_y, tok_mask = idx.gather(1, pick), y.gather(1, pick), mask.gather(1, pick)
-        t = p["max_targets"]
+        t = p.max_targets
         if 0 < t < idx.shape[1]:  # random subset of at most t decoder targets per model (own draw)
             pick = random_keys().argsort(dim=1)[:, :t]
             idx, y, mask = idx.gather(1, pick), y.gather(1, pick), mask.gather(1, pick)
@@ -465,7 +451,7 @@ class LocusMethod(EmbeddingMethod):
         torch = _torch()
         tok_idx, tok_y, tok_mask = tokens
         device = phi.device
-        if std > 0 and self.params["noise_per_pair"]:
+        if std > 0 and self.params.noise_per_pair:
             enc_phi, dec_phi = phi[tok_idx], phi[target_idx]
             enc_phi = enc_phi + std * torch.randn(enc_phi.shape, generator=gen, device=device)
             dec_phi = dec_phi + std * torch.randn(dec_phi.shape, generator=gen, device=device)

@@ -1,6 +1,8 @@
 """The LOCUS network: encoder F_theta (evaluations -> model embedding z) and correctness predictor G_psi.
 
-Read top to bottom: Tokenizer -> MAB -> SAB / ISAB -> PMA -> Encoder -> Decoder -> LocusNet.
+Read top to bottom: Tokenizer -> MAB -> SAB / ISAB -> PMA -> Encoder -> Decoder -> LocusNet. The network
+is built from one configuration object, ``LocusNet(config, d_phi)`` with ``config`` a
+:class:`~locus.methods.locus_params.LocusParams` (nanoGPT's ``GPT(config)``).
 It follows the paper (section 2, appendix I) and the authors' code:
 
 - a token per evaluation: ``t = W [phi; y; (2y-1) phi] + b`` (one affine map, no activation);
@@ -26,10 +28,14 @@ on its own evaluations (padded rows are computed but never read by a real row).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+if TYPE_CHECKING:
+    from locus.methods.locus_params import LocusParams
 
 
 class Tokenizer(nn.Module):
@@ -131,14 +137,17 @@ BLOCKS = {"isab": ISAB, "sab": SAB}
 
 
 class Encoder(nn.Module):
-    """F_theta: tokens of one model's evaluations -> z in R^d (permutation invariant)."""
+    """F_theta: tokens of one model's evaluations -> z in R^d (permutation invariant). Reads `config`'s dim,
+    heads, layers, latents and encoder_kind."""
 
-    def __init__(self, d_phi: int, dim: int, heads: int, layers: int, latents: int, kind: str = "isab"):
+    def __init__(self, config: LocusParams, d_phi: int):
         super().__init__()
-        if kind not in BLOCKS:
-            raise ValueError(f"encoder_kind must be one of {sorted(BLOCKS)}, got {kind!r}")
+        dim, heads = config.dim, config.heads
+        if config.encoder_kind not in BLOCKS:
+            raise ValueError(f"encoder_kind must be one of {sorted(BLOCKS)}, got {config.encoder_kind!r}")
         self.tokenizer = Tokenizer(d_phi, dim)
-        self.blocks = nn.ModuleList(BLOCKS[kind](dim, heads, latents) for _ in range(layers))
+        block = BLOCKS[config.encoder_kind]
+        self.blocks = nn.ModuleList(block(dim, heads, config.latents) for _ in range(config.layers))
         self.pool = PMA(dim, heads)
         self.out = nn.Linear(dim, dim)
 
@@ -151,12 +160,14 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    """G_psi: logit = w2 . Dropout(ReLU(W_z z + W_u u + W_zu (z*u) + b1)) + b2 with u = U phi."""
+    """G_psi: logit = w2 . Dropout(ReLU(W_z z + W_u u + W_zu (z*u) + b1)) + b2 with u = U phi. Reads `config`'s
+    dim, decoder_hidden, decoder_dropout and query_dropout."""
 
-    def __init__(self, d_phi: int, dim: int, hidden: int, dropout: float, query_dropout: float = 0.0):
+    def __init__(self, config: LocusParams, d_phi: int):
         super().__init__()
+        dim, hidden = config.dim, config.decoder_hidden
         self.query = nn.Linear(d_phi, dim)  # U
-        self.query_dropout = nn.Dropout(query_dropout)  # on u (training only; 0 = the authors' decoder)
+        self.query_dropout = nn.Dropout(config.query_dropout)  # on u (training only; 0 = the authors' decoder)
         first = nn.Linear(3 * dim, hidden)  # initialised as the one [z; u; z*u] layer, then split
         w = first.weight.detach()
         self.hidden_z = nn.Linear(dim, hidden)
@@ -167,7 +178,7 @@ class Decoder(nn.Module):
             self.hidden_z.bias.copy_(first.bias)
             self.hidden_u.weight.copy_(w[:, dim : 2 * dim])
             self.hidden_zu.weight.copy_(w[:, 2 * dim :])
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(config.decoder_dropout)
         self.out = nn.Linear(hidden, 1)
 
     def query_features(self, phi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -197,24 +208,15 @@ class Decoder(nn.Module):
 
 
 class LocusNet(nn.Module):
-    """Encoder + decoder with the sizes of one configuration."""
+    """Encoder + decoder with the sizes of one configuration: `config` is a
+    :class:`~locus.methods.locus_params.LocusParams` (its architecture fields: dim, heads, layers, latents,
+    encoder_kind, decoder_hidden, decoder_dropout, query_dropout), `d_phi` the query encoding size."""
 
-    def __init__(
-        self,
-        d_phi: int,
-        dim: int = 128,
-        heads: int = 4,
-        layers: int = 2,
-        latents: int = 64,
-        decoder_hidden: int = 64,
-        decoder_dropout: float = 0.1,
-        encoder_kind: str = "isab",
-        query_dropout: float = 0.0,
-    ):
+    def __init__(self, config: LocusParams, d_phi: int):
         super().__init__()
         self.d_phi = d_phi
-        self.encoder = Encoder(d_phi, dim, heads, layers, latents, encoder_kind)
-        self.decoder = Decoder(d_phi, dim, decoder_hidden, decoder_dropout, query_dropout)
+        self.encoder = Encoder(config, d_phi)
+        self.decoder = Decoder(config, d_phi)
 
     def embed(self, phi: torch.Tensor, y: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """z [B, d] from per-token query encodings phi [B, n, d_phi], scores y [B, n] and mask [B, n]."""

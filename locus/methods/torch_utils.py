@@ -317,7 +317,7 @@ class NetMethod:
         with torch.no_grad():
             features = features_of(batch.vectors)
         gen = torch.Generator().manual_seed(self.seed)
-        init = torch.randn(int(self.params["dim"]), generator=gen).expand(len(sets), -1)
+        init = torch.randn(self.params.dim, generator=gen).expand(len(sets), -1)
         frozen = [param for param in self.net.parameters() if param.requires_grad]
         for param in frozen:  # no gradients flow into the network
             param.requires_grad_(False)
@@ -327,9 +327,9 @@ class NetMethod:
                 lambda z: logits_of(features, z[batch.owner]),
                 batch.scores,
                 batch.weight,
-                steps=self.params["embed_steps"],
-                lr=self.params["embed_lr"],
-                weight_decay=self.params["weight_decay"],
+                steps=self.params.embed_steps,
+                lr=self.params.embed_lr,
+                weight_decay=self.params.weight_decay,
             )
         finally:
             for param in frozen:

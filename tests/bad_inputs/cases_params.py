@@ -1,5 +1,5 @@
 """Bad parameter values, generated from the typed declarations themselves: for every parameter of every
-method (``params_spec``; LOCUS: ``LocusParams``) and every data source (``PARAMS``), a value of the wrong
+method (its ``Params`` dataclass: ``Params.specs()``) and every data source (``PARAMS``), a value of the wrong
 type and, where the parameter has bounds, a value just outside them. Each must be refused by `locus train`
 / `locus data` before any work, in one line naming the parameter, the value and what is allowed.
 
@@ -10,35 +10,15 @@ passed them on unchecked (traceback for a wrong type, silent for a value out of 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 
 from bad_inputs.harness import Case
 from locus.data.validation import Param
 from locus.methods import method_class, names
-from locus.methods.locus_params import LocusParams
 from locus.params import SOURCES, adapter
 
 WRONG_TYPE = {"int": "two", "float": "fast", "bool": "yes", "str": 7, "path": 5, "int_list": ["a"], "float_list": "0.5"}
-
-
-def _locus_spec() -> dict[str, Param]:
-    out = {}
-    for f in dataclasses.fields(LocusParams):
-        m = f.metadata
-        kind = {"bool": "bool", "str": "str", "int": "int"}.get(f.type if isinstance(f.type, str) else f.type.__name__)
-        out[f.name] = Param(
-            f.default,
-            m["doc"],
-            kind or "float",
-            at_least=m["at_least"],
-            above=m["above"],
-            at_most=m["at_most"],
-            below=m["below"],
-            choices=m["choices"],
-        )
-    return out
 
 
 def _outside(p: Param):
@@ -97,16 +77,15 @@ def _message(owner: str, name: str, p: Param) -> str:
 CASES = []
 for _method in names():
     _cls = method_class(_method)
-    _spec = _locus_spec() if _method == "locus" else _cls.params_spec
-    for _name, _p in _spec.items():
-        if _name == "select_by" and _method != "locus":
-            continue  # the base class's own check (cases_runs)
+    for _name, _p in _cls.Params.specs().items():
         for _kind, _value in _values(_p):
             CASES.append(
                 Case(
                     id=f"param-{_method}-{_name}-{_kind}",
                     klass="parameters",
-                    before="ok" if _method == "locus" else ("traceback" if _kind == "type" else "silent"),
+                    before="ok"
+                    if _method == "locus" or _name == "select_by"
+                    else ("traceback" if _kind == "type" else "silent"),
                     argv=_train(_method, {_name: _value}),
                     message=_message(f"method {_method!r}", _name, _p)
                     if not (_method == "locus" and _name == "recipe")

@@ -246,7 +246,7 @@ CASES = [
         "runs",
         "ok",
         lambda ws: train(ws, method="embedllm", params={"select_by": "test_acc"}),
-        r"select_by must be one of val_routing, val_bce, val_acc, got 'test_acc'",
+        r"select_by must be one of \['val_routing', 'val_bce', 'val_acc'\], got 'test_acc'",
     ),
     _c(
         "train-locus-dim-not-divisible-by-heads",
