@@ -231,6 +231,17 @@ class OnboardingMethod:
 
     def onboard(self, query_ids, scores) -> OnboardedModel:
         """The new model from its scores on `query_ids` (distinct training-split queries of the pool's)."""
+        return self._onboard(*self._checked(query_ids, scores))
+
+    def onboard_many(self, sets) -> list[OnboardedModel]:
+        """:meth:`onboard` of several new models, each from its own (query_ids, scores); methods that fit a vector
+        by gradient descent fit them together (each as if alone, far fewer steps)."""
+        return self._onboard_many([self._checked(ids, scores) for ids, scores in sets])
+
+    def _onboard_many(self, checked: list) -> list[OnboardedModel]:
+        return [self._onboard(*c) for c in checked]
+
+    def _checked(self, query_ids, scores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self.pool is None:
             raise RuntimeError(f"{self.name}: fit() first")
         ids = np.asarray(query_ids, dtype=np.int64).reshape(-1)
@@ -244,7 +255,7 @@ class OnboardingMethod:
         if not np.all((y >= 0) & (y <= 1)):
             raise DataError(f"{self.name}: scores must lie in [0, 1] (no NaN).")
         vectors = self.pool.vectors(ids)  # refuses held-out test queries
-        return self._onboard(ids, vectors, y)
+        return ids, vectors, y
 
     def onboard_vectors(self, vectors, scores, query_ids=None) -> OnboardedModel:
         """The new model from the encodings `vectors` [k, d] of its scored prompts (any texts: a served model's),
@@ -660,8 +671,19 @@ class EmbeddingOnboarding(OnboardingMethod):
         self.to_probability = self.params["probabilities"] or sigmoid
 
     def _onboard(self, ids, vectors, y):
+        return self._onboard_many([(ids, vectors, y)])[0]
+
+    def _onboard_many(self, checked):
         method = self.params["method"]
-        z = np.asarray(method.embed(vectors, y.astype(np.float32)), dtype=np.float32)
+        if len(checked) == 1:  # one model: the method's own embed (embed_many agrees with it up to rounding)
+            _, vectors, y = checked[0]
+            zs = np.asarray(method.embed(vectors, y.astype(np.float32)), dtype=np.float32)[None, :]
+        else:
+            zs = np.asarray(method.embed_many([(v, y.astype(np.float32)) for _, v, y in checked]), dtype=np.float32)
+        return [self._model(z, y) for z, (_, _, y) in zip(zs, checked)]
+
+    def _model(self, z: np.ndarray, y: np.ndarray) -> OnboardedModel:
+        method = self.params["method"]
 
         def predict(x):
             return self.to_probability(method.logits_for_embeddings(x, z[None, :]))[:, 0]

@@ -252,18 +252,18 @@ def onboard_all(fitted: dict, data, encodings, held_out, sizes, draws: Draws, po
             for name in fitted:
                 probs[(name, draw, k)] = np.empty((len(test_ids), len(held_out)))
                 seconds[(name, draw, k)] = 0.0
-            for j, m in enumerate(held_out):
+            sets = []
+            for m in held_out:
                 ids, scores = draws(draw, int(m), int(k))
                 if np.isin(ids, test_ids).any() or np.isin(ids, pool.forbidden_prompt_ids).any():
                     raise rivals.LeakageError(f"held-out model {int(m)}: its onboarding draw holds test queries.")
-                for name, method in fitted.items():
-                    start = time.process_time()
-                    onboarded = method.onboard(ids, scores)
+                sets.append((ids, scores))
+            for name, method in fitted.items():
+                start = time.process_time()
+                for j, onboarded in enumerate(method.onboard_many(sets)):  # the embedding fits: all at once
                     probs[(name, draw, k)][:, j] = onboarded.predict(phi)
-                    seconds[(name, draw, k)] += time.process_time() - start
                     chosen[(name, draw, k)] = _setting_text(onboarded.details)
-            for name in fitted:
-                seconds[(name, draw, k)] /= max(len(held_out), 1)
+                seconds[(name, draw, k)] = (time.process_time() - start) / max(len(held_out), 1)
     return probs, seconds, chosen
 
 
