@@ -680,15 +680,22 @@ class EmbeddingOnboarding(OnboardingMethod):
             zs = np.asarray(method.embed(vectors, y.astype(np.float32)), dtype=np.float32)[None, :]
         else:
             zs = np.asarray(method.embed_many([(v, y.astype(np.float32)) for _, v, y in checked]), dtype=np.float32)
-        return [self._model(z, y) for z, (_, _, y) in zip(zs, checked)]
+        # the models of one batch score the same queries: one pass of the network for all of them (its query
+        # features are the cost), kept for the last query array asked about
+        shared: dict = {}
 
-    def _model(self, z: np.ndarray, y: np.ndarray) -> OnboardedModel:
-        method = self.params["method"]
+        def logits(x) -> np.ndarray:
+            if shared.get("x") is not x:
+                shared["x"], shared["logits"] = x, method.logits_for_embeddings(x, zs)
+            return shared["logits"]
 
+        return [self._model(i, logits, y, zs.shape[-1]) for i, (_, _, y) in enumerate(checked)]
+
+    def _model(self, i: int, logits, y: np.ndarray, dim: int) -> OnboardedModel:
         def predict(x):
-            return self.to_probability(method.logits_for_embeddings(x, z[None, :]))[:, 0]
+            return self.to_probability(logits(x)[:, i])
 
-        return OnboardedModel(self.name, len(y), float(np.mean(y)), predict, {"embedding_dim": int(z.shape[-1])})
+        return OnboardedModel(self.name, len(y), float(np.mean(y)), predict, {"embedding_dim": int(dim)})
 
 
 class LocusOnboarding(EmbeddingOnboarding):

@@ -756,7 +756,8 @@ FIGURE_METRICS = ("correctness_acc", "roc_auc_per_model", "routing_acc_all", "ai
 
 def rivals_figure(frame: pd.DataFrame, methods, sizes, title: str, draws=(RANDOM,)):
     """Accuracy vs k per method with interval bands (the mean-accuracy floor dashed); one panel per metric
-    present; the selector's draw (when any) as thin dotted lines without bands; reference rows as lines."""
+    present; LOCUS with the selector's queries (when any) as a thin dotted line without band; reference rows as
+    lines."""
     from locus.render.figures import plt, sns
 
     sns.set_theme(style="whitegrid", context="paper")
@@ -781,10 +782,10 @@ def rivals_figure(frame: pd.DataFrame, methods, sizes, title: str, draws=(RANDOM
                         label=cls.label,
                     )
                     ax.fill_between(
-                        sub["k"], 100 * sub["ci_low"], 100 * sub["ci_high"], color=cls.color, alpha=0.15, lw=0
+                        sub["k"], 100 * sub["ci_low"], 100 * sub["ci_high"], color=cls.color, alpha=0.08, lw=0
                     )
-                else:
-                    label = f"{cls.label}, {draw} queries" if m == REFERENCE else None
+                elif m == REFERENCE:  # the selector's rows of the other methods are in the table and the CSV
+                    label = f"{cls.label}, {draw} queries"
                     ax.plot(
                         sub["k"], 100 * sub["value"], marker="x", ms=3, color=cls.color, ls=":", lw=0.8, label=label
                     )
