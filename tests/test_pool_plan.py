@@ -1,5 +1,6 @@
-"""The pool's plan (locus.capacity and common.smk): experiment sizes fitted to a pool smaller than the settings
-ask for, and outputs the pool cannot carry skipped with the reason, in a real dry run of the whole DAG."""
+"""The pool's plan (locus.capacity, applied by locus.workflow_config): experiment sizes fitted to a pool smaller
+than the settings ask for, and outputs the pool cannot carry skipped with the reason, in a real dry run of the
+whole DAG."""
 
 from __future__ import annotations
 

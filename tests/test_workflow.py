@@ -159,6 +159,17 @@ CONFIG_ERRORS = [
         r"precision_effect.train_sizes \[2048\] must be among train_sizes",
     ),
     ("unknown-precision", "time_complexity: {precisions: [float16]}\n", r"precisions"),
+    # model names against the pool's (its source read in memory when the data set is not built yet)
+    (
+        "unknown-fallback-model",
+        "decisions: {fallbacks: [best_single, gpt-9]}\n",
+        r"config error: decisions.fallbacks: 'gpt-9' is not among the 112 models",
+    ),
+    (
+        "unknown-held-out-model",
+        "onboarding: {held_out: [nobody/model-x]}\n",
+        r"config error: onboarding.held_out: 'nobody/model-x' is not among the 112 models",
+    ),
     ("tta-seed-not-seeds", "time_to_accuracy: {seed: 1}\n", r"'seed' was unexpected"),
 ]
 
@@ -175,6 +186,40 @@ def test_config_errors_at_dag_build_time(tmp_path, name, yaml_text, message):
     assert len(re.findall(r"^config error: ", out, re.M)) == 1, out[-3000:]
     assert "Traceback" not in out and "Error validating config file" not in out, out[-3000:]
     assert not (tmp_path / "results").exists()
+
+
+def test_checks_that_need_the_data_set_run_at_the_first_rule_that_reads_it(tmp_path):
+    """A source that cannot be read when the DAG is built (here a CSV that another rule writes first) is checked
+    by the first rules that read the built data set, with the message the next DAG build gives; a config that
+    passes there passes every later, unchanged run."""
+    from test_pool_plan import _pool_csv
+
+    pool = _pool_csv(tmp_path / "evals.csv")
+    wrapper = tmp_path / "Snakefile"
+    wrapper.write_text(
+        f'include: "{REPO / "Snakefile"}"\n\n'
+        f'rule pool_csv:\n    output:\n        "pool.csv",\n    shell:\n        "cp {pool} {{output}}"\n'
+    )
+    mine = "dataset: mine\ndatasets:\n  mine: {source: csv, params: {path: pool.csv}}\n"
+    target = "results/data/mine/summary.md"
+
+    def run(fallback):
+        (tmp_path / "mine.yaml").write_text(mine + f"decisions: {{fallbacks: [{fallback}]}}\n")
+        args = ("-s", str(wrapper), target, "--cores", "1", "--directory", str(tmp_path))
+        cmd = [*SNAKEMAKE, *args, "--configfile", str(tmp_path / "mine.yaml")]
+        res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+        return res.returncode, res.stdout + res.stderr
+
+    message = "config error: decisions.fallbacks: 'org/model-99' is not among the 12 models"
+    code, out = run("org/model-99")
+    assert code != 0 and message in out, out[-3000:]
+    assert (tmp_path / "results/data/mine/dataset.json").is_file() and not (tmp_path / target).exists()
+    code, again = run("org/model-99")  # the data set is there now: refused when the DAG is built
+    assert code != 0 and message in again and "rule data" not in again, again[-3000:]
+    code, out = run("org/model-03")
+    assert code == 0 and (tmp_path / target).is_file(), out[-3000:]
+    code, out = run("org/model-03")
+    assert code == 0 and "Nothing to be done" in out, out[-3000:]
 
 
 def test_unreadable_configfile_is_named(tmp_path):

@@ -144,7 +144,7 @@ CSV_COLUMNS = [
 
 
 # the training sizes of the paper's routing and correctness tables (tab:concise_routing_correctness and the
-# by-benchmark tables of its appendix; config/paper.yaml `train_sizes` runs them); its tables give one value
+# by-benchmark tables of its appendix; config/paper.yaml runs exactly these); its tables give one value
 # per cell and state no number of seeds (config/paper.yaml runs 3)
 PAPER_TRAIN_SIZES = (256, 512, 1024)
 PAPER_SEEDS = (0, 1, 2)

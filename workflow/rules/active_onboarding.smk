@@ -1,10 +1,8 @@
-# Active onboarding: which queries to evaluate a new model on. The onboarding run with the most training models
-# (onboarding.smk: `model_counts`, 0 = all that are not held out) embeds each held-out model from k queries
-# chosen by each selector of `locus onboard`; accuracy and routing regret vs k, and the k reaching random
-# selection's accuracy at the largest k. Settings: `active_onboarding` in the config.
+# Active onboarding: which k queries to evaluate a new model on. The onboarding run with the most training
+# models embeds each held-out model from the queries each selector of `locus onboard` picks; accuracy and
+# routing regret vs k. Settings: `active_onboarding` in the config.
 AON = config["active_onboarding"]
-AON_COUNT = 0 if 0 in ONB["model_counts"] else max(ONB["model_counts"])
-AON_RUN = onboarding_run_dir(AON_COUNT)
+AON_RUN = onboarding_run_dir(0 if 0 in ONB["model_counts"] else max(ONB["model_counts"]))
 
 
 rule active_onboarding:
@@ -13,15 +11,8 @@ rule active_onboarding:
         data=data_files(DATASET),
         encodings=encodings(DATASET, ENCODER),
     output:
-        pdf="results/figures/active_onboarding.pdf",
-        png=report(
-            "results/figures/active_onboarding.png",
-            caption="../report/active_onboarding.rst",
-            category="Onboarding",
-        ),
-        csv="results/figures/active_onboarding.csv",
-        tex="results/tables/active_onboarding.tex",
-        tab_csv="results/tables/active_onboarding.csv",
+        **figure("active_onboarding", "Onboarding"),
+        **table("active_onboarding"),
     log:
         "results/logs/onboarding/active_onboarding.log",
     benchmark:
@@ -31,7 +22,7 @@ rule active_onboarding:
         mem_mb=4000,
         runtime=60,
     params:
-        run=lambda w, input: str(Path(input.run[0]).parent),
+        run=input_dir("run"),
         data=input_dir("data"),
         options=(
             f"--sizes {','.join(str(int(k)) for k in AON['sizes'])} --selectors {','.join(AON['selectors'])} "

@@ -1,20 +1,10 @@
 # Calibrated correctness probabilities: `calibrate_run` fits any run's map (RUN/calibration.json) on its
-# validation pairs only; `calibration_report` compares raw and calibrated probabilities on test for every
-# by_dataset_methods run (every seed) at calibration.train_size (table + reliability diagram).
-
-
-localrules:
-    calibration_report,
+# validation pairs; `calibration_report` compares raw and calibrated probabilities on test for every
+# by_dataset_methods run at calibration.train_size (table + reliability diagram).
 
 
 CAL = config["calibration"]
-CAL_N = min(config["train_sizes"]) if CAL["train_size"] is None else int(CAL["train_size"])
-if CAL_N not in config["train_sizes"]:
-    _config_error(
-        f"calibration.train_size {CAL_N} must be one of train_sizes {config['train_sizes']} "
-        "(the runs of the tables are calibrated); change one of them or leave it null (the smallest)"
-    )
-_CAL_BOOT = config["bootstrap"]
+CAL_N = _wc.train_size(config, "calibration")  # null: the tables' smallest
 
 
 rule calibrate_run:
@@ -44,25 +34,20 @@ rule calibration_report:
         scores=run_files_named(BY_DATASET_METHODS, [CAL_N], _artifacts.scores_file("test")),
         metrics=run_metrics(BY_DATASET_METHODS, [CAL_N]),
     output:
-        tex="results/tables/calibration.tex",
-        csv="results/tables/calibration.csv",
-        pdf="results/figures/reliability.pdf",
-        png="results/figures/reliability.png",
-        points="results/figures/reliability.csv",
+        **table("calibration"),
+        **figure("reliability"),
     log:
         "results/logs/calibration/report.log",
     benchmark:
         "results/benchmarks/calibration/report.tsv"
+    localrule: True
     params:
-        runs=lambda w, input: " ".join(shlex.quote(os.path.dirname(m)) for m in input.metrics),
+        runs=input_dirs("metrics"),
         methods=",".join(BY_DATASET_METHODS),
         label=dataset_label(DATASET),
         data=input_dir("data", quote=True),
         bins=int(CAL["bins"]),
-        bootstrap=(
-            f"--bootstrap-resamples {int(_CAL_BOOT['n_resamples'])} --bootstrap-seed {int(_CAL_BOOT['seed'])} "
-            f"--confidence {float(_CAL_BOOT['confidence'])}"
-        ),
+        bootstrap=BOOTSTRAP_RESAMPLING,
     shell:
         "{LOCUS} calibration-report --runs {params.runs} --data {params.data} --methods {params.methods} "
         "--data-label {params.label:q} --bins {params.bins} {params.bootstrap} --out {output.tex} "

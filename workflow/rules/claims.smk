@@ -1,12 +1,6 @@
-# The claims ledger: the paper's claims with verdicts computed from the outputs that test them
-# (locus/experiments/claims/ lists the files; a test checks this rule reads exactly those), and the pool's
-# plan (common.smk), whose skipped outputs make their claims untestable with the reason.
+# The claims ledger: the paper's claims with verdicts computed from the outputs that test them (their list:
+# locus/experiments/claims/), and the pool's plan, whose skipped outputs make their claims untestable.
 from locus.experiments.claims import FILES as CLAIM_FILES
-
-
-localrules:
-    pool_plan,
-    claims_table,
 
 
 rule pool_plan:
@@ -16,6 +10,7 @@ rule pool_plan:
         "results/logs/tables/pool_plan.log",
     benchmark:
         "results/benchmarks/tables/pool_plan.tsv"
+    localrule: True
     params:
         plan=PLAN.to_json() if PLAN is not None else "{}",
     run:
@@ -31,13 +26,13 @@ rule claims_table:
         data_summary(DATASET),
         plan=f"results/{_capacity.PLAN_FILE}",
     output:
-        tex=report("results/tables/claims.tex", caption="../report/claims.rst", category="Tables"),
-        csv="results/tables/claims.csv",
+        **table("claims", "Tables"),
         md="results/tables/claims.md",
     log:
         "results/logs/tables/claims.log",
     benchmark:
         "results/benchmarks/tables/claims.tsv"
+    localrule: True
     params:
         dataset=DATASET,
     shell:

@@ -1,7 +1,5 @@
-# Query texts -> sentence encodings (Parquet: prompt_id + fixed-size float32 vector).
-# The configured encoder encodes every query. An encoder that only the encoder ablation uses encodes only
-# what reads it (config `encode_only_needed_queries`): the validation and test queries, the training queries
-# of the ablation's runs and the t-SNE figure's sample; any other use of it is refused with a clear error.
+# Query texts -> sentence encodings (Parquet: prompt_id + float32 vector). An encoder only the encoder ablation
+# uses encodes only the queries its readers use (config `encode_only_needed_queries`).
 
 
 def encode_scope(wildcards):
@@ -34,6 +32,7 @@ rule encode:
     params:
         batch_size=config["encode_batch_size"],
         scope=encode_scope,
+        checked=check_data,  # the config's checks that need the data set, if it was not there at DAG build
     shell:
         "{LOCUS} encode --data results/data/{wildcards.dataset} --encoder {wildcards.encoder} "
         "--out {output} --batch-size {params.batch_size} --threads {threads} {params.scope} > {log} 2>&1"

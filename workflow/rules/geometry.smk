@@ -1,9 +1,6 @@
-# Embedding geometry (paper §4.3-4.4, appendix E.2): embedding distance vs test disagreement (table and
-# figure), model families, nearest-neighbour proxies and fallback routing. Inputs: the reference runs of
-# geometry.methods (GEO_N evaluations per model, seed GEO_SEED: geometry_run_file below; their
-# training pairs too, which `locus geometry` checks hold no test query) and the data set's test labels.
-# Cheap (seconds): run on the submit host. `rule geometry` builds these and the portfolio and views outputs.
-import shlex
+# Embedding geometry (paper §4.3-4.4, appendix E.2): distance vs test disagreement, model families,
+# nearest-neighbour proxies and fallback routing, from the reference runs of geometry.methods (GEO_N evaluations
+# per model, seed GEO_SEED). Seconds: the submit host. `rule geometry` also builds portfolio and views.
 
 # Every geometry analysis (here, portfolio.smk, views.smk, also regeneration.smk and timing.smk) reads
 # the runs at the reference training size through these two helpers.
@@ -23,24 +20,15 @@ def geometry_run_dir(method):
 
 NB = GEO["neighbours"]
 GEO_METHODS = list(GEO["methods"])
-for _m in GEO_METHODS:
-    if _m not in config["methods"]:
-        _config_error(f"geometry.methods: method {_m!r} has no entry under `methods`")
-    if not _methods.info(_m).has_embeddings:
-        _config_error(f"geometry.methods: {_m!r} has no model embeddings; list embedding methods only")
-if NB["reference_method"] not in GEO_METHODS:
-    _config_error(
-        f"geometry.neighbours.reference_method {NB['reference_method']!r} is not among geometry.methods "
-        f"{GEO_METHODS}"
-    )
-if NB["linkage"] in ("ward", "centroid", "median") and NB["cluster_metric"] != "euclidean":
-    _config_error(
-        f"geometry.neighbours.linkage {NB['linkage']} assumes Euclidean distances; set cluster_metric: "
-        "euclidean or choose another linkage"
-    )
-
-GEO_DATA = f"results/data/{DATASET}"
 GEO_RUN_FILES = ("embeddings.parquet", "train_pairs.parquet", "metrics.json")
+GEO_COMMON = f"--data {shlex.quote(f'results/data/{DATASET}')} --data-label {shlex.quote(dataset_label(DATASET))}"
+GEOMETRY_TARGETS = [
+    "results/tables/distance_correlation.tex",
+    "results/figures/performance_distance_correlation.pdf",
+    "results/figures/models_family_clustering.pdf",
+    "results/figures/nearest_neighbor_proxies.pdf",
+    "results/figures/fallback_routing.pdf",
+]
 
 
 def geometry_inputs(methods, *extra):
@@ -55,40 +43,16 @@ def geometry_runs(methods):
     return " ".join(shlex.quote(geometry_run_dir(m)) for m in methods)
 
 
-GEO_COMMON = f"--data {shlex.quote(GEO_DATA)} --data-label {shlex.quote(dataset_label(DATASET))}"
-
-GEOMETRY_TARGETS = [
-    "results/tables/distance_correlation.tex",
-    "results/figures/performance_distance_correlation.pdf",
-    "results/figures/models_family_clustering.pdf",
-    "results/figures/nearest_neighbor_proxies.pdf",
-    "results/figures/fallback_routing.pdf",
-]
-
-
-localrules:
-    distance_correlation_table,
-    performance_distance_correlation_figure,
-    models_family_clustering_figure,
-    nearest_neighbor_proxies_figure,
-    fallback_routing_figure,
-    geometry,
-
-
 rule distance_correlation_table:
     input:
         **geometry_inputs(GEO_METHODS),
     output:
-        tex=report(
-            "results/tables/distance_correlation.tex",
-            caption="../report/distance_correlation.rst",
-            category="Geometry",
-        ),
-        csv="results/tables/distance_correlation.csv",
+        **table("distance_correlation", "Geometry"),
     log:
         "results/logs/geometry/distance_correlation.log",
     benchmark:
         "results/benchmarks/geometry/distance_correlation.tsv"
+    localrule: True
     params:
         runs=geometry_runs(GEO_METHODS),
         common=GEO_COMMON,
@@ -105,17 +69,12 @@ rule performance_distance_correlation_figure:
     input:
         **geometry_inputs(GEO_METHODS),
     output:
-        pdf="results/figures/performance_distance_correlation.pdf",
-        png=report(
-            "results/figures/performance_distance_correlation.png",
-            caption="../report/performance_distance_correlation.rst",
-            category="Geometry",
-        ),
-        csv="results/figures/performance_distance_correlation.csv",
+        **figure("performance_distance_correlation", "Geometry"),
     log:
         "results/logs/geometry/performance_distance_correlation.log",
     benchmark:
         "results/benchmarks/geometry/performance_distance_correlation.tsv"
+    localrule: True
     params:
         runs=geometry_runs(GEO_METHODS),
         common=GEO_COMMON,
@@ -123,86 +82,61 @@ rule performance_distance_correlation_figure:
         "{LOCUS} geometry distance-correlation --runs {params.runs} {params.common} --out {output.pdf} > {log} 2>&1"
 
 
-rule models_family_clustering_figure:
-    input:
-        **geometry_inputs([NB["reference_method"]]),
-    output:
-        pdf="results/figures/models_family_clustering.pdf",
-        png=report(
-            "results/figures/models_family_clustering.png",
-            caption="../report/models_family_clustering.rst",
-            category="Geometry",
-        ),
-        csv="results/figures/models_family_clustering.csv",
-        json="results/figures/models_family_clustering.json",
-    log:
-        "results/logs/geometry/models_family_clustering.log",
-    benchmark:
-        "results/benchmarks/geometry/models_family_clustering.tsv"
-    params:
-        runs=input_dir("runs", quote=True),  # the one run of the reference method
-        common=GEO_COMMON,
-        options=(
-            f"--metric {NB['cluster_metric']} --linkage {NB['linkage']} --n-perm {int(NB['permutations'])} "
-            f"--boot-seed {int(NB['bootstrap_seed'])} --highlight {shlex.quote(','.join(NB['highlight_tags']))}"
-        ),
-    shell:
-        "{LOCUS} geometry families --runs {params.runs} {params.common} {params.options} --out {output.pdf} "
-        "> {log} 2>&1"
-
-
 rule nearest_neighbor_proxies_figure:
     input:
         **geometry_inputs(GEO_METHODS),
     output:
-        pdf="results/figures/nearest_neighbor_proxies.pdf",
-        png=report(
-            "results/figures/nearest_neighbor_proxies.png",
-            caption="../report/nearest_neighbor_proxies.rst",
-            category="Geometry",
-        ),
-        csv="results/figures/nearest_neighbor_proxies.csv",
+        **figure("nearest_neighbor_proxies", "Geometry"),
     log:
         "results/logs/geometry/nearest_neighbor_proxies.log",
     benchmark:
         "results/benchmarks/geometry/nearest_neighbor_proxies.tsv"
+    localrule: True
     params:
+        kind="neighbours",
         runs=geometry_runs(GEO_METHODS),
         common=GEO_COMMON,
         options=f"--max-k {int(NB['max_k'])} --metric {NB['metric']}",
     shell:
-        "{LOCUS} geometry neighbours --runs {params.runs} {params.common} {params.options} --out {output.pdf} "
+        "{LOCUS} geometry {params.kind} --runs {params.runs} {params.common} {params.options} --out {output.pdf} "
         "> {log} 2>&1"
 
 
-rule fallback_routing_figure:
+use rule nearest_neighbor_proxies_figure as fallback_routing_figure with:
     input:
         **geometry_inputs(GEO_METHODS, "scores_test.parquet"),
     output:
-        pdf="results/figures/fallback_routing.pdf",
-        png=report(
-            "results/figures/fallback_routing.png", caption="../report/fallback_routing.rst", category="Geometry"
-        ),
-        csv="results/figures/fallback_routing.csv",
+        **figure("fallback_routing", "Geometry"),
     log:
         "results/logs/geometry/fallback_routing.log",
     benchmark:
         "results/benchmarks/geometry/fallback_routing.tsv"
+    localrule: True
     params:
-        runs=geometry_runs(GEO_METHODS),
-        common=GEO_COMMON,
-        options=f"--max-k {int(NB['max_k'])} --metric {NB['metric']}",
-    shell:
-        "{LOCUS} geometry fallback --runs {params.runs} {params.common} {params.options} --out {output.pdf} "
-        "> {log} 2>&1"
+        kind="fallback",
 
 
-def geometry_all(wildcards):
-    """Everything `rule geometry` builds: these outputs, and those of portfolio.smk and views.smk (included
-    after this file, so their target lists are read when the DAG is built)."""
-    return GEOMETRY_TARGETS + PORTFOLIO_TARGETS + VIEWS_TARGETS
+use rule nearest_neighbor_proxies_figure as models_family_clustering_figure with:
+    input:
+        **geometry_inputs([NB["reference_method"]]),
+    output:
+        **figure("models_family_clustering", "Geometry", "json"),
+    log:
+        "results/logs/geometry/models_family_clustering.log",
+    benchmark:
+        "results/benchmarks/geometry/models_family_clustering.tsv"
+    localrule: True
+    params:
+        kind="families",
+        runs=input_dir("runs", quote=True),  # the one run of the reference method
+        options=(
+            f"--metric {NB['cluster_metric']} --linkage {NB['linkage']} --n-perm {int(NB['permutations'])} "
+            f"--boot-seed {int(NB['bootstrap_seed'])} --highlight {shlex.quote(','.join(NB['highlight_tags']))}"
+        ),
 
 
 rule geometry:
     input:
-        geometry_all,
+        # included after this file, portfolio.smk and views.smk have set their targets when the DAG is built
+        lambda w: GEOMETRY_TARGETS + PORTFOLIO_TARGETS + VIEWS_TARGETS,
+    localrule: True

@@ -1,14 +1,9 @@
-# New-model onboarding (paper §4.2, figure sample_eff_ood_test): LOCUS trained without the held-out models
-# on growing numbers of the other models (`onboarding_run`, own run directories under results/onboarding/),
-# then each held-out model embedded from k of its training-split evaluations by every such run and by the
-# whole pool's run of the tables (`onboarding_figure`, no training). Settings: `onboarding` in the config.
-import shlex
-
+# New-model onboarding (paper §4.2): LOCUS trained without the held-out models on growing numbers of the
+# others (`onboarding_run`), then each held-out model embedded from k of its evaluations by every such run and
+# the whole pool's run of the tables (`onboarding_figure`). Settings: `onboarding` in the config.
 ONB = config["onboarding"]
 ONB_DIR = "results/onboarding/{dataset}/{encoder}/m{models}/n{n}/s{seed}"
 ONB_HOLD_OUT = "column" if ONB["held_out"] is None else ",".join(ONB["held_out"])
-if "locus" not in config["methods"]:
-    _config_error("onboarding: the figure embeds with LOCUS; add locus under `methods`")
 
 
 def onboarding_run_dir(count):
@@ -23,36 +18,18 @@ def onboarding_runs():
     return runs
 
 
-rule onboarding_run:
-    input:
-        data=data_files("{dataset}"),
-        encodings=encodings("{dataset}", "{encoder}"),
+use rule train_run as onboarding_run with:
     output:
-        **{name.replace(".", "_"): f"{ONB_DIR}/{name}" for name in _artifacts.run_files("locus")},
+        **run_outputs(ONB_DIR, "locus"),
     log:
         f"results/logs/{ONB_DIR.removeprefix('results/')}.log",
     benchmark:
         f"results/benchmarks/{ONB_DIR.removeprefix('results/')}.tsv"
     wildcard_constraints:
         models=r"\d+",
-        n=r"\d+",
-        seed=r"\d+",
-    threads: config["threads"]
-    resources:
-        mem_mb=8000,
-        runtime=120,
+    priority: 0
     params:
-        json=as_json(config["methods"]["locus"]["params"] or {}),
-        dim=config["methods"]["locus"]["dim"],
-        hold_out=shlex.quote(ONB_HOLD_OUT),
-        sampling=config["sampling"],
-        duplicates=config["duplicates"],
-        out=lambda w: ONB_DIR.format(**dict(w.items())),
-    shell:
-        "{LOCUS} train --method locus --data results/data/{wildcards.dataset} --encodings {input.encodings} "
-        "--train-size {wildcards.n} --dim {params.dim} --seed {wildcards.seed} --params {params.json:q} "
-        "--hold-out {params.hold_out} --train-models {wildcards.models} --sampling {params.sampling} "
-        "--duplicates {params.duplicates} --threads {threads} --out {params.out} > {log} 2>&1"
+        **locus_train(hold_out=lambda w: f"--hold-out {shlex.quote(ONB_HOLD_OUT)} --train-models {w.models} "),
 
 
 rule onboarding_figure:
@@ -61,13 +38,7 @@ rule onboarding_figure:
         data=data_files(DATASET),
         encodings=encodings(DATASET, ENCODER),
     output:
-        pdf="results/figures/sample_eff_ood_test.pdf",
-        png=report(
-            "results/figures/sample_eff_ood_test.png",
-            caption="../report/sample_eff_ood_test.rst",
-            category="Onboarding",
-        ),
-        csv="results/figures/sample_eff_ood_test.csv",
+        **figure("sample_eff_ood_test", "Onboarding"),
     log:
         "results/logs/onboarding/sample_eff_ood_test.log",
     benchmark:
@@ -118,13 +89,10 @@ def rivals_fit_dirs():
     return [d for method in RIV["fit_methods"] for d in rivals_run_dirs(method)]
 
 
-rule rivals_run:
-    input:
-        data=data_files("{dataset}"),
-        encodings=encodings("{dataset}", "{encoder}"),
+use rule train_run as rivals_run with:
     output:
-        config="%s/config.json" % RIV_DIR,
-        metrics="%s/metrics.json" % RIV_DIR,
+        config=f"{RIV_DIR}/config.json",
+        metrics=f"{RIV_DIR}/metrics.json",
     log:
         f"results/logs/{RIV_DIR.removeprefix('results/')}.log",
     benchmark:
@@ -132,25 +100,12 @@ rule rivals_run:
     wildcard_constraints:
         method="locus|embedllm|irt_net",
         held=r"\d+",
-        n=r"\d+",
-        seed=r"\d+",
-    threads: config["threads"]
-    resources:
-        mem_mb=8000,
-        runtime=120,
+    priority: 0
     params:
-        json=lambda w: as_json(config["methods"][w.method]["params"] or {}),
+        encoder="",
         dim=lambda w: config["methods"][w.method]["dim"],
-        sampling=config["sampling"],
-        duplicates=config["duplicates"],
-        data=input_dir("data"),
-        out=lambda w: RIV_DIR.format(**dict(w.items())),
-        seed=RIV["seed"],
-    shell:
-        "{LOCUS} train --method {wildcards.method} --data {params.data} --encodings {input.encodings} "
-        "--train-size {wildcards.n} --dim {params.dim} --seed {params.seed} --params {params.json:q} "
-        "--hold-out draw:{wildcards.held}:{wildcards.seed} --sampling {params.sampling} "
-        "--duplicates {params.duplicates} --threads {threads} --out {params.out} > {log} 2>&1"
+        seed=RIV["seed"],  # the wildcard seed names the held-out draw
+        hold_out=lambda w: f"--hold-out draw:{w.held}:{w.seed} ",
 
 
 rule onboarding_rivals:

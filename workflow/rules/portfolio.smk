@@ -1,20 +1,7 @@
-# Model portfolio selection (paper §4.4, appendix E.3): routing accuracy restricted to a portfolio chosen
-# from LOCUS's model embeddings (k-center, k-medoids, coverage-greedy under a parameter budget) against
-# random subsets. Inputs: LOCUS's reference run (GEO_N evaluations per model, seed GEO_SEED:
-# geometry_run_file in geometry.smk) and the data set (test labels, params_b). Seconds: run on the submit host.
-import shlex
-
+# Model portfolio selection (paper §4.4, appendix E.3): routing accuracy of a portfolio chosen from LOCUS's
+# model embeddings against random subsets. Seconds: the submit host. Settings: `geometry.portfolio`.
 PORTFOLIO_TARGETS = ["results/figures/model_portfolio.pdf"]
-
 PF = GEO["portfolio"]
-if "locus" not in config["methods"]:
-    _config_error(
-        "geometry.portfolio: the portfolio figure selects from LOCUS's embeddings; add locus under " "`methods`"
-    )
-
-
-localrules:
-    model_portfolio_figure,
 
 
 rule model_portfolio_figure:
@@ -25,14 +12,12 @@ rule model_portfolio_figure:
         ],
         data=data_files(DATASET),
     output:
-        pdf="results/figures/model_portfolio.pdf",
-        png=report("results/figures/model_portfolio.png", caption="../report/model_portfolio.rst", category="Geometry"),
-        csv="results/figures/model_portfolio.csv",
-        json="results/figures/model_portfolio.json",
+        **figure("model_portfolio", "Geometry", "json"),
     log:
         "results/logs/geometry/model_portfolio.log",
     benchmark:
         "results/benchmarks/geometry/model_portfolio.tsv"
+    localrule: True
     params:
         run=input_dir("runs", quote=True),
         data=input_dir("data", quote=True),

@@ -1,44 +1,27 @@
-# Saved run metrics -> LaTeX tables (+ CSV) and figures (+ CSV). Cheap: run on the submit host.
-# Tables also read each run's per-query test scores and the data set's labels: the paired bootstrap
-# over test queries (config `bootstrap`) that gives every comparison its confidence interval. The routing
-# tables of a synthetic data set also read its truth.parquet (`--truth`): expected routing accuracies.
-import os
-
-
-localrules:
-    summary,
-    routing_table,
-    routing_by_dataset_table,
-    correctness_by_dataset_table,
-    sample_efficiency_figure,
+# Saved runs -> LaTeX tables (+ CSV) and the sample-efficiency figure, on the submit host. A table reads its
+# methods' runs at every training size and seed and the data set's labels (the paired bootstrap behind every
+# comparison, config `bootstrap`); a routing table also the data set's truth.parquet where it has one.
 
 
 BOOTSTRAP = config["bootstrap"]
-for _where, _list in (("table_methods", TABLE_METHODS), ("by_dataset_methods", BY_DATASET_METHODS)):
-    if BOOTSTRAP["reference_method"] not in _list:
-        _config_error(
-            f"bootstrap.reference_method {BOOTSTRAP['reference_method']!r} is not among {_where} "
-            f"{_list}: every table compares its methods to it"
-        )
-# the options of `locus table` that set the bootstrap (quoted for the shell)
-BOOTSTRAP_OPTIONS = (
-    f"--reference-method {shlex.quote(BOOTSTRAP['reference_method'])} "
+# the bootstrap's options (also of the ablation tables and the calibration report), and with the reference
+# method every approach is compared to those of `locus table` (quoted for the shell)
+BOOTSTRAP_RESAMPLING = (
     f"--bootstrap-resamples {int(BOOTSTRAP['n_resamples'])} --bootstrap-seed {int(BOOTSTRAP['seed'])} "
     f"--confidence {float(BOOTSTRAP['confidence'])}"
 )
+BOOTSTRAP_OPTIONS = f"--reference-method {shlex.quote(BOOTSTRAP['reference_method'])} {BOOTSTRAP_RESAMPLING}"
 
 
 def table_inputs(methods, truth=False):
-    """What a table reads: the runs' metrics and test scores, and the data set (labels of the bootstrap);
-    with `truth` (routing tables) also the data set's truth.parquet where it has one (synthetic)."""
+    """What a table reads: the runs' metrics and test scores, the data set, and with `truth` its truth.parquet
+    where it has one."""
     inputs = {
         "metrics": run_metrics(methods, config["train_sizes"]),
         "scores": run_files_named(methods, config["train_sizes"], _artifacts.scores_file("test")),
         "data": data_files(DATASET),
     }
-    if truth and truth_file(DATASET):
-        inputs["truth"] = truth_file(DATASET)
-    return inputs
+    return {**inputs, "truth": truth_file(DATASET)} if truth and truth_file(DATASET) else inputs
 
 
 def truth_option(wildcards, input):
@@ -46,61 +29,55 @@ def truth_option(wildcards, input):
     return f"--truth {shlex.quote(input.truth)}" if "truth" in input.keys() else ""
 
 
-def table_data_dir(wildcards, input):
-    """The data set directory of a table rule's `data` input."""
-    return os.path.dirname(input.data[0])
-
-
 rule routing_table:
     input:
         **table_inputs(TABLE_METHODS, truth=True),
     output:
-        tex=report("results/tables/routing.tex", caption="../report/routing.rst", category="Tables"),
-        csv="results/tables/routing.csv",
+        **table("routing", "Tables"),
     log:
         "results/logs/tables/routing.log",
     benchmark:
         "results/benchmarks/tables/routing.tsv"
+    localrule: True
     params:
+        kind="routing",
         methods=",".join(TABLE_METHODS),
         label=dataset_label(DATASET),
-        data=table_data_dir,
+        data=input_dir("data"),
         bootstrap=BOOTSTRAP_OPTIONS,
         truth=truth_option,
     shell:
-        "{LOCUS} table routing --metrics {input.metrics} --data {params.data:q} --out {output.tex} "
+        "{LOCUS} table {params.kind} --metrics {input.metrics} --data {params.data:q} --out {output.tex} "
         "--methods {params.methods} --data-label {params.label:q} {params.bootstrap} {params.truth} > {log} 2>&1"
 
 
-for _kind in ("routing", "correctness"):
+use rule routing_table as routing_by_dataset_table with:
+    input:
+        **table_inputs(BY_DATASET_METHODS, truth=True),
+    output:
+        **table("routing_by_dataset", "Tables"),
+    log:
+        "results/logs/tables/routing_by_dataset.log",
+    benchmark:
+        "results/benchmarks/tables/routing_by_dataset.tsv"
+    localrule: True
+    params:
+        kind="routing-by-dataset",
+        methods=",".join(BY_DATASET_METHODS),
 
-    rule:
-        name:
-            f"{_kind}_by_dataset_table"
-        input:
-            **table_inputs(BY_DATASET_METHODS, truth=_kind == "routing"),
-        output:
-            tex=report(
-                f"results/tables/{_kind}_by_dataset.tex",
-                caption=f"../report/{_kind}_by_dataset.rst",
-                category="Tables",
-            ),
-            csv=f"results/tables/{_kind}_by_dataset.csv",
-        log:
-            f"results/logs/tables/{_kind}_by_dataset.log",
-        benchmark:
-            f"results/benchmarks/tables/{_kind}_by_dataset.tsv"
-        params:
-            kind=_kind,
-            methods=",".join(BY_DATASET_METHODS),
-            label=dataset_label(DATASET),
-            data=table_data_dir,
-            bootstrap=BOOTSTRAP_OPTIONS,
-            truth=truth_option,
-        shell:
-            "{LOCUS} table {params.kind}-by-dataset --metrics {input.metrics} --data {params.data:q} "
-            "--out {output.tex} --methods {params.methods} --data-label {params.label:q} {params.bootstrap} "
-            "{params.truth} > {log} 2>&1"
+
+use rule routing_by_dataset_table as correctness_by_dataset_table with:
+    input:
+        **table_inputs(BY_DATASET_METHODS),
+    output:
+        **table("correctness_by_dataset", "Tables"),
+    log:
+        "results/logs/tables/correctness_by_dataset.log",
+    benchmark:
+        "results/benchmarks/tables/correctness_by_dataset.tsv"
+    localrule: True
+    params:
+        kind="correctness-by-dataset",
 
 
 rule sample_efficiency_figure:
@@ -109,22 +86,16 @@ rule sample_efficiency_figure:
         scores=run_files_named(SE["methods"], SE["train_sizes"], "scores_test.parquet", seeds=SE.get("seeds")),
         data=data_files(DATASET),
     output:
-        pdf="results/figures/train_sample_eff.pdf",
-        png=report(
-            "results/figures/train_sample_eff.png",
-            caption="../report/train_sample_eff.rst",
-            category="Figures",
-        ),
-        csv="results/figures/train_sample_eff.csv",
-        json="results/figures/train_sample_eff.json",
+        **figure("train_sample_eff", "Figures", "json"),
     log:
         "results/logs/figures/train_sample_eff.log",
     benchmark:
         "results/benchmarks/figures/train_sample_eff.tsv"
+    localrule: True
     params:
         reference=SE["reference_method"],
         label=dataset_label(DATASET),
-        data=table_data_dir,
+        data=input_dir("data"),
         resamples=int(BOOTSTRAP["n_resamples"]),
         seed=int(BOOTSTRAP["seed"]),
     shell:

@@ -1,12 +1,12 @@
-# One training run per method x encoder x training size x dimension x seed. The run paths are spelled
-# here and nowhere else: every later rule file names runs through RUN_DIR, run_dir, run_file,
-# run_files_named and run_metrics. Every file of the run directory is a declared output
-# (locus.run_artifacts lists them per kind of method), so experiments can depend on embeddings, score
-# matrices and checkpoints. Methods that use torch run as `train_run` (a GPU job in the SLURM profile);
-# the others (kNN, K-Means) as `train_run_cpu`. Include after common.smk, before every file that reads runs.
-
-# A run directory: one method x encoder x training size x embedding dimension x seed.
+# Training runs. A run directory holds one method x encoder x training size x embedding dimension x seed; its
+# paths are spelled here and nowhere else (RUN_DIR, run_dir, run_file, run_files_named, run_metrics), and
+# every file of it is a declared output (locus.run_artifacts), so rules can depend on any of them.
+# `train_run` is the one `locus train` rule (methods that use torch: a GPU job in the SLURM profile). Its
+# variants, `use rule train_run as ... with:`, give another run directory and the options that differ:
+# `train_run_cpu` (kNN, K-Means) here, the experiments' own runs in figures.smk, onboarding.smk and
+# regeneration.smk (locus_train: LOCUS at its configured parameters).
 RUN_DIR = "results/runs/{dataset}/{encoder}/{method}/n{n}/d{dim}/s{seed}"
+TRAIN_RULES = _wc.train_rules(config)  # {rule name: the methods it trains}
 
 
 def run_dir(dataset, encoder, method, n, seed):
@@ -36,49 +36,80 @@ def run_metrics(methods, sizes, seeds=None, dataset=None, encoder=None):
     return run_files_named(methods, sizes, "metrics.json", seeds, dataset, encoder)
 
 
-def _train_groups():
-    """{rule name: methods} for the configured methods, grouped by whether they use torch."""
-    groups = {}
-    for m in config["methods"]:
-        groups.setdefault("train_run" if _methods.method_class(m).uses_torch else "train_run_cpu", []).append(m)
-    return groups
+def run_named(directory, names):
+    """Files `names` of the run `directory`, keyed as rule inputs or outputs (metrics.json: metrics_json)."""
+    return {name.replace(".", "_"): f"{directory}/{name}" for name in names}
 
 
-for _rule_name, _group in _train_groups().items():
-    _files = _artifacts.run_files(_group[0])
-    # every method of one group writes the same files (same kind); checked here, not assumed
-    for _m in _group:
-        if _artifacts.run_files(_m) != _files:
-            _config_error(f"methods {_group[0]!r} and {_m!r} write different run files; give them their own rule")
+def run_outputs(directory, method):
+    """Every file a run of `method` writes under `directory` (locus.run_artifacts)."""
+    return run_named(directory, _artifacts.run_files(method))
 
-    rule:
-        name:
-            _rule_name
-        input:
-            data=data_files("{dataset}"),
-            encodings=encodings("{dataset}", "{encoder}"),
+
+# what re-embedding models with a run's encoder reads: its checkpoint, model embeddings and training pairs,
+# the data set and its encodings (views.smk, regeneration.smk)
+EMBEDDER_FILES = ("model.safetensors", "config.json", "embeddings.parquet", "train_pairs.parquet")
+
+
+def embedder_inputs(directory):
+    return {
+        **run_named(directory, EMBEDDER_FILES),
+        "data": data_files(DATASET),
+        "encodings": encodings(DATASET, ENCODER),
+    }
+
+
+def output_dir(wildcards, output):
+    """A params function: the run directory, that of the rule's first output."""
+    return os.path.dirname(output[0])
+
+
+def locus_train(**params):
+    """The params of a `train_run` variant that trains LOCUS at its configured parameters, with `params`."""
+    locus = config["methods"]["locus"]
+    return {"method": "locus", "encoder": "", "dim": locus["dim"], "json": as_json(locus["params"] or {}), **params}
+
+
+rule train_run:
+    input:
+        data=data_files("{dataset}"),
+        encodings=encodings("{dataset}", "{encoder}"),
+    output:
+        **run_outputs(RUN_DIR, TRAIN_RULES["train_run"][0]),
+    log:
+        f"results/logs/train/{RUN_DIR.removeprefix('results/runs/')}.log",
+    benchmark:
+        f"results/benchmarks/train/{RUN_DIR.removeprefix('results/runs/')}.tsv"
+    wildcard_constraints:
+        method=one_of(TRAIN_RULES["train_run"]),
+    # the longest runs first (n = 4,096: priority 4), so none is left to the end alone on one core
+    priority: lambda w: int(w.n) // 1024
+    threads: config["threads"]
+    resources:
+        mem_mb=8000,
+        runtime=120,
+    params:  # an option a variant may leave out ends with its space
+        method=lambda w: w.method,
+        data=input_dir("data"),
+        encoder=lambda w: f"--encoder {w.encoder} ",
+        dim=lambda w: w.dim,
+        seed=lambda w: w.seed,
+        json=lambda w: as_json(config["methods"][w.method]["params"] or {}),
+        hold_out="",
+        sampling=config["sampling"],
+        duplicates=config["duplicates"],
+        out=output_dir,
+    shell:
+        "{LOCUS} train --method {params.method} --data {params.data} --encodings {input.encodings} "
+        "{params.encoder}--train-size {wildcards.n} --dim {params.dim} --seed {params.seed} "
+        "--params {params.json:q} {params.hold_out}--sampling {params.sampling} "
+        "--duplicates {params.duplicates} --threads {threads} --out {params.out} > {log} 2>&1"
+
+
+if TRAIN_RULES["train_run_cpu"]:
+
+    use rule train_run as train_run_cpu with:
         output:
-            **{name.replace(".", "_"): f"{RUN_DIR}/{name}" for name in _files},
-        log:
-            f"results/logs/train/{RUN_DIR.removeprefix('results/runs/')}.log",
-        benchmark:
-            f"results/benchmarks/train/{RUN_DIR.removeprefix('results/runs/')}.tsv"
+            **run_outputs(RUN_DIR, TRAIN_RULES["train_run_cpu"][0]),
         wildcard_constraints:
-            method="|".join(_group),
-        # the longest runs first (n = 4,096: priority 4, n = 1,024: 1), so no long run is left to the
-        # end alone on one core while the jobs that need both cores wait
-        priority: lambda w: int(w.n) // 1024
-        threads: config["threads"]
-        resources:
-            mem_mb=8000,
-            runtime=120,
-        params:
-            json=lambda w: as_json(config["methods"][w.method]["params"] or {}),
-            sampling=config["sampling"],
-            duplicates=config["duplicates"],
-            out=lambda w: RUN_DIR.format(**dict(w.items())),
-        shell:
-            "{LOCUS} train --method {wildcards.method} --data results/data/{wildcards.dataset} "
-            "--encodings {input.encodings} --encoder {wildcards.encoder} --train-size {wildcards.n} --dim {wildcards.dim} "
-            "--seed {wildcards.seed} --params {params.json:q} --sampling {params.sampling} "
-            "--duplicates {params.duplicates} --threads {threads} --out {params.out} > {log} 2>&1"
+            method=one_of(TRAIN_RULES["train_run_cpu"]),

@@ -1,86 +1,40 @@
-# Embedding views (paper sections 4.3-4.4, appendix E): hypothetical embeddings, t-SNE of query encodings
-# and of re-embedded models, convergence of one model's embedding. Each reads the LOCUS run at the geometry
-# reference size (geometry_run_file), the data set and its encodings, and writes PDF + PNG + CSV; no
-# training (one forward pass of the run's encoder per evaluation set; training-split queries only).
-# Settings: `geometry.views` in config/config.yaml; every draw and t-SNE is seeded by `geometry.views.seed`.
-
-VIEWS_NAMES = (
-    "hypothetical_model_embedding",
-    "query_encodings_tsne",
-    "embedding_robustness_tsne",
-    "overlap_convergence",
-    "anchor_size_convergence",
-    "perf_vs_size_and_overlap",
-)
-VIEWS_TARGETS = [f"results/figures/{name}.pdf" for name in VIEWS_NAMES]
-
+# Embedding views (paper sections 4.3-4.4, appendix E): hypothetical embeddings, t-SNE of query encodings and
+# of re-embedded models, convergence of one model's embedding, from the LOCUS geometry reference run; no
+# training. Settings: `geometry.views`; every draw and t-SNE is seeded by `geometry.views.seed`.
 VIEWS = GEO["views"]
-for _key in ("sizes", "evalset_sizes"):
-    if not [n for n in VIEWS[_key] if n <= GEO_N]:
-        _config_error(
-            f"geometry.views.{_key} {VIEWS[_key]}: all exceed geometry.reference_train_size {GEO_N}; "
-            f"the subsampled sets are drawn from the reference set"
-        )
-
-_models_file = Path(f"results/data/{DATASET}/models.parquet")
-if _models_file.is_file():  # names are checked when the data set exists (else by the command, exit 2)
-    import pyarrow.parquet as _pq
-    from locus.geometry.views import resolve_model as _resolve_model
-
-    try:
-        _names = dict(enumerate(map(str, _pq.read_table(_models_file, columns=["name"]).column(0).to_pylist())))
-    except Exception:  # an unreadable file is rebuilt by the data rule and refused by the loader
-        _names = None
-    for _where, _list in (
-        ("robustness_models", VIEWS["robustness_models"]),
-        ("convergence_model", [VIEWS["convergence_model"]]),
-    ):
-        for _m in _list if _names else []:
-            try:
-                _resolve_model(_m, _names, f"geometry.views.{_where}")
-            except LocusError as _exc:
-                _config_error(f"{_exc} ({_models_file})")
+VIEWS_TARGETS = [
+    f"results/figures/{name}.pdf"
+    for name in (
+        "hypothetical_model_embedding",
+        "query_encodings_tsne",
+        "embedding_robustness_tsne",
+        "overlap_convergence",
+        "anchor_size_convergence",
+        "perf_vs_size_and_overlap",
+    )
+]
+# one t-SNE panel per encoder the run builds encodings for anyway: the configured one, then the ablation's
+TSNE_ENCODERS = list(dict.fromkeys([ENCODER, *ABL["encoders"]]))
 
 
-def _numbers(values):
-    return ",".join(str(v) for v in values)
+def views_data(encoders=(ENCODER,)):
+    """The options every view passes: where the data and encodings are, the seed and the data set's label."""
+    return (
+        f"--data results/data/{DATASET} --encodings {' '.join(shlex.quote(encodings(DATASET, e)) for e in encoders)} "
+        f"--seed {int(VIEWS['seed'])} --data-label {shlex.quote(dataset_label(DATASET))}"
+    )
 
 
-def views_inputs(run=True):
-    """What a view reads: the LOCUS reference run (checkpoint, embeddings, reference sets), the data set and
-    its encodings."""
-    inputs = {"data": data_files(DATASET), "encodings": encodings(DATASET, ENCODER)}
-    if run:
-        inputs.update(
-            {
-                name.replace(".", "_"): geometry_run_file("locus", name)
-                for name in ("model.safetensors", "config.json", "embeddings.parquet", "train_pairs.parquet")
-            }
-        )
-    return inputs
-
-
-def views_outputs(name):
-    return {
-        "pdf": report(f"results/figures/{name}.pdf", caption=f"../report/{name}.rst", category="Geometry"),
-        "png": f"results/figures/{name}.png",
-        "csv": f"results/figures/{name}.csv",
-    }
-
-
-# the options every view passes: where the run and data are, the seed and the data set's label
-VIEWS_COMMON = (
-    f"--data results/data/{DATASET} --encodings {shlex.quote(encodings(DATASET, ENCODER))} "
-    f"--seed {int(VIEWS['seed'])} --data-label {shlex.quote(dataset_label(DATASET))}"
-)
-VIEWS_RUN = f"--run {shlex.quote(geometry_run_dir('locus'))}"
+VIEWS_RUN = f"--run {shlex.quote(geometry_run_dir('locus'))} {views_data()}"
+VIEWS_CONVERGENCE = f"{VIEWS_RUN} --model {shlex.quote(VIEWS['convergence_model'])}"
+VIEWS_CONVERGENCE_DRAWS = f"--repeats {int(VIEWS['repeats'])} --neighbours {int(VIEWS['neighbours'])}"
 
 
 rule hypothetical_model_embedding:
     input:
-        **views_inputs(),
+        **embedder_inputs(geometry_run_dir("locus")),
     output:
-        **views_outputs("hypothetical_model_embedding"),
+        **figure("hypothetical_model_embedding", "Geometry"),
     log:
         "results/logs/geometry/hypothetical_model_embedding.log",
     benchmark:
@@ -90,105 +44,78 @@ rule hypothetical_model_embedding:
         mem_mb=4000,
         runtime=30,
     params:
-        options=f"{VIEWS_RUN} {VIEWS_COMMON} --sizes {_numbers(VIEWS['hypothetical_sizes'])} "
-        f"--ks {_numbers(VIEWS['recall_at'])} --repeats {int(VIEWS['hypothetical_repeats'])}",
+        kind="hypothetical",
+        options=f"{VIEWS_RUN} --sizes {joined(VIEWS['hypothetical_sizes'])} --ks {joined(VIEWS['recall_at'])} "
+        f"--repeats {int(VIEWS['hypothetical_repeats'])}",
     shell:
-        "{LOCUS} views hypothetical {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
+        "{LOCUS} views {params.kind} {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
 
 
-# one panel per encoder the run builds encodings for anyway: the configured one, then the encoder ablation's
-TSNE_ENCODERS = list(dict.fromkeys([ENCODER, *ABL["encoders"]]))
-
-
-rule query_encodings_tsne:
+use rule hypothetical_model_embedding as query_encodings_tsne with:
     input:
         data=data_files(DATASET),
         encodings=[encodings(DATASET, e) for e in TSNE_ENCODERS],
     output:
-        **views_outputs("query_encodings_tsne"),
+        **figure("query_encodings_tsne", "Geometry"),
     log:
         "results/logs/geometry/query_encodings_tsne.log",
     benchmark:
         "results/benchmarks/geometry/query_encodings_tsne.tsv"
-    threads: 2
-    resources:
-        mem_mb=4000,
-        runtime=30,
     params:
-        options=(
-            f"--data results/data/{DATASET} --encodings "
-            f"{' '.join(shlex.quote(encodings(DATASET, e)) for e in TSNE_ENCODERS)} "
-            f"--seed {int(VIEWS['seed'])} --data-label {shlex.quote(dataset_label(DATASET))} "
-            f"--max-queries {int(VIEWS['tsne_queries'])} --perplexity {float(VIEWS['tsne_perplexity'])}"
-        ),
-    shell:
-        "{LOCUS} views query-tsne {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
+        kind="query-tsne",
+        options=f"{views_data(TSNE_ENCODERS)} --max-queries {int(VIEWS['tsne_queries'])} "
+        f"--perplexity {float(VIEWS['tsne_perplexity'])}",
 
 
-rule embedding_robustness_tsne:
-    input:
-        **views_inputs(),
+use rule hypothetical_model_embedding as embedding_robustness_tsne with:
     output:
-        **views_outputs("embedding_robustness_tsne"),
+        **figure("embedding_robustness_tsne", "Geometry"),
     log:
         "results/logs/geometry/embedding_robustness_tsne.log",
     benchmark:
         "results/benchmarks/geometry/embedding_robustness_tsne.tsv"
-    threads: 2
-    resources:
-        mem_mb=4000,
-        runtime=30,
     params:
-        options=f"{VIEWS_RUN} {VIEWS_COMMON} --models {shlex.quote(','.join(VIEWS['robustness_models']))} "
-        f"--overlaps {_numbers(VIEWS['overlaps'])} --sizes {_numbers(VIEWS['sizes'])} "
+        kind="robustness-tsne",
+        options=f"{VIEWS_RUN} --models {shlex.quote(','.join(VIEWS['robustness_models']))} "
+        f"--overlaps {joined(VIEWS['overlaps'])} --sizes {joined(VIEWS['sizes'])} "
         f"--repeats {int(VIEWS['robustness_repeats'])} --perplexity {float(VIEWS['tsne_perplexity'])}",
-    shell:
-        "{LOCUS} views robustness-tsne {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
 
 
-rule perf_vs_size_and_overlap:
-    input:
-        **views_inputs(),
+use rule hypothetical_model_embedding as perf_vs_size_and_overlap with:
     output:
-        **views_outputs("perf_vs_size_and_overlap"),
+        **figure("perf_vs_size_and_overlap", "Geometry"),
     log:
         "results/logs/geometry/perf_vs_size_and_overlap.log",
     benchmark:
         "results/benchmarks/geometry/perf_vs_size_and_overlap.tsv"
-    threads: 2
     resources:
         mem_mb=4000,
         runtime=60,
     params:
-        options=f"{VIEWS_RUN} {VIEWS_COMMON} --sizes {_numbers(VIEWS['evalset_sizes'])} "
-        f"--overlaps {_numbers(VIEWS['evalset_overlaps'])} --repeats {int(VIEWS['evalset_repeats'])}",
-    shell:
-        "{LOCUS} views perf-vs-evalset {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
+        kind="perf-vs-evalset",
+        options=f"{VIEWS_RUN} --sizes {joined(VIEWS['evalset_sizes'])} "
+        f"--overlaps {joined(VIEWS['evalset_overlaps'])} --repeats {int(VIEWS['evalset_repeats'])}",
 
 
-for _name, _kind, _grid in (
-    ("overlap_convergence", "overlap", f"--overlaps {_numbers(VIEWS['overlaps'])}"),
-    ("anchor_size_convergence", "size", f"--sizes {_numbers(VIEWS['sizes'])}"),
-):
+use rule hypothetical_model_embedding as overlap_convergence with:
+    output:
+        **figure("overlap_convergence", "Geometry"),
+    log:
+        "results/logs/geometry/overlap_convergence.log",
+    benchmark:
+        "results/benchmarks/geometry/overlap_convergence.tsv"
+    params:
+        kind="overlap-convergence",
+        options=f"{VIEWS_CONVERGENCE} --overlaps {joined(VIEWS['overlaps'])} {VIEWS_CONVERGENCE_DRAWS}",
 
-    rule:
-        name:
-            _name
-        input:
-            **views_inputs(),
-        output:
-            **views_outputs(_name),
-        log:
-            f"results/logs/geometry/{_name}.log",
-        benchmark:
-            f"results/benchmarks/geometry/{_name}.tsv"
-        threads: 2
-        resources:
-            mem_mb=4000,
-            runtime=30,
-        params:
-            options=f"{VIEWS_RUN} {VIEWS_COMMON} --model {shlex.quote(VIEWS['convergence_model'])} {_grid} "
-            f"--repeats {int(VIEWS['repeats'])} --neighbours {int(VIEWS['neighbours'])}",
-            kind=f"{_kind}-convergence",
-        shell:
-            "{LOCUS} views {params.kind} {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
+
+use rule hypothetical_model_embedding as anchor_size_convergence with:
+    output:
+        **figure("anchor_size_convergence", "Geometry"),
+    log:
+        "results/logs/geometry/anchor_size_convergence.log",
+    benchmark:
+        "results/benchmarks/geometry/anchor_size_convergence.tsv"
+    params:
+        kind="size-convergence",
+        options=f"{VIEWS_CONVERGENCE} --sizes {joined(VIEWS['sizes'])} {VIEWS_CONVERGENCE_DRAWS}",
