@@ -45,12 +45,53 @@ import numpy as np
 import pandas as pd
 
 from locus.errors import ConfigError, DataError
+from locus.methods.params import MethodParams, param
 
 CHUNK = 512  # queries scored at a time by the agreement vote's neighbour search
 KMEANS_SAMPLE = 4096  # pool queries K-means centres are fitted on (all queries are then assigned)
 _EMPTY = np.zeros(0, dtype=np.int64)
 NEW_QUERY = -1  # onboard_vectors: a scored prompt that is none of the pool's queries
 _SEED_KEY = 49  # keeps these draws apart from the rest of the package's seeded draws (issue 49)
+
+
+@dataclass(frozen=True)
+class NoParams(MethodParams):
+    """The settings of a method without any (LOCUS and the embedding fits take their trained method instead)."""
+
+    method = "onboarding"
+
+
+@dataclass(frozen=True)
+class TunedParams(MethodParams):
+    method = "onboarding"
+    val_models: int = param(16, "pool models the setting is chosen on (at most a quarter of the pool)", at_least=1)
+    val_repeats: int = param(2, "draws of k queries per validation model", at_least=1)
+    val_queries: int = param(1024, "pool queries each validation model is scored on", at_least=1)
+
+
+@dataclass(frozen=True)
+class ClusterShrinkageParams(TunedParams):
+    method = "cluster_shrinkage"
+    parents: int = param(20, "K-means clusters of the pool's queries (at most one per 32 queries)", at_least=1)
+    leaves: int = param(100, "leaves in all, each parent split evenly (at most one per 8 queries)", at_least=1)
+    lambdas: tuple[float, ...] = param(
+        (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 1e9), "shrinkage strengths tried", at_least=0
+    )
+
+
+@dataclass(frozen=True)
+class ClusterErrorVectorParams(TunedParams):
+    method = "cluster_error_vector"
+    clusters: tuple[int, ...] = param((10, 20, 50, 100), "K tried (at most one cluster per 4 pool queries)", at_least=1)
+
+
+@dataclass(frozen=True)
+class KnnAgreementParams(TunedParams):
+    method = "knn_agreement"
+    neighbours: int = param(32, "pool queries behind a pool model's vote on a query", at_least=1)
+    voters: tuple[int, ...] = param(
+        (1, 2, 4, 8, 16, 32, 64), "pool models that vote (at most the pool - 1)", at_least=1
+    )
 
 
 class LeakageError(DataError):
@@ -208,15 +249,10 @@ class OnboardingMethod:
     color: ClassVar[str | None] = None
     linestyle: ClassVar[str] = "-"
     retrains: ClassVar[bool] = False  # True would mean: the pool's model is retrained to take a new model in
-    defaults: ClassVar[dict[str, Any]] = {}
+    Params: ClassVar[type[MethodParams]] = NoParams  # the method's settings, as every method of locus.methods
 
     def __init__(self, **params):
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
-            raise ConfigError(
-                f"onboarding method {self.name!r}: unknown parameter(s) {unknown}; known: {sorted(self.defaults)}"
-            )
-        self.params = {**self.defaults, **params}
+        self.p = self.Params.from_dict(params)  # checked once; read by attribute
         self.pool: PoolContext | None = None
 
     def fit(self, pool: PoolContext) -> OnboardingMethod:
@@ -328,15 +364,15 @@ class MeanAccuracy(OnboardingMethod):
 class Tuned(OnboardingMethod):
     """A method with a setting chosen per k on validation models of the pool (see the module docstring)."""
 
-    defaults = {"val_models": 16, "val_repeats": 2, "val_queries": 1024}
+    Params = TunedParams
 
     def _fit(self, pool):
         scored = (~np.isnan(pool.scores)).sum(axis=0)
         eligible = np.flatnonzero(scored >= 2)
         rng = np.random.default_rng([pool.seed, _SEED_KEY, 0])
-        n_val = min(int(self.params["val_models"]), max(1, len(pool.model_ids) // 4), len(eligible))
+        n_val = min(self.p.val_models, max(1, len(pool.model_ids) // 4), len(eligible))
         self.val_positions = np.sort(rng.choice(eligible, n_val, replace=False)) if n_val else _EMPTY
-        n_eval = min(int(self.params["val_queries"]), len(pool.prompt_ids))
+        n_eval = min(self.p.val_queries, len(pool.prompt_ids))
         rows = np.random.default_rng([pool.seed, _SEED_KEY, 1]).choice(len(pool.prompt_ids), n_eval, replace=False)
         self.eval_rows = np.sort(rows)
         self._settings: dict[int, Any] = {}
@@ -364,7 +400,7 @@ class Tuned(OnboardingMethod):
         scores = self.pool.scores
         for v in self.val_positions:
             answered = np.flatnonzero(~np.isnan(scores[:, v]))
-            for r in range(int(self.params["val_repeats"])):
+            for r in range(self.p.val_repeats):
                 rng = np.random.default_rng([self.pool.seed, _SEED_KEY, 2, int(v), r, k])
                 drawn = np.sort(rng.choice(answered, min(k, len(answered) - 1), replace=False))
                 eval_pos = np.flatnonzero(
@@ -416,18 +452,13 @@ class ClusterShrinkage(Tuned):
     latex_label = "Cluster shrinkage (HierShrink)"
     order = 20
     color = "#1f77b4"
-    defaults = {
-        **Tuned.defaults,
-        "parents": 20,  # K-means clusters of the pool's training queries (fewer for small pools: one per 32 queries)
-        "leaves": 100,  # leaves in all (each parent split into leaves // parents; at most one per 8 queries)
-        "lambdas": (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 1e9),
-    }
+    Params = ClusterShrinkageParams
 
     def _fit_features(self, pool):
         x = normalise(pool.pool_vectors)
         p = len(x)
-        n_parents = min(int(self.params["parents"]), max(1, p // 32))
-        n_leaves = min(int(self.params["leaves"]), max(n_parents, p // 8))
+        n_parents = min(self.p.parents, max(1, p // 32))
+        n_leaves = min(self.p.leaves, max(n_parents, p // 8))
         parent, self.parent_centres = _kmeans(x, n_parents, pool.seed)
         per_parent = max(1, int(np.ceil(n_leaves / len(self.parent_centres))))
         centres, leaf_parent, leaf = [], [], np.zeros(p, dtype=np.int64)
@@ -452,7 +483,7 @@ class ClusterShrinkage(Tuned):
         return parent, leaf
 
     def candidates(self):
-        return [float(v) for v in self.params["lambdas"]]
+        return [float(v) for v in self.p.lambdas]
 
     def leaf_estimates(self, parent, leaf, y, lambdas) -> np.ndarray:
         """P(correct) per leaf [len(lambdas), leaves]: leaf shrunk toward parent, parent toward the mean."""
@@ -487,15 +518,12 @@ class ClusterErrorVector(Tuned):
     latex_label = "Cluster error vector (UniRoute)"
     order = 30
     color = "#2ca02c"
-    defaults = {
-        **Tuned.defaults,
-        "clusters": (10, 20, 50, 100),  # K tried (at most one cluster per 4 pool queries)
-    }
+    Params = ClusterErrorVectorParams
 
     def _fit_features(self, pool):
         x = normalise(pool.pool_vectors)
         cap = max(1, len(x) // 4)
-        ks = sorted({min(int(k), cap) for k in self.params["clusters"]})
+        ks = sorted({min(int(k), cap) for k in self.p.clusters})
         self.centres, self.row_cluster = {}, {}
         for k in ks:
             labels, centres = _kmeans(x, k, pool.seed)
@@ -535,11 +563,7 @@ class KnnAgreement(Tuned):
     latex_label = "$k$NN on agreement"
     order = 40
     color = "#8c564b"
-    defaults = {
-        **Tuned.defaults,
-        "neighbours": 32,  # pool queries behind a pool model's vote on a query
-        "voters": (1, 2, 4, 8, 16, 32, 64),  # pool models that vote (tuned; at most the pool minus one)
-    }
+    Params = KnnAgreementParams
 
     def _fit_features(self, pool):
         self.x = normalise(pool.pool_vectors)
@@ -560,7 +584,7 @@ class KnnAgreement(Tuned):
         queries it answered among the nearest (its overall mean where it answered none of them); `exclude`
         [n]: a pool row to leave out per query (validation)."""
         x = normalise(vectors)
-        n_nb = max(1, min(int(self.params["neighbours"]), len(self.x) - (exclude is not None)))
+        n_nb = max(1, min(self.p.neighbours, len(self.x) - (exclude is not None)))
         out = np.empty((len(x), self.filled.shape[1]))
         for start in range(0, len(x), CHUNK):
             sims = x[start : start + CHUNK] @ self.x.T
@@ -582,7 +606,7 @@ class KnnAgreement(Tuned):
 
     def candidates(self):
         cap = max(1, len(self.pool.model_ids) - 1)
-        return sorted({min(int(v), cap) for v in self.params["voters"]})
+        return sorted({min(int(v), cap) for v in self.p.voters})
 
     @staticmethod
     def agreement(y, pool_scores) -> np.ndarray:
@@ -648,10 +672,13 @@ class EmbeddingOnboarding(OnboardingMethod):
     the sigmoid). The pool's network is never retrained; how the vector is found is the method's."""
 
     method_name: ClassVar[str]  # the name of the trained method this onboarding needs
-    defaults = {"method": None, "probabilities": None}
+
+    def __init__(self, method=None, probabilities=None, **params):
+        super().__init__(**params)
+        self.method, self.probabilities = method, probabilities
 
     def _fit(self, pool):
-        method = self.params["method"]
+        method = self.method
         if method is None or not (hasattr(method, "embed") and hasattr(method, "logits_for_embeddings")):
             raise ConfigError(
                 f"onboarding method {self.name!r} needs a fitted {self.method_name} method (method=...: a "
@@ -668,13 +695,13 @@ class EmbeddingOnboarding(OnboardingMethod):
                 f"{self.name}: the checkpoint was trained on held-out model(s) {leaked[:5].tolist()}; give a run "
                 "trained without them (locus train --hold-out)."
             )
-        self.to_probability = self.params["probabilities"] or sigmoid
+        self.to_probability = self.probabilities or sigmoid
 
     def _onboard(self, ids, vectors, y):
         return self._onboard_many([(ids, vectors, y)])[0]
 
     def _onboard_many(self, checked):
-        method = self.params["method"]
+        method = self.method
         if len(checked) == 1:  # one model: the method's own embed (embed_many agrees with it up to rounding)
             _, vectors, y = checked[0]
             zs = np.asarray(method.embed(vectors, y.astype(np.float32)), dtype=np.float32)[None, :]

@@ -76,6 +76,12 @@ def test_registry_and_metadata():
         rivals.create("nope")
     with pytest.raises(ConfigError, match="unknown parameter"):
         rivals.create("knn_agreement", voter=3)
+    # one parameter system with the methods of locus.methods: typed, bounded, read by attribute
+    with pytest.raises(ConfigError, match="method 'knn_agreement': voters must be"):
+        rivals.create("knn_agreement", voters=[0, 4])
+    with pytest.raises(ConfigError, match="method 'cluster_shrinkage': parents must be"):
+        rivals.create("cluster_shrinkage", parents="20")
+    assert rivals.create("knn_agreement", voters=[2, 4]).p.voters == (2, 4)
 
 
 def test_command_vocabularies_match_the_library():
