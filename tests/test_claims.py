@@ -570,3 +570,69 @@ def test_a_missing_file_the_plan_did_not_skip_is_a_data_error(results):
     (results / claims.PLAN).write_text(json.dumps({"adapted": [], "skipped": [{"why": "no outputs"}]}))
     with pytest.raises(DataError, match="pool_plan.json: adapted or skipped is not of the plan's shape"):
         claims.ledger(Source(results))
+
+
+# --- the geometry claims judged on each seed of the geometry reference run (geometry.extra_seeds) -------------
+def copy_to_seeds(root, seeds=(1, 2)):
+    """The geometry claims' files of `root` copied to where the reference run at each further seed writes them."""
+    for s in seeds:
+        for rel in claims.SEEDED_FILES:
+            dest = root / claims.seed_path(rel, s)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes((root / rel).read_bytes())
+
+
+def test_seed_paths_are_the_geometry_files():
+    assert set(claims.SEEDED_FILES) == set(claims.GEOMETRY_FILES)  # what the `*_seed` rules write again
+    assert claims.seed_path("figures/fallback_routing.csv", 2) == "figures/seeds/s2/fallback_routing.csv"
+    assert (
+        claims.seed_path("tables/distance_correlation.csv", "{seed}") == "tables/seeds/s{seed}/distance_correlation.csv"
+    )
+
+
+def test_one_geometry_seed_says_so_and_points_to_the_seed_band_run(results):
+    frame = claims.ledger(Source(results)).set_index("id")
+    for c in claims.CLAIMS:
+        reason = frame.loc[c.id, "reason"]
+        if c.seeded and frame.loc[c.id, "verdict"] != "untestable":
+            assert claims.ONE_GEOMETRY_SEED in reason and "config/seed-bands.yaml" in reason, c.id
+            assert "one embedding run" not in reason, c.id
+    for cid in ("regeneration", "onboarding-128", "onboarding-partial"):  # no seed-band run repeats them
+        assert frame.loc[cid, "reason"].endswith(claims.NO_SEED_BAND)
+
+
+def test_a_figure_claim_whose_seeds_disagree_is_inconclusive(results):
+    one = claims.ledger(Source(results)).set_index("id")
+    copy_to_seeds(results)
+    write_rows(results / "tables/seeds/s2/distance_correlation.csv",
+               ["method", "correlation", "distance", "value", "ci_low", "ci_high"],
+               [["locus", c, d, 0.3, 0.2, 0.4] for c in ("pearson", "spearman", "kendall")
+                for d in ("cosine", "euclidean")])  # fmt: skip  # seed 2: weak, refuted
+    frame = claims.ledger(Source(results), (0, 1, 2)).set_index("id")
+    row = frame.loc["distance-disagreement"]
+    assert row["verdict"] == "inconclusive"
+    assert row["reason"].startswith("differs between seeds: seed 0 holds, seed 1 holds, seed 2 refuted")
+    assert "seed 2: an interval lies below 0.5" in row["reason"]
+    assert row["ours"].startswith("seed 0: pearson cosine 0.800") and "seed 2: pearson cosine 0.300" in row["ours"]
+    for c in claims.CLAIMS:  # the others: every seed agrees with the one-seed verdict, no one-seed note
+        if c.seeded and c.id != "distance-disagreement" and one.loc[c.id, "verdict"] != "untestable":
+            assert frame.loc[c.id, "verdict"] == one.loc[c.id, "verdict"], c.id
+            assert "every seed agrees (3 seeds: 0, 1, 2)" in frame.loc[c.id, "reason"], c.id
+            assert "one seed" not in frame.loc[c.id, "reason"], c.id
+    assert frame.loc["routing-order", "reason"] == one.loc["routing-order", "reason"]  # tables: their own seeds
+    # two seeds: judged on each, and still pointed to the seed-band run
+    two = claims.ledger(Source(results), (0, 1)).set_index("id")
+    assert two.loc["distance-disagreement", "verdict"] == "holds"
+    assert two.loc["distance-disagreement", "reason"].endswith(claims.TWO_GEOMETRY_SEEDS)
+
+
+def test_a_missing_seed_file_is_a_data_error_naming_it(results, capsys):
+    copy_to_seeds(results, seeds=(1,))
+    with pytest.raises(DataError, match=r"seeds/s2/.*not found"):
+        claims.ledger(Source(results), (0, 1, 2))
+    copy_to_seeds(results, seeds=(2,))
+    out = results / "tables/claims.tex"
+    assert main(["claims", "--results", str(results), "--geometry-seeds", "0,1,2", "--out", str(out)]) == 0
+    assert "every seed agrees (3 seeds: 0, 1, 2)" in (results / "tables/claims.md").read_text()
+    assert main(["claims", "--results", str(results), "--geometry-seeds", "0,0"]) == 2
+    assert "distinct" in capsys.readouterr().err

@@ -171,6 +171,11 @@ CONFIG_ERRORS = [
         r"config error: onboarding.held_out: 'nobody/model-x' is not among the 112 models",
     ),
     ("tta-seed-not-seeds", "time_to_accuracy: {seed: 1}\n", r"'seed' was unexpected"),
+    (
+        "geometry-extra-seed-is-the-seed",
+        "geometry: {extra_seeds: [0, 1]}\n",
+        r"geometry.extra_seeds \[0, 1\] holds geometry.seed 0",
+    ),
 ]
 
 
@@ -366,3 +371,45 @@ def test_rules_take_defaults_from_the_schema():
         )
     ]
     assert not copies, "read these from config[...] and give the key a default in the schema:\n" + "\n".join(copies)
+
+
+def claims_job(stdout: str) -> tuple[set[str], str]:
+    """The claims rule's inputs and shell command in a dry run's (-p) output."""
+    block = next(b for b in stdout.split("\n\n") if "rule claims_table:" in b)
+    inputs = set(re.search(r"^\s+input: (.*)$", block, re.M).group(1).split(", "))
+    return inputs, re.search(r"^Shell command: (.*)$", block, re.M).group(1)
+
+
+def test_claims_rule_reads_the_ledger_files_and_the_geometry_seeds(tmp_path):
+    """The claims rule's inputs are exactly what the ledger reads (claims.FILES; with geometry.extra_seeds also
+    their files at each further seed, which the `*_seed` rules write); the default run plans no `*_seed` job
+    and its command is the one-seed one."""
+    from locus.experiments import claims
+
+    fixed = {"results/data/synthetic/summary.md", "results/tables/pool_plan.json"}
+    res = snakemake("-n", "-p", "results/tables/claims.tex", "--directory", str(tmp_path))
+    assert res.returncode == 0, res.stderr + res.stdout
+    inputs, command = claims_job(res.stdout)
+    assert inputs == {f"results/{f}" for f in claims.FILES} | fixed
+    assert "--geometry-seeds" not in command
+    assert not [f for f in planned_outputs(res.stdout) if "/seeds/" in f]
+
+    res = snakemake(
+        "-n", "-p", "results/tables/claims.tex", "--directory", str(tmp_path),
+        "--configfile", str(REPO / "config" / "seed-bands.yaml"),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr + res.stdout
+    inputs, command = claims_job(res.stdout)
+    seeded = {f"results/{claims.seed_path(f, s)}" for s in (1, 2) for f in claims.SEEDED_FILES}
+    assert inputs == {f"results/{f}" for f in claims.FILES} | seeded | fixed
+    assert "--geometry-seeds 0,1,2 --out results/tables/claims.tex" in command
+    planned = planned_outputs(res.stdout)
+    assert seeded <= set(planned)  # each written by a planned job
+    for rule in ("distance_correlation_table", "nearest_neighbor_proxies_figure", "fallback_routing_figure",
+                 "models_family_clustering_figure", "model_portfolio_figure", "hypothetical_model_embedding",
+                 "perf_vs_size_and_overlap", "overlap_convergence", "anchor_size_convergence"):  # fmt: skip
+        assert len(re.findall(rf"^rule {rule}_seed:$", res.stdout, re.M)) == 2, rule
+    # the seed's own reference runs, and their commands read them
+    assert "--runs results/runs/synthetic/all-MiniLM-L6-v2/locus/n4096/d128/s2 " in res.stdout
+    assert "--out results/tables/seeds/s2/distance_correlation.tex" in res.stdout
+    assert "--run results/runs/synthetic/all-MiniLM-L6-v2/locus/n4096/d128/s1 " in res.stdout

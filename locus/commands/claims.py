@@ -20,6 +20,26 @@ def add_arguments(p):
         required=False,
         help="write this claims.tex, with claims.csv and claims.md beside it",
     )
+    p.add_argument(
+        "--geometry-seeds",
+        type=seed_list,
+        default=(),
+        help="seeds of the geometry reference run, comma-separated (geometry.seed, then geometry.extra_seeds): the "
+        "first's outputs at the usual paths, each other's under figures/seeds/sSEED/ and tables/seeds/sSEED/; "
+        "the geometry claims are judged on each (default: one seed)",
+    )
+
+
+def seed_list(text: str) -> tuple[int, ...]:
+    import argparse
+
+    try:
+        seeds = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: seeds are non-negative integers, comma-separated") from None
+    if any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"{text!r}: seeds are distinct non-negative integers")
+    return seeds
 
 
 def run(args) -> int:
@@ -29,10 +49,10 @@ def run(args) -> int:
 
     src = Source(Path(args.results), args.dataset)
     if args.out is None:
-        print(claims.markdown(claims.ledger(src)), end="")
+        print(claims.markdown(claims.ledger(src, args.geometry_seeds)), end="")
         return 0
     out = Path(args.out)
     check_outputs([out.with_suffix(".csv"), out.with_suffix(".md")])
-    frame = claims.write(src, out)
+    frame = claims.write(src, out, args.geometry_seeds)
     print(f"{out}: {len(frame)} claims, " + ", ".join(f"{k} {v}" for k, v in frame["verdict"].value_counts().items()))
     return 0

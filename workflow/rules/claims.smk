@@ -1,6 +1,6 @@
 # The claims ledger: the paper's claims with verdicts computed from the outputs that test them (their list:
 # locus/experiments/claims/), and the pool's plan, whose skipped outputs make their claims untestable.
-from locus.experiments.claims import FILES as CLAIM_FILES
+from locus.experiments.claims import FILES as CLAIM_FILES, SEEDED_FILES as CLAIM_SEEDED_FILES
 
 
 rule pool_plan:
@@ -20,11 +20,21 @@ rule pool_plan:
         atomic.write_text(log[0], f"wrote {output[0]}\n")
 
 
+# the geometry claims' files at each further seed (geometry.smk), where the plan keeps them at geometry.seed
+CLAIM_SEED_INPUTS = [
+    f"results/{_claims.seed_path(f, s)}"
+    for s in GEO_EXTRA_SEEDS
+    for f in CLAIM_SEEDED_FILES
+    if planned([f"results/{f}"])
+]
+
+
 rule claims_table:
     input:
         planned([f"results/{f}" for f in CLAIM_FILES]),
         data_summary(DATASET),
         plan=f"results/{_capacity.PLAN_FILE}",
+        seeds=CLAIM_SEED_INPUTS,
     output:
         **table("claims", "Tables"),
         md="results/tables/claims.md",
@@ -35,5 +45,7 @@ rule claims_table:
     localrule: True
     params:
         dataset=DATASET,
+        # the seeds the geometry claims are judged on: none said, one seed (the command is the default's)
+        seeds=f" --geometry-seeds {joined([GEO_SEED, *GEO_EXTRA_SEEDS])}" if GEO_EXTRA_SEEDS else "",
     shell:
-        "{LOCUS} claims --results results --dataset {params.dataset:q} --out {output.tex} > {log} 2>&1"
+        "{LOCUS} claims --results results --dataset {params.dataset:q}{params.seeds} --out {output.tex} > {log} 2>&1"

@@ -4,18 +4,38 @@
 
 # Every geometry analysis (here, portfolio.smk, views.smk, also regeneration.smk and timing.smk) reads
 # the runs at the reference training size through these two helpers.
+from locus.experiments import claims as _claims
+
 GEO = config["geometry"]
 GEO_N = int(GEO["reference_train_size"])
 GEO_SEED = int(GEO["seed"])
+# `geometry.extra_seeds` repeats the reference runs and the outputs the claims ledger reads (claims.SEEDED_FILES)
+# at further seeds, each written to seed_path(...) (results/figures/seeds/s{seed}/..., the `*_seed` rules);
+# geometry.seed keeps the usual paths
+GEO_EXTRA_SEEDS = [int(s) for s in GEO["extra_seeds"]]
 
 
-def geometry_run_file(method, name):
+def geometry_run_file(method, name, seed=GEO_SEED):
     """File `name` of `method`'s run at the geometry reference size and seed."""
-    return run_file(DATASET, ENCODER, method, GEO_N, GEO_SEED, name)
+    return run_file(DATASET, ENCODER, method, GEO_N, seed, name)
 
 
-def geometry_run_dir(method):
-    return run_dir(DATASET, ENCODER, method, GEO_N, GEO_SEED)
+def geometry_run_dir(method, seed=GEO_SEED):
+    return run_dir(DATASET, ENCODER, method, GEO_N, seed)
+
+
+def seeded(path):
+    """`path` (results/figures/x.pdf, results/logs/geometry/x.log) of the reference run at seed {seed}."""
+    return f"results/{_claims.seed_path(path.removeprefix('results/'), '{seed}')}"
+
+
+def seed_figure(name, *extra):
+    """A figure's outputs (:func:`figure`) from the reference run at seed {seed}, outside the report."""
+    return {key: seeded(str(path)) for key, path in figure(name, None, *extra).items()}
+
+
+def seed_log(kind, name):
+    return seeded(f"results/{kind}/geometry/{name}.{'log' if kind == 'logs' else 'tsv'}")
 
 
 NB = GEO["neighbours"]
@@ -31,16 +51,26 @@ GEOMETRY_TARGETS = [
 ]
 
 
-def geometry_inputs(methods, *extra):
+def geometry_inputs(methods, *extra, seed=GEO_SEED):
     """The reference runs' files a geometry analysis reads (+ `extra`) and the data set."""
     return {
-        "runs": [geometry_run_file(m, f) for m in methods for f in GEO_RUN_FILES + extra],
+        "runs": [geometry_run_file(m, f, seed) for m in methods for f in GEO_RUN_FILES + extra],
         "data": data_files(DATASET),
     }
 
 
-def geometry_runs(methods):
-    return " ".join(shlex.quote(geometry_run_dir(m)) for m in methods)
+def geometry_runs(methods, seed=GEO_SEED):
+    return " ".join(shlex.quote(geometry_run_dir(m, seed)) for m in methods)
+
+
+def seed_geometry_inputs(methods, *extra):
+    """An input function: :func:`geometry_inputs` at the job's {seed}."""
+    return lambda w: geometry_inputs(methods, *extra, seed=int(w.seed))
+
+
+def seed_geometry_runs(methods):
+    """A params function: :func:`geometry_runs` at the job's {seed}."""
+    return lambda w: geometry_runs(methods, int(w.seed))
 
 
 rule distance_correlation_table:
@@ -133,6 +163,58 @@ use rule nearest_neighbor_proxies_figure as models_family_clustering_figure with
             f"--metric {NB['cluster_metric']} --linkage {NB['linkage']} --n-perm {int(NB['permutations'])} "
             f"--boot-seed {int(NB['bootstrap_seed'])} --highlight {shlex.quote(','.join(NB['highlight_tags']))}"
         ),
+
+
+# --- the same at each seed of geometry.extra_seeds (outputs under results/{figures,tables}/seeds/s{seed}/) ---
+use rule distance_correlation_table as distance_correlation_table_seed with:
+    input:
+        unpack(seed_geometry_inputs(GEO_METHODS)),
+    output:
+        tex=seeded("results/tables/distance_correlation.tex"),
+        csv=seeded("results/tables/distance_correlation.csv"),
+    log:
+        seed_log("logs", "distance_correlation"),
+    benchmark:
+        seed_log("benchmarks", "distance_correlation")
+    params:
+        runs=seed_geometry_runs(GEO_METHODS),
+
+
+use rule nearest_neighbor_proxies_figure as nearest_neighbor_proxies_figure_seed with:
+    input:
+        unpack(seed_geometry_inputs(GEO_METHODS)),
+    output:
+        **seed_figure("nearest_neighbor_proxies"),
+    log:
+        seed_log("logs", "nearest_neighbor_proxies"),
+    benchmark:
+        seed_log("benchmarks", "nearest_neighbor_proxies")
+    params:
+        runs=seed_geometry_runs(GEO_METHODS),
+
+
+use rule fallback_routing_figure as fallback_routing_figure_seed with:
+    input:
+        unpack(seed_geometry_inputs(GEO_METHODS, "scores_test.parquet")),
+    output:
+        **seed_figure("fallback_routing"),
+    log:
+        seed_log("logs", "fallback_routing"),
+    benchmark:
+        seed_log("benchmarks", "fallback_routing")
+    params:
+        runs=seed_geometry_runs(GEO_METHODS),
+
+
+use rule models_family_clustering_figure as models_family_clustering_figure_seed with:
+    input:
+        unpack(seed_geometry_inputs([NB["reference_method"]])),
+    output:
+        **seed_figure("models_family_clustering", "json"),
+    log:
+        seed_log("logs", "models_family_clustering"),
+    benchmark:
+        seed_log("benchmarks", "models_family_clustering")
 
 
 rule geometry:

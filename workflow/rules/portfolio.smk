@@ -30,3 +30,18 @@ rule model_portfolio_figure:
     shell:
         "{LOCUS} portfolio --run {params.run} --data {params.data} --data-label {params.label} "
         "{params.options} --figure {output.pdf} > {log} 2>&1"
+
+
+use rule model_portfolio_figure as model_portfolio_figure_seed with:
+    input:
+        runs=lambda w: [
+            geometry_run_file("locus", f, int(w.seed))
+            for f in ("embeddings.parquet", "scores_test.parquet", "config.json", "metrics.json")
+        ],
+        data=data_files(DATASET),
+    output:
+        **seed_figure("model_portfolio", "json"),
+    log:
+        seed_log("logs", "model_portfolio"),
+    benchmark:
+        seed_log("benchmarks", "model_portfolio")

@@ -25,9 +25,37 @@ def views_data(encoders=(ENCODER,)):
     )
 
 
-VIEWS_RUN = f"--run {shlex.quote(geometry_run_dir('locus'))} {views_data()}"
-VIEWS_CONVERGENCE = f"{VIEWS_RUN} --model {shlex.quote(VIEWS['convergence_model'])}"
+def views_run(seed=GEO_SEED):
+    return f"--run {shlex.quote(geometry_run_dir('locus', seed))} {views_data()}"
+
+
 VIEWS_CONVERGENCE_DRAWS = f"--repeats {int(VIEWS['repeats'])} --neighbours {int(VIEWS['neighbours'])}"
+
+
+# the options of the views that the claims ledger reads, given the reference run's seed
+def hypothetical_options(seed=GEO_SEED):
+    return (
+        f"{views_run(seed)} --sizes {joined(VIEWS['hypothetical_sizes'])} --ks {joined(VIEWS['recall_at'])} "
+        f"--repeats {int(VIEWS['hypothetical_repeats'])}"
+    )
+
+
+def evalset_options(seed=GEO_SEED):
+    return (
+        f"{views_run(seed)} --sizes {joined(VIEWS['evalset_sizes'])} "
+        f"--overlaps {joined(VIEWS['evalset_overlaps'])} --repeats {int(VIEWS['evalset_repeats'])}"
+    )
+
+
+def convergence_options(setting, seed=GEO_SEED):
+    """`setting`: overlaps or sizes."""
+    return (
+        f"{views_run(seed)} --model {shlex.quote(VIEWS['convergence_model'])} --{setting} "
+        f"{joined(VIEWS[setting])} {VIEWS_CONVERGENCE_DRAWS}"
+    )
+
+
+VIEWS_RUN = views_run()
 
 
 rule hypothetical_model_embedding:
@@ -45,8 +73,7 @@ rule hypothetical_model_embedding:
         runtime=30,
     params:
         kind="hypothetical",
-        options=f"{VIEWS_RUN} --sizes {joined(VIEWS['hypothetical_sizes'])} --ks {joined(VIEWS['recall_at'])} "
-        f"--repeats {int(VIEWS['hypothetical_repeats'])}",
+        options=hypothetical_options(),
     shell:
         "{LOCUS} views {params.kind} {params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
 
@@ -93,8 +120,7 @@ use rule hypothetical_model_embedding as perf_vs_size_and_overlap with:
         runtime=60,
     params:
         kind="perf-vs-evalset",
-        options=f"{VIEWS_RUN} --sizes {joined(VIEWS['evalset_sizes'])} "
-        f"--overlaps {joined(VIEWS['evalset_overlaps'])} --repeats {int(VIEWS['evalset_repeats'])}",
+        options=evalset_options(),
 
 
 use rule hypothetical_model_embedding as overlap_convergence with:
@@ -106,7 +132,7 @@ use rule hypothetical_model_embedding as overlap_convergence with:
         "results/benchmarks/geometry/overlap_convergence.tsv"
     params:
         kind="overlap-convergence",
-        options=f"{VIEWS_CONVERGENCE} --overlaps {joined(VIEWS['overlaps'])} {VIEWS_CONVERGENCE_DRAWS}",
+        options=convergence_options("overlaps"),
 
 
 use rule hypothetical_model_embedding as anchor_size_convergence with:
@@ -118,4 +144,61 @@ use rule hypothetical_model_embedding as anchor_size_convergence with:
         "results/benchmarks/geometry/anchor_size_convergence.tsv"
     params:
         kind="size-convergence",
-        options=f"{VIEWS_CONVERGENCE} --sizes {joined(VIEWS['sizes'])} {VIEWS_CONVERGENCE_DRAWS}",
+        options=convergence_options("sizes"),
+
+
+# --- the views the claims ledger reads, at each seed of geometry.extra_seeds (geometry.smk) ---
+def seed_run_inputs(w):
+    return embedder_inputs(geometry_run_dir("locus", int(w.seed)))
+
+
+use rule hypothetical_model_embedding as hypothetical_model_embedding_seed with:
+    input:
+        unpack(seed_run_inputs),
+    output:
+        **seed_figure("hypothetical_model_embedding"),
+    log:
+        seed_log("logs", "hypothetical_model_embedding"),
+    benchmark:
+        seed_log("benchmarks", "hypothetical_model_embedding")
+    params:
+        options=lambda w: hypothetical_options(int(w.seed)),
+
+
+use rule perf_vs_size_and_overlap as perf_vs_size_and_overlap_seed with:
+    input:
+        unpack(seed_run_inputs),
+    output:
+        **seed_figure("perf_vs_size_and_overlap"),
+    log:
+        seed_log("logs", "perf_vs_size_and_overlap"),
+    benchmark:
+        seed_log("benchmarks", "perf_vs_size_and_overlap")
+    params:
+        options=lambda w: evalset_options(int(w.seed)),
+
+
+use rule overlap_convergence as overlap_convergence_seed with:
+    input:
+        unpack(seed_run_inputs),
+    output:
+        **seed_figure("overlap_convergence"),
+    log:
+        seed_log("logs", "overlap_convergence"),
+    benchmark:
+        seed_log("benchmarks", "overlap_convergence")
+    params:
+        options=lambda w: convergence_options("overlaps", int(w.seed)),
+
+
+use rule anchor_size_convergence as anchor_size_convergence_seed with:
+    input:
+        unpack(seed_run_inputs),
+    output:
+        **seed_figure("anchor_size_convergence"),
+    log:
+        seed_log("logs", "anchor_size_convergence"),
+    benchmark:
+        seed_log("benchmarks", "anchor_size_convergence")
+    params:
+        options=lambda w: convergence_options("sizes", int(w.seed)),

@@ -16,7 +16,12 @@ gives it too. With two seeds the reason still points to `config/seed-bands.yaml`
 seed by seed as well: the tables give each seed's top-model share (``seed_top_share_pct``), and each seed's verdict
 uses its own seed's flag (:func:`near_constant_of`; tables without the column: the pooled flag for every seed).
 Figures without such intervals get one from their own draws (over held-out models, over models, over re-embedding
-draws), named in the reason; a statistic with none (portfolios) is judged with a margin.
+draws), named in the reason; a statistic with none (portfolios) is judged with a margin. The claims on the geometry reference run
+(``Claim.seeded``: correlation, neighbours, fallback, families, portfolios, hypothetical models, re-embedding and
+convergence) are judged on each of its seeds (``geometry.seed`` and ``geometry.extra_seeds``, whose outputs lie at
+:func:`seed_path`; :func:`judge_over_seeds`), a verdict that differs between seeds inconclusive; with one seed the
+reason says so and points to `config/seed-bands.yaml`. The other figure claims (regeneration, onboarding) say that no
+seed-band run repeats them.
 
 The pool's plan (:data:`PLAN`, written by the workflow) is read once: a claim reading an output the plan skipped
 is untestable with the plan's reason, and sizes the plan fitted to the pool are noted on the claims they shape.
@@ -67,6 +72,7 @@ from locus.experiments.claims.registry import (
     FILES,
     KMEANS_RULE,
     SEED_RULE,
+    SEEDED_FILES,
 )
 from locus.experiments.claims.routing import (
     judge_dim_ablation,
@@ -78,18 +84,24 @@ from locus.experiments.claims.routing import (
 from locus.experiments.claims.rules import (
     EQUIVALENCE_PP,
     MIN_SEEDS,
+    NO_SEED_BAND,
+    ONE_GEOMETRY_SEED,
     ONE_SEED,
     STRONG_CORRELATION,
+    TWO_GEOMETRY_SEEDS,
     TWO_SEEDS,
     Cell,
     Claim,
     Outcome,
+    SeedSource,
     by_seed,
     combine_seed_verdicts,
     comparison_cells,
     judge_ahead,
     judge_comparable,
+    judge_over_seeds,
     near_constant_of,
+    seed_path,
     seeds_note,
     wilson,
 )
@@ -112,18 +124,24 @@ __all__ = [
     # rules
     "EQUIVALENCE_PP",
     "MIN_SEEDS",
+    "NO_SEED_BAND",
+    "ONE_GEOMETRY_SEED",
     "ONE_SEED",
     "STRONG_CORRELATION",
+    "TWO_GEOMETRY_SEEDS",
     "TWO_SEEDS",
     "Cell",
     "Claim",
     "Outcome",
+    "SeedSource",
     "by_seed",
     "combine_seed_verdicts",
     "comparison_cells",
     "judge_ahead",
     "judge_comparable",
+    "judge_over_seeds",
     "near_constant_of",
+    "seed_path",
     "seeds_note",
     "wilson",
     # routing
@@ -159,6 +177,7 @@ __all__ = [
     "FILES",
     "KMEANS_RULE",
     "SEED_RULE",
+    "SEEDED_FILES",
     # pool_plan
     "ADAPTS",
     "GEOMETRY_FILES",

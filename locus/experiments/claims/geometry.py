@@ -36,10 +36,10 @@ def judge_correlation(src: Source) -> Outcome:
     ]
     ours = "; ".join(f"{c} {d} {fmt(v, 3)} [{fmt(lo, 3)}, {fmt(hi, 3)}]" for c, d, v, lo, hi in cells)
     if any(hi < STRONG_CORRELATION for *_, hi in cells):
-        return Outcome(ours, "refuted", f"an interval lies below {STRONG_CORRELATION}; one embedding run")
+        return Outcome(ours, "refuted", f"an interval lies below {STRONG_CORRELATION}")
     if all(lo >= STRONG_CORRELATION for _, _, _, lo, _ in cells):
-        return Outcome(ours, "holds", f"every interval at or above {STRONG_CORRELATION}; one embedding run")
-    return Outcome(ours, "inconclusive", f"an interval reaches below {STRONG_CORRELATION}; one embedding run")
+        return Outcome(ours, "holds", f"every interval at or above {STRONG_CORRELATION}")
+    return Outcome(ours, "inconclusive", f"an interval reaches below {STRONG_CORRELATION}")
 
 
 def judge_neighbour_proxies(src: Source) -> Outcome:
@@ -65,12 +65,10 @@ def judge_neighbour_proxies(src: Source) -> Outcome:
         f"k={curve[-1][0]} {fmt(100 * ak, 1)}%, random other {fmt(100 * r, 1)}%"
     )
     if a1 <= r:
-        return Outcome(ours, "refuted", "the nearest neighbour agrees no more than a random model; one embedding run")
+        return Outcome(ours, "refuted", "the nearest neighbour agrees no more than a random model")
     if a1 - half > r and a1 > ak:
-        return Outcome(
-            ours, "holds", "above random and falling with k (interval: standard error over models); one embedding run"
-        )
-    return Outcome(ours, "inconclusive", "not clearly above random, or not falling with k; one embedding run")
+        return Outcome(ours, "holds", "above random and falling with k (interval: standard error over models)")
+    return Outcome(ours, "inconclusive", "not clearly above random, or not falling with k")
 
 
 def judge_fallback(src: Source, keep: float = 0.85) -> Outcome:
@@ -97,14 +95,12 @@ def judge_fallback(src: Source, keep: float = 0.85) -> Outcome:
         f"k={ks[-1]} {fmt(100 * r_last, 1)}%, a random other {fmt(100 * r_rand, 1)}%"
     )
     if report.number_of(original["top_model_share"], path, "top_model_share") >= 0.9:
-        return Outcome(ours, "inconclusive", "LOCUS's router is near-constant: its choice is nearly one model; one run")
+        return Outcome(ours, "inconclusive", "LOCUS's router is near-constant: its choice is nearly one model")
     if hi / orig < keep or ret <= r_rand:
-        return Outcome(ours, "refuted", f"keeps less than {100 * keep:g}% or no more than a random model; one run")
+        return Outcome(ours, "refuted", f"keeps less than {100 * keep:g}% or no more than a random model")
     if lo / orig >= keep and ret >= r_last:
-        return Outcome(ours, "holds", f"keeps at least {100 * keep:g}%, more than a random model, less with k; one run")
-    return Outcome(
-        ours, "inconclusive", f"the interval reaches below {100 * keep:g}%, or it does not fall with k; one run"
-    )
+        return Outcome(ours, "holds", f"keeps at least {100 * keep:g}%, more than a random model, less with k")
+    return Outcome(ours, "inconclusive", f"the interval reaches below {100 * keep:g}%, or it does not fall with k")
 
 
 def judge_families(src: Source, alpha: float = 0.05) -> Outcome:
@@ -133,7 +129,7 @@ def judge_families(src: Source, alpha: float = 0.05) -> Outcome:
     perms = fmt(min(_number(s.get("n_perm")) for s in seps.values()), 0)
     how = f"{summary.get('distance', '?')} distance, {perms} permutations"
     out = _combine("; ".join(parts), verdicts, f"every family closer together with p < {level:.3g}")
-    return Outcome(out.ours, out.verdict, f"{out.reason}; one embedding run, {how}")
+    return Outcome(out.ours, out.verdict, f"{out.reason}; {how}")
 
 
 def _portfolio(src: Source, keys: tuple[str, ...]) -> dict:

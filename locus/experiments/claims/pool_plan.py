@@ -6,7 +6,7 @@ from __future__ import annotations
 from locus.capacity import PLAN_FILE
 from locus.errors import DataError
 from locus.experiments import report
-from locus.experiments.claims.rules import Claim, Outcome
+from locus.experiments.claims.rules import Claim, Outcome, judge_over_seeds, seed_path
 from locus.experiments.report import Source
 from locus.experiments.report.source import _target
 
@@ -81,19 +81,22 @@ def adaptation_note(the_plan: dict | None, files: tuple[str, ...]) -> str:
     return f"sizes adapted to the pool: {', '.join(parts)}" if parts else ""
 
 
-def judged(claim: Claim, src: Source, the_plan: dict | None) -> Outcome:
+def judged(claim: Claim, src: Source, the_plan: dict | None, geometry_seeds: tuple[int, ...] = ()) -> Outcome:
     """The claim's outcome: untestable, with the plan's reason, when the plan skipped a file it reads; a
-    DataError naming a file that is missing otherwise; else its judge's, noting the sizes the plan adapted."""
+    DataError naming a file that is missing otherwise; else its judge's, noting the sizes the plan adapted. A
+    claim on the geometry reference run (``claim.seeded``) is judged on each of `geometry_seeds` (the first at
+    the usual paths, the others' files at :func:`seed_path`), or noted as one seed (:func:`judge_over_seeds`)."""
     whys = report.unique(why for f in claim.files if (why := _skipped(the_plan, f)))
     if whys:
         return Outcome("–", "untestable", "; ".join(whys))
-    for rel in claim.files:
+    further = geometry_seeds[1:] if claim.seeded else ()
+    for rel in [*claim.files, *(seed_path(f, s) for s in further for f in claim.files)]:
         path = src.path(rel)
         if not path.is_file():
             raise DataError(
                 f"{path}: not found; build it first (snakemake --cores 2 {_target(path)}) or point "
                 "--results at a finished run"
             )
-    out = claim.judge(src)
+    out = judge_over_seeds(claim.judge, src, geometry_seeds) if claim.seeded else claim.judge(src)
     note = adaptation_note(the_plan, claim.files)
     return Outcome(out.ours, out.verdict, f"{out.reason}; {note}") if note else out

@@ -168,6 +168,7 @@ CLAIMS: tuple[Claim, ...] = (
         f"holds when all six intervals lie at or above {STRONG_CORRELATION}; refuted when one lies below it; "
         "inconclusive otherwise",
         judge_correlation,
+        seeded=True,
     ),
     Claim(
         "neighbour-proxies",
@@ -179,6 +180,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when the k = 1 agreement's interval (±1.96 SE over models) lies above a random model's and agreement "
         "falls from k = 1 to the largest k; refuted when k = 1 is at or below random; inconclusive otherwise",
         judge_neighbour_proxies,
+        seeded=True,
     ),
     Claim(
         "families",
@@ -190,6 +192,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when every highlighted family (≥ 2 models) has ratio < 1 with permutation p below 0.05 divided by "
         "the number of families; refuted when a family's ratio is ≥ 1; inconclusive otherwise",
         judge_families,
+        seeded=True,
     ),
     Claim(
         "portfolio-count",
@@ -202,6 +205,7 @@ CLAIMS: tuple[Claim, ...] = (
         "refuted when neither comes within 1 point with that many; inconclusive otherwise, or when the best single "
         "model alone routes as well as the pool",
         judge_portfolio_count,
+        seeded=True,
     ),
     Claim(
         "portfolio-budget",
@@ -213,6 +217,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when within 1 point at ≤ 8% of the pool's parameters; refuted above 16% (twice the paper's) or "
         "never; inconclusive in between, or when the best single model alone routes as well as the pool",
         judge_portfolio_budget,
+        seeded=True,
     ),
     Claim(
         "saturation",
@@ -224,6 +229,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when both accuracies come within 1 point of the run's own embeddings by n = 256; refuted when the "
         "best at n ≤ 256 is more than 2 points short; inconclusive otherwise or for a near-constant router",
         judge_saturation,
+        seeded=True,
     ),
     Claim(
         "overlap-stability",
@@ -235,6 +241,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when both accuracies vary by at most 1 point over the overlaps; refuted above 2 points; inconclusive "
         "otherwise or for a near-constant router",
         judge_overlap_stability,
+        seeded=True,
     ),
     Claim(
         "fallback",
@@ -248,6 +255,7 @@ CLAIMS: tuple[Claim, ...] = (
         "refuted when its upper end is below 85% or no better than random; inconclusive otherwise or for a "
         "near-constant router",
         judge_fallback,
+        seeded=True,
     ),
     Claim(
         "regeneration",
@@ -300,6 +308,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when the interval reaches 97% with its lower end ≥ 90%; refuted when it is no better than chance "
         "(10 / models) or below 97% with ≥ 8,192 queries; inconclusive otherwise",
         judge_hypothetical,
+        seeded=True,
     ),
     Claim(
         "convergence-overlap",
@@ -311,6 +320,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when every α < 1 has its interval below the nearest other model's distance and ρ < 0 with p < 0.05; "
         "refuted when an α's interval lies wholly above that distance or ρ > 0 with p < 0.05; inconclusive otherwise",
         judge_overlap_convergence,
+        seeded=True,
     ),
     Claim(
         "convergence-size",
@@ -322,6 +332,10 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when ρ < 0 with p < 0.05 (the whole reference set left out); refuted when ρ > 0 with p < 0.05; "
         "inconclusive otherwise",
         judge_size_convergence,
+        seeded=True,
     ),
 )
 FILES = tuple(sorted({f for c in CLAIMS for f in c.files}))  # what the `claims` rule reads, less what the plan skips
+# the files of the claims judged on each seed of the geometry reference run: the workflow writes them again for
+# every further seed of `geometry.extra_seeds` (rules.seed_path), and the `claims` rule reads those too
+SEEDED_FILES = tuple(sorted({f for c in CLAIMS if c.seeded for f in c.files}))

@@ -7,6 +7,7 @@ mean intervals, combining verdicts of parts)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -24,6 +25,14 @@ STRONG_CORRELATION = 0.5  # "strong positive relationship": every interval's low
 ONE_SEED = "one seed: the intervals cover test queries only; config/seed-bands.yaml (3 seeds) decides"
 TWO_SEEDS = "two seeds: each seed is judged, but two are few; config/seed-bands.yaml (3 seeds) decides"
 MIN_SEEDS = 3  # seeds a comparison's verdict needs to stand without a note
+ONE_GEOMETRY_SEED = (
+    "one seed: one geometry reference run; config/seed-bands.yaml repeats it at 3 seeds (geometry.extra_seeds) "
+    "and decides"
+)
+TWO_GEOMETRY_SEEDS = (
+    "two seeds of the geometry reference run: each is judged, but two are few; config/seed-bands.yaml (3 seeds) decides"
+)
+NO_SEED_BAND = "one seed: no seed-band run repeats it (config/seed-bands.yaml does not)"
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,7 @@ class Claim:
     files: tuple[str, ...]  # under the results directory
     rule: str
     judge: Callable[[Source], Outcome]
+    seeded: bool = False  # its files are written again for every further geometry seed (:func:`seed_path`)
 
 
 @dataclass(frozen=True)
@@ -240,6 +250,46 @@ def by_seed(rule: Callable, pooled, n_seeds: int, seeds: list[int], at_seed: Cal
     if agreed != verdict:
         return "inconclusive", f"every seed {agreed}, but on the means over seeds {verdict}: {reason}", len(seeds)
     return verdict, f"{reason}; {why}", len(seeds)
+
+
+def seed_path(rel: str, seed: int | str) -> str:
+    """Where the geometry reference run at a further seed (``geometry.extra_seeds``) writes the output `rel` (a
+    path under the results directory): ``figures/x.csv`` -> ``figures/seeds/s{seed}/x.csv``."""
+    head, _, name = rel.rpartition("/")
+    return f"{head}/seeds/s{seed}/{name}" if head else f"seeds/s{seed}/{name}"
+
+
+@dataclass(frozen=True)
+class SeedSource(Source):
+    """The outputs of the geometry reference run at a further seed: ``path(rel)`` is :func:`seed_path`'s."""
+
+    seed: int = 0
+
+    def path(self, rel: str) -> Path:
+        return self.results / seed_path(rel, self.seed)
+
+
+def judge_over_seeds(judge: Callable[[Source], Outcome], src: Source, seeds: Sequence[int] = ()) -> Outcome:
+    """A figure claim judged on each seed of the geometry reference run alone, by the same `judge`: the first of
+    `seeds` reads ``src``'s own files, each further one its :class:`SeedSource`. A verdict that differs between
+    seeds is inconclusive, naming each seed's (:func:`combine_seed_verdicts`); ``ours`` gives every seed's own
+    statistic. Fewer than two seeds: the judge's outcome, its reason saying one seed and pointing to
+    config/seed-bands.yaml."""
+    if len(seeds) < 2:
+        out = judge(src)
+        return Outcome(out.ours, out.verdict, f"{out.reason}; {ONE_GEOMETRY_SEED}")
+    first, *rest = seeds
+    outs = {first: judge(src)}
+    outs |= {s: judge(SeedSource(src.results, src.dataset, src.others, s)) for s in rest}
+    verdict, why = combine_seed_verdicts({s: o.verdict for s, o in outs.items()})
+    ours = (
+        "–" if all(o.ours == "–" for o in outs.values()) else "; ".join(f"seed {s}: {o.ours}" for s, o in outs.items())
+    )
+    if len({o.verdict for o in outs.values()}) > 1:
+        reason = f"{why} (" + "; ".join(f"seed {s}: {o.reason}" for s, o in outs.items()) + ")"
+    else:
+        reason = f"{outs[first].reason}; {why}"
+    return Outcome(ours, verdict, reason + (f"; {TWO_GEOMETRY_SEEDS}" if len(seeds) < MIN_SEEDS else ""))
 
 
 def _shared_seeds(cells: list[Cell]) -> list[int]:

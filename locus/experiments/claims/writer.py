@@ -16,14 +16,15 @@ from locus.experiments.report import Source
 COLUMNS = ["id", "claim", "paper_ref", "statistic", "paper_value", "ours", "dataset", "verdict", "rule", "reason"]
 
 
-def ledger(src: Source) -> pd.DataFrame:
+def ledger(src: Source, geometry_seeds: tuple[int, ...] = ()) -> pd.DataFrame:
     """One row per claim (:data:`COLUMNS`), its verdict computed from the files under ``src.results`` (untestable
-    where the pool's plan skipped a file the claim reads: :func:`judged`)."""
+    where the pool's plan skipped a file the claim reads: :func:`judged`); the geometry claims judged on each of
+    `geometry_seeds` (``geometry.seed``, then ``geometry.extra_seeds``; none: one seed)."""
     label = report.dataset_label(src)
     the_plan = plan(src)
     rows = []
     for c in CLAIMS:
-        out = judged(c, src, the_plan)
+        out = judged(c, src, the_plan, tuple(geometry_seeds))
         rows.append(
             {
                 "id": c.id,
@@ -97,9 +98,9 @@ def latex(frame: pd.DataFrame) -> str:
     return wrap(body, caption, "tab:claims", wide=True, size="\\scriptsize")
 
 
-def write(src: Source, out_tex: Path) -> pd.DataFrame:
+def write(src: Source, out_tex: Path, geometry_seeds: tuple[int, ...] = ()) -> pd.DataFrame:
     """``claims.tex`` with ``claims.csv`` and ``claims.md`` beside it, each written atomically."""
-    frame = ledger(src)
+    frame = ledger(src, geometry_seeds)
     out_tex = Path(out_tex)
     atomic.write_text(out_tex.with_suffix(".csv"), frame.to_csv(index=False))
     atomic.write_text(out_tex.with_suffix(".md"), markdown(frame))
