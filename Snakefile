@@ -30,7 +30,7 @@ include: "workflow/rules/claims.smk"
 rule all:
     default_target: True
     input:
-        # every output the pool can carry (common.smk: `planned` drops what the pool's plan skips)
+        # every output the pool can carry (rule_helpers.py: `planned` drops what the pool's plan skips)
         planned(
             [
                 data_summary(DATASET),

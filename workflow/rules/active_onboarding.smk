@@ -1,8 +1,5 @@
-# Active onboarding: which k queries to evaluate a new model on. The onboarding run with the most training
-# models embeds each held-out model from the queries each selector of `locus onboard` picks; accuracy and
-# routing regret vs k. Settings: `active_onboarding` in the config.
-AON = config["active_onboarding"]
-AON_RUN = onboarding_run_dir(0 if 0 in ONB["model_counts"] else max(ONB["model_counts"]))
+# Active onboarding: which k queries to evaluate a new model on, each selector of `locus onboard` on the
+# onboarding run with the most training models; accuracy and routing regret vs k.
 
 
 rule active_onboarding:
@@ -24,11 +21,7 @@ rule active_onboarding:
     params:
         run=input_dir("run"),
         data=input_dir("data"),
-        options=(
-            f"--sizes {','.join(str(int(k)) for k in AON['sizes'])} --selectors {','.join(AON['selectors'])} "
-            f"--repeats {int(AON['repeats'])} --seed {int(AON['seed'])} --hold-out {shlex.quote(ONB_HOLD_OUT)} "
-            f"--data-label {shlex.quote(dataset_label(DATASET))}"
-        ),
+        options=active_onboarding_options(),
     shell:
         "{LOCUS} active-onboarding --run {params.run} --data {params.data} --encodings {input.encodings} "
         "{params.options} --threads {threads} --out {output.pdf} --table {output.tex} > {log} 2>&1"

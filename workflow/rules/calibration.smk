@@ -1,10 +1,5 @@
-# Calibrated correctness probabilities: `calibrate_run` fits any run's map (RUN/calibration.json) on its
-# validation pairs; `calibration_report` compares raw and calibrated probabilities on test for every
-# by_dataset_methods run at calibration.train_size (table + reliability diagram).
-
-
-CAL = config["calibration"]
-CAL_N = _wc.train_size(config, "calibration")  # null: the tables' smallest
+# Calibrated correctness probabilities: `calibrate_run` fits a run's map on its validation pairs;
+# `calibration_report` compares raw and calibrated probabilities on test (table + reliability diagram).
 
 
 rule calibrate_run:
@@ -29,10 +24,7 @@ rule calibrate_run:
 
 rule calibration_report:
     input:
-        data=data_files(DATASET),
-        calibration=run_files_named(BY_DATASET_METHODS, [CAL_N], _artifacts.calibration_file),
-        scores=run_files_named(BY_DATASET_METHODS, [CAL_N], _artifacts.scores_file("test")),
-        metrics=run_metrics(BY_DATASET_METHODS, [CAL_N]),
+        **calibration_inputs(),
     output:
         **table("calibration"),
         **figure("reliability"),

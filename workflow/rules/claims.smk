@@ -1,6 +1,6 @@
 # The claims ledger: the paper's claims with verdicts computed from the outputs that test them (their list:
 # locus/experiments/claims/), and the pool's plan, whose skipped outputs make their claims untestable.
-from locus.experiments.claims import FILES as CLAIM_FILES, SEEDED_FILES as CLAIM_SEEDED_FILES
+from locus.experiments.claims import FILES as CLAIM_FILES
 
 
 rule pool_plan:
@@ -18,15 +18,6 @@ rule pool_plan:
 
         atomic.write_text(output[0], f"{params.plan}\n")
         atomic.write_text(log[0], f"wrote {output[0]}\n")
-
-
-# the geometry claims' files at each further seed (geometry.smk), where the plan keeps them at geometry.seed
-CLAIM_SEED_INPUTS = [
-    f"results/{_claims.seed_path(f, s)}"
-    for s in GEO_EXTRA_SEEDS
-    for f in CLAIM_SEEDED_FILES
-    if planned([f"results/{f}"])
-]
 
 
 rule claims_table:

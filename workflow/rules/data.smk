@@ -2,18 +2,12 @@
 # source also writes the generator's truth (synthetic: truth.parquet), `data_without_truth` the others.
 
 
-def data_inputs(wildcards):
-    """The csv source's input file is tracked by Snakemake (edits trigger a rebuild)."""
-    entry = config["datasets"][wildcards.dataset]
-    return [entry["params"]["path"]] if entry["source"] == "csv" and "path" in entry["params"] else []
-
-
 rule data:
     input:
         data_inputs,
     output:
         data_files("{dataset}"),
-        truth=f"results/data/{{dataset}}/{_TRUTH_FILE}",
+        truth=f"results/data/{{dataset}}/{TRUTH_FILE}",
     log:
         "results/logs/data/{dataset}.log",
     benchmark:

@@ -2,18 +2,6 @@
 # uses encodes only the queries its readers use (config `encode_only_needed_queries`).
 
 
-def encode_scope(wildcards):
-    """The `locus encode` options that restrict an ablation-only encoder to the queries its readers use."""
-    if not config["encode_only_needed_queries"] or wildcards.encoder == ENCODER or wildcards.dataset != DATASET:
-        return ""
-    return (
-        f"--for-train-sizes {','.join(map(str, ABL['encoder_train_sizes']))} "
-        f"--for-seeds {','.join(map(str, config['seeds']))} --sampling {config['sampling']} "
-        f"--duplicates {config['duplicates']} --for-query-sample {int(VIEWS['tsne_queries'])} "
-        f"--sample-seed {int(VIEWS['seed'])}"
-    )
-
-
 rule encode:
     input:
         data_files("{dataset}"),

@@ -1,16 +1,5 @@
-# Time to accuracy: LOCUS trained once per recipe (`paper`, `fast`) into its own run directories, then
-# validation hit@1 against wall-clock seconds. Not in `rule all` (a `paper` run is long on a CPU).
-TTA = config["time_to_accuracy"]
-TTA_DIR = "results/time_to_accuracy/{dataset}/{encoder}/n{n}/s{seed}/{recipe}"
-
-
-def tta_runs(name="metrics.json"):
-    """Every (seed, recipe) run of the figure, seeds outer (the benchmarks follow this order)."""
-    return [
-        f'{TTA_DIR.format(dataset=DATASET, encoder=ENCODER, n=TTA["train_size"], seed=seed, recipe=r)}/{name}'
-        for seed in TTA["seeds"]
-        for r in TTA["recipes"]
-    ]
+# Time to accuracy: LOCUS trained once per recipe (`paper`, `fast`), then validation hit@1 against wall-clock
+# seconds. Not in `rule all` (a `paper` run is long on a CPU).
 
 
 use rule train_run as time_to_accuracy_run with:
@@ -36,7 +25,7 @@ rule time_to_accuracy_figure:
         data=data_files(DATASET),
         metrics=tta_runs(),
         logs=tta_runs("log.csv"),
-        benchmarks=[f"results/benchmarks/{Path(m).parent.relative_to('results')}.tsv" for m in tta_runs()],
+        benchmarks=tta_benchmarks(),
     output:
         **figure("time_to_accuracy", "Figures", "json"),
     log:

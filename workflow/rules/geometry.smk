@@ -1,76 +1,5 @@
-# Embedding geometry (paper §4.3-4.4, appendix E.2): distance vs test disagreement, model families,
-# nearest-neighbour proxies and fallback routing, from the reference runs of geometry.methods (GEO_N evaluations
-# per model, seed GEO_SEED). Seconds: the submit host. `rule geometry` also builds portfolio and views.
-
-# Every geometry analysis (here, portfolio.smk, views.smk, also regeneration.smk and timing.smk) reads
-# the runs at the reference training size through these two helpers.
-from locus.experiments import claims as _claims
-
-GEO = config["geometry"]
-GEO_N = int(GEO["reference_train_size"])
-GEO_SEED = int(GEO["seed"])
-# `geometry.extra_seeds` repeats the reference runs and the outputs the claims ledger reads (claims.SEEDED_FILES)
-# at further seeds, each written to seed_path(...) (results/figures/seeds/s{seed}/..., the `*_seed` rules);
-# geometry.seed keeps the usual paths
-GEO_EXTRA_SEEDS = [int(s) for s in GEO["extra_seeds"]]
-
-
-def geometry_run_file(method, name, seed=GEO_SEED):
-    """File `name` of `method`'s run at the geometry reference size and seed."""
-    return run_file(DATASET, ENCODER, method, GEO_N, seed, name)
-
-
-def geometry_run_dir(method, seed=GEO_SEED):
-    return run_dir(DATASET, ENCODER, method, GEO_N, seed)
-
-
-def seeded(path):
-    """`path` (results/figures/x.pdf, results/logs/geometry/x.log) of the reference run at seed {seed}."""
-    return f"results/{_claims.seed_path(path.removeprefix('results/'), '{seed}')}"
-
-
-def seed_figure(name, *extra):
-    """A figure's outputs (:func:`figure`) from the reference run at seed {seed}, outside the report."""
-    return {key: seeded(str(path)) for key, path in figure(name, None, *extra).items()}
-
-
-def seed_log(kind, name):
-    return seeded(f"results/{kind}/geometry/{name}.{'log' if kind == 'logs' else 'tsv'}")
-
-
-NB = GEO["neighbours"]
-GEO_METHODS = list(GEO["methods"])
-GEO_RUN_FILES = ("embeddings.parquet", "train_pairs.parquet", "metrics.json")
-GEO_COMMON = f"--data {shlex.quote(f'results/data/{DATASET}')} --data-label {shlex.quote(dataset_label(DATASET))}"
-GEOMETRY_TARGETS = [
-    "results/tables/distance_correlation.tex",
-    "results/figures/performance_distance_correlation.pdf",
-    "results/figures/models_family_clustering.pdf",
-    "results/figures/nearest_neighbor_proxies.pdf",
-    "results/figures/fallback_routing.pdf",
-]
-
-
-def geometry_inputs(methods, *extra, seed=GEO_SEED):
-    """The reference runs' files a geometry analysis reads (+ `extra`) and the data set."""
-    return {
-        "runs": [geometry_run_file(m, f, seed) for m in methods for f in GEO_RUN_FILES + extra],
-        "data": data_files(DATASET),
-    }
-
-
-def geometry_runs(methods, seed=GEO_SEED):
-    return " ".join(shlex.quote(geometry_run_dir(m, seed)) for m in methods)
-
-
-def seed_geometry_inputs(methods, *extra):
-    """An input function: :func:`geometry_inputs` at the job's {seed}."""
-    return lambda w: geometry_inputs(methods, *extra, seed=int(w.seed))
-
-
-def seed_geometry_runs(methods):
-    """A params function: :func:`geometry_runs` at the job's {seed}."""
-    return lambda w: geometry_runs(methods, int(w.seed))
+# Embedding geometry (paper §4.3-4.4, appendix E.2) from the reference runs of geometry.methods; `*_seed` rules:
+# the same at each seed of geometry.extra_seeds. `rule geometry` also builds portfolio and views.
 
 
 rule distance_correlation_table:
@@ -86,10 +15,7 @@ rule distance_correlation_table:
     params:
         runs=geometry_runs(GEO_METHODS),
         common=GEO_COMMON,
-        boot=(
-            f"--n-boot {int(NB['bootstrap_resamples'])} --boot-seed {int(NB['bootstrap_seed'])} "
-            f"--confidence {float(NB['confidence'])} --reference-method {NB['reference_method']}"
-        ),
+        boot=distance_boot_options(),
     shell:
         "{LOCUS} geometry distance-correlation --runs {params.runs} {params.common} {params.boot} "
         "--out {output.tex} > {log} 2>&1"
@@ -159,13 +85,9 @@ use rule nearest_neighbor_proxies_figure as models_family_clustering_figure with
     params:
         kind="families",
         runs=input_dir("runs", quote=True),  # the one run of the reference method
-        options=(
-            f"--metric {NB['cluster_metric']} --linkage {NB['linkage']} --n-perm {int(NB['permutations'])} "
-            f"--boot-seed {int(NB['bootstrap_seed'])} --highlight {shlex.quote(','.join(NB['highlight_tags']))}"
-        ),
+        options=families_options(),
 
 
-# --- the same at each seed of geometry.extra_seeds (outputs under results/{figures,tables}/seeds/s{seed}/) ---
 use rule distance_correlation_table as distance_correlation_table_seed with:
     input:
         unpack(seed_geometry_inputs(GEO_METHODS)),

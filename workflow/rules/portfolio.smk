@@ -1,15 +1,10 @@
 # Model portfolio selection (paper §4.4, appendix E.3): routing accuracy of a portfolio chosen from LOCUS's
-# model embeddings against random subsets. Seconds: the submit host. Settings: `geometry.portfolio`.
-PORTFOLIO_TARGETS = ["results/figures/model_portfolio.pdf"]
-PF = GEO["portfolio"]
+# model embeddings against random subsets. Settings: `geometry.portfolio`.
 
 
 rule model_portfolio_figure:
     input:
-        runs=[
-            geometry_run_file("locus", f)
-            for f in ("embeddings.parquet", "scores_test.parquet", "config.json", "metrics.json")
-        ],
+        runs=[geometry_run_file("locus", f) for f in PORTFOLIO_FILES],
         data=data_files(DATASET),
     output:
         **figure("model_portfolio", "Geometry", "json"),
@@ -22,11 +17,7 @@ rule model_portfolio_figure:
         run=input_dir("runs", quote=True),
         data=input_dir("data", quote=True),
         label=shlex.quote(dataset_label(DATASET)),
-        options=(
-            ("" if PF["max_k"] is None else f"--max-k {int(PF['max_k'])} ")
-            + f"--budget-points {int(PF['budget_points'])} --trials {int(PF['trials'])} "
-            f"--seed {int(PF['seed'])} --distance {PF['distance']} --max-iter {int(PF['max_iter'])}"
-        ),
+        options=portfolio_options(),
     shell:
         "{LOCUS} portfolio --run {params.run} --data {params.data} --data-label {params.label} "
         "{params.options} --figure {output.pdf} > {log} 2>&1"
@@ -34,10 +25,7 @@ rule model_portfolio_figure:
 
 use rule model_portfolio_figure as model_portfolio_figure_seed with:
     input:
-        runs=lambda w: [
-            geometry_run_file("locus", f, int(w.seed))
-            for f in ("embeddings.parquet", "scores_test.parquet", "config.json", "metrics.json")
-        ],
+        runs=lambda w: [geometry_run_file("locus", f, int(w.seed)) for f in PORTFOLIO_FILES],
         data=data_files(DATASET),
     output:
         **seed_figure("model_portfolio", "json"),

@@ -1,44 +1,5 @@
-# Regenerating EmbedLLM embeddings (paper App. H): EmbedLLM trained over a grid of hidden-layer counts x
-# dims (`regeneration_run`), then per run G_ψ frozen and every model's embedding re-learned from perturbed
-# evaluations (`regeneration_measure`, and LOCUS's reference run beside them); heat maps and a t-SNE.
-REG = config["regeneration"]
-# the t-SNE cell defaults to the grid's first layer count and largest dimension
-REG_TSNE = {"hidden_layers": REG["hidden_layers"][0], "dim": REG["dims"][-1], **REG["tsne"]}
-REG_DIR = "results/regeneration/{dataset}/{encoder}/h{layers}/d{dim}/n{n}/s{seed}"
-REG_CELL = "h{layers}_d{dim}_n{n}_s{seed}"
-REG_MEASURES = f"results/regeneration/{{dataset}}/{{encoder}}/measures/{REG_CELL}.csv"
-REG_LOCUS_MEASURES = f"results/regeneration/{DATASET}/{ENCODER}/measures/locus.csv"
-REG_TARGETS = [
-    f"results/figures/{name}.pdf"
-    for name in (
-        "relearn_embedllm_heatmap_cosine_distance",
-        "relearn_embedllm_heatmap_test_disagreement",
-        "relearning_embedllm_embeddings",
-    )
-]
-
-
-def _reg_numbers(values):
-    return ",".join(f"{v:g}" if isinstance(v, float) else str(int(v)) for v in values)
-
-
-REG_DRAWS = (
-    f"--overlaps {_reg_numbers(REG['overlaps'])} --sizes {_reg_numbers(REG['sizes'])} "
-    f"--repeats {int(REG['repeats'])} --seed {int(REG['draw_seed'])}"
-)
-REG_DATA = f"--data results/data/{DATASET} --encodings {shlex.quote(encodings(DATASET, ENCODER))}"
-
-
-def regeneration_run_dir(layers, dim, pattern=REG_DIR):
-    return pattern.format(
-        dataset=DATASET, encoder=ENCODER, layers=layers, dim=dim, n=REG["train_size"], seed=REG["seed"]
-    )
-
-
-def regeneration_measures():
-    """The measure CSVs of every grid cell, and LOCUS's."""
-    cells = [regeneration_run_dir(h, d, REG_MEASURES) for h in REG["hidden_layers"] for d in REG["dims"]]
-    return cells + ([REG_LOCUS_MEASURES] if REG["locus"] else [])
+# Regenerating EmbedLLM embeddings (paper App. H): EmbedLLM over a grid of hidden-layer counts x dims, G_ψ frozen
+# and every model's embedding re-learned from perturbed evaluations (LOCUS beside them); heat maps and a t-SNE.
 
 
 use rule train_run as regeneration_run with:
@@ -54,14 +15,7 @@ use rule train_run as regeneration_run with:
     params:
         method="embedllm",
         encoder="",
-        json=lambda w: as_json(
-            {
-                **((config["methods"].get("embedllm") or {}).get("params") or {}),
-                "hidden_dim": int(REG["hidden_dim"]),
-                **(REG["params"] or {}),
-                "hidden_layers": int(w.layers),
-            }
-        ),
+        json=regeneration_json,
 
 
 rule regeneration_measure:
@@ -117,7 +71,7 @@ rule relearn_embedllm_heatmap_cosine_distance:
         runtime=10,
     params:
         metric="cosine_distance",
-        measures=" ".join(shlex.quote(p) for p in regeneration_measures()),
+        measures=quoted(regeneration_measures()),
         label=shlex.quote(dataset_label(DATASET)),
     shell:
         "{LOCUS} regenerate heatmap --measures {params.measures} --metric {params.metric} "

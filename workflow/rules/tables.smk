@@ -1,32 +1,5 @@
-# Saved runs -> LaTeX tables (+ CSV) and the sample-efficiency figure, on the submit host. A table reads its
-# methods' runs at every training size and seed and the data set's labels (the paired bootstrap behind every
-# comparison, config `bootstrap`); a routing table also the data set's truth.parquet where it has one.
-
-
-BOOTSTRAP = config["bootstrap"]
-# the bootstrap's options (also of the ablation tables and the calibration report), and with the reference
-# method every approach is compared to those of `locus table` (quoted for the shell)
-BOOTSTRAP_RESAMPLING = (
-    f"--bootstrap-resamples {int(BOOTSTRAP['n_resamples'])} --bootstrap-seed {int(BOOTSTRAP['seed'])} "
-    f"--confidence {float(BOOTSTRAP['confidence'])}"
-)
-BOOTSTRAP_OPTIONS = f"--reference-method {shlex.quote(BOOTSTRAP['reference_method'])} {BOOTSTRAP_RESAMPLING}"
-
-
-def table_inputs(methods, truth=False):
-    """What a table reads: the runs' metrics and test scores, the data set, and with `truth` its truth.parquet
-    where it has one."""
-    inputs = {
-        "metrics": run_metrics(methods, config["train_sizes"]),
-        "scores": run_files_named(methods, config["train_sizes"], _artifacts.scores_file("test")),
-        "data": data_files(DATASET),
-    }
-    return {**inputs, "truth": truth_file(DATASET)} if truth and truth_file(DATASET) else inputs
-
-
-def truth_option(wildcards, input):
-    """`--truth PATH` when the table rule's inputs hold the data set's truth, else nothing."""
-    return f"--truth {shlex.quote(input.truth)}" if "truth" in input.keys() else ""
+# Saved runs -> LaTeX tables (+ CSV) and the sample-efficiency figure, on the submit host (paired bootstrap:
+# config `bootstrap`; a routing table also reads the data set's truth.parquet where it has one).
 
 
 rule routing_table:

@@ -1,61 +1,5 @@
-# Embedding views (paper sections 4.3-4.4, appendix E): hypothetical embeddings, t-SNE of query encodings and
-# of re-embedded models, convergence of one model's embedding, from the LOCUS geometry reference run; no
-# training. Settings: `geometry.views`; every draw and t-SNE is seeded by `geometry.views.seed`.
-VIEWS = GEO["views"]
-VIEWS_TARGETS = [
-    f"results/figures/{name}.pdf"
-    for name in (
-        "hypothetical_model_embedding",
-        "query_encodings_tsne",
-        "embedding_robustness_tsne",
-        "overlap_convergence",
-        "anchor_size_convergence",
-        "perf_vs_size_and_overlap",
-    )
-]
-# one t-SNE panel per encoder the run builds encodings for anyway: the configured one, then the ablation's
-TSNE_ENCODERS = list(dict.fromkeys([ENCODER, *ABL["encoders"]]))
-
-
-def views_data(encoders=(ENCODER,)):
-    """The options every view passes: where the data and encodings are, the seed and the data set's label."""
-    return (
-        f"--data results/data/{DATASET} --encodings {' '.join(shlex.quote(encodings(DATASET, e)) for e in encoders)} "
-        f"--seed {int(VIEWS['seed'])} --data-label {shlex.quote(dataset_label(DATASET))}"
-    )
-
-
-def views_run(seed=GEO_SEED):
-    return f"--run {shlex.quote(geometry_run_dir('locus', seed))} {views_data()}"
-
-
-VIEWS_CONVERGENCE_DRAWS = f"--repeats {int(VIEWS['repeats'])} --neighbours {int(VIEWS['neighbours'])}"
-
-
-# the options of the views that the claims ledger reads, given the reference run's seed
-def hypothetical_options(seed=GEO_SEED):
-    return (
-        f"{views_run(seed)} --sizes {joined(VIEWS['hypothetical_sizes'])} --ks {joined(VIEWS['recall_at'])} "
-        f"--repeats {int(VIEWS['hypothetical_repeats'])}"
-    )
-
-
-def evalset_options(seed=GEO_SEED):
-    return (
-        f"{views_run(seed)} --sizes {joined(VIEWS['evalset_sizes'])} "
-        f"--overlaps {joined(VIEWS['evalset_overlaps'])} --repeats {int(VIEWS['evalset_repeats'])}"
-    )
-
-
-def convergence_options(setting, seed=GEO_SEED):
-    """`setting`: overlaps or sizes."""
-    return (
-        f"{views_run(seed)} --model {shlex.quote(VIEWS['convergence_model'])} --{setting} "
-        f"{joined(VIEWS[setting])} {VIEWS_CONVERGENCE_DRAWS}"
-    )
-
-
-VIEWS_RUN = views_run()
+# Embedding views (paper sections 4.3-4.4, appendix E) from the LOCUS geometry reference run, no training;
+# settings `geometry.views`. `*_seed`: the views the claims ledger reads, at each seed of geometry.extra_seeds.
 
 
 rule hypothetical_model_embedding:
@@ -90,8 +34,7 @@ use rule hypothetical_model_embedding as query_encodings_tsne with:
         "results/benchmarks/geometry/query_encodings_tsne.tsv"
     params:
         kind="query-tsne",
-        options=f"{views_data(TSNE_ENCODERS)} --max-queries {int(VIEWS['tsne_queries'])} "
-        f"--perplexity {float(VIEWS['tsne_perplexity'])}",
+        options=tsne_options(),
 
 
 use rule hypothetical_model_embedding as embedding_robustness_tsne with:
@@ -103,9 +46,7 @@ use rule hypothetical_model_embedding as embedding_robustness_tsne with:
         "results/benchmarks/geometry/embedding_robustness_tsne.tsv"
     params:
         kind="robustness-tsne",
-        options=f"{VIEWS_RUN} --models {shlex.quote(','.join(VIEWS['robustness_models']))} "
-        f"--overlaps {joined(VIEWS['overlaps'])} --sizes {joined(VIEWS['sizes'])} "
-        f"--repeats {int(VIEWS['robustness_repeats'])} --perplexity {float(VIEWS['tsne_perplexity'])}",
+        options=robustness_options(),
 
 
 use rule hypothetical_model_embedding as perf_vs_size_and_overlap with:
@@ -145,11 +86,6 @@ use rule hypothetical_model_embedding as anchor_size_convergence with:
     params:
         kind="size-convergence",
         options=convergence_options("sizes"),
-
-
-# --- the views the claims ledger reads, at each seed of geometry.extra_seeds (geometry.smk) ---
-def seed_run_inputs(w):
-    return embedder_inputs(geometry_run_dir("locus", int(w.seed)))
 
 
 use rule hypothetical_model_embedding as hypothetical_model_embedding_seed with:
