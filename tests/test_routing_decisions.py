@@ -366,12 +366,17 @@ def test_violation_flag_and_interval_above_delta():
 def test_paired_aiq_interval_of_the_frontier_against_itself_is_zero():
     """A router whose points are the single models' has the mix frontier's AIQ on every resample: the paired
     difference is 0 with an interval of width 0, while the unpaired intervals are wide."""
-    from locus.experiments.routing_decisions import _bootstrap_indices, _per_query, aiq_resamples, paired_aiq_difference
+    from locus.experiments.routing_decisions import (
+        _bootstrap_indices,
+        aiq_resamples,
+        choice_outcomes,
+        paired_aiq_difference,
+    )
 
     rng = np.random.default_rng(0)
     n, costs = 300, np.array([1.0, 3.0, 10.0])
     correct = (rng.random((n, 3)) < [0.5, 0.7, 0.8]).astype(float)
-    parts = _per_query([np.full(n, m) for m in range(3)], correct, costs)
+    parts = choice_outcomes([np.full(n, m) for m in range(3)], correct, costs)
     idx = _bootstrap_indices(n, 200, 1)
     mix = aiq_resamples(*parts, idx, costs.max(), costs.min())
     same = aiq_resamples(*(p.copy() for p in parts), idx, costs.max(), costs.min())

@@ -200,6 +200,7 @@ class Draws:
         self.seed, self.selector, self.pool = int(seed), check_selector(selector), pool
         self.names = [RANDOM] + ([self.selector] if self.selector else [])
         self._cache: dict = {}
+        self._contexts: dict = {}
         if self.selector:
             queries = data.split_queries("train").set_index("prompt_id")
             self._benchmarks = queries["benchmark"].astype(str)
@@ -222,8 +223,17 @@ class Draws:
         return chosen, scores
 
     def _select(self, ids: np.ndarray, k: int) -> np.ndarray:
-        from locus.onboard import Context, pool_patterns, select
+        from locus.onboard import select
 
+        return select(self.selector, ids, k, self._context(ids))
+
+    def _context(self, ids: np.ndarray):
+        """What the selector sees of the candidates `ids`: one per candidate set, shared by every k."""
+        from locus.onboard import Context, pool_patterns
+
+        key = ids.tobytes()
+        if key in self._contexts:
+            return self._contexts[key]
         vectors = self.pool.vectors(ids)
         pos = np.minimum(np.searchsorted(self.pool.prompt_ids, ids), len(self.pool.prompt_ids) - 1)
         found = self.pool.prompt_ids[pos] == ids  # the pool's scores of the candidates, NaN where it has none
@@ -232,13 +242,13 @@ class Draws:
             patterns = pool_patterns(self._method, vectors, scores)
         else:  # no run to predict the pool's unevaluated cells: each model's mean stands in
             patterns = np.where(np.isfinite(scores), scores, np.nanmean(scores, axis=0, keepdims=True))
-        context = Context(
+        self._contexts[key] = Context(
             vectors=vectors,
             benchmarks=self._benchmarks.reindex(ids).to_numpy(),
             patterns=np.nan_to_num(patterns, nan=0.5),
             seed=self.seed,
         )
-        return select(self.selector, ids, k, context)
+        return self._contexts[key]
 
 
 def onboard_all(fitted: dict, data, encodings, held_out, sizes, draws: Draws, pool: rivals.PoolContext):
@@ -413,7 +423,7 @@ def _aiq_parts(repeats, p_new, n_lambdas: int) -> tuple[np.ndarray, np.ndarray, 
     router over old and new models choosing argmax P - lambda * cost (:func:`locus.decisions.choose_cost_weighted`);
     `p_new`: each repeat's P(correct) of its new models."""
     from locus import decisions
-    from locus.experiments.routing_decisions import _per_query
+    from locus.experiments.routing_decisions import choice_outcomes
 
     grid = decisions.lambda_grid(repeats[0].costs, n_lambdas)
     num = den = cost = 0.0
@@ -421,7 +431,7 @@ def _aiq_parts(repeats, p_new, n_lambdas: int) -> tuple[np.ndarray, np.ndarray, 
         probs = np.hstack([r.pool_probs, p])
         correct = np.hstack([r.pool_labels, r.labels])
         choices = [decisions.choose_cost_weighted(probs, r.costs, lam) for lam in grid]
-        n, d, c = _per_query(choices, correct, r.costs)
+        n, d, c = choice_outcomes(choices, correct, r.costs)
         num, den, cost = num + n, den + d, cost + c / len(repeats)
     return num, den, cost
 

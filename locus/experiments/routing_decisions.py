@@ -435,7 +435,7 @@ def _nanmean(values) -> float:
 # --------------------------------------------------------------------------------------------------
 # cost-aware routing
 # --------------------------------------------------------------------------------------------------
-def _per_query(choices, correct, costs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def choice_outcomes(choices, correct, costs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """[queries x lambdas] numerator (score of the chosen model, 0 without label), denominator (labelled)
     and cost of the chosen model, from choices [lambdas x queries]."""
     rows = np.arange(correct.shape[0])
@@ -466,7 +466,7 @@ def _interval(values, confidence: float) -> tuple[float, float]:
 def aiq_resamples(num, den, cost, idx, max_cost, min_cost) -> dict[str, tuple[float, np.ndarray]]:
     """Per normalisation of :data:`locus.decisions.AIQ_NORMALISATIONS`: (AIQ on the test queries, AIQ on each
     resample of `idx` [B x queries]; NaN on a resample without a labelled query). `num`, `den`, `cost`: [queries
-    x points] (:func:`_per_query`); each resample recomputes the router's curve and its hull."""
+    x points] (:func:`choice_outcomes`); each resample recomputes the router's curve and its hull."""
     c, q = _curve(num, den, cost)
     cs, qs = _curve(num, den, cost, idx)
     out = {}
@@ -536,7 +536,7 @@ def cost_quality(
     for method in methods_of(runs):
         mine = [r for r in runs if r.method == method]
         parts = [
-            _per_query(
+            choice_outcomes(
                 [decisions.choose_cost_weighted(r.test_probs, costs, lam, r.test_logits) for lam in lams],
                 r.test_correct,
                 costs,
@@ -545,9 +545,9 @@ def cost_quality(
         ]
         add(method, "method", *(np.mean([p[i] for p in parts], axis=0) for i in range(3)), lams)
     oracle_choices = [decisions.choose_cost_weighted(test_correct, costs, lam) for lam in lams]
-    add("oracle", "oracle", *_per_query(oracle_choices, test_correct, costs), lams)
+    add("oracle", "oracle", *choice_outcomes(oracle_choices, test_correct, costs), lams)
     singles = [np.full(n_test, m) for m in range(len(model_ids))]
-    num, den, cost = _per_query(singles, test_correct, costs)
+    num, den, cost = choice_outcomes(singles, test_correct, costs)
     c, q = _curve(num, den, cost)
     for m, (ci, qi) in enumerate(zip(c, q)):
         points.append(
