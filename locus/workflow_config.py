@@ -335,11 +335,13 @@ def check(cfg: dict, facts: capacity.PoolFacts | None = None) -> None:
             raise error(f"geometry.methods: method {m!r} has no entry under `methods`")
         if not methods.info(m).has_embeddings:
             raise error(f"geometry.methods: {m!r} has no model embeddings; list embedding methods only")
-    if int(geo["seed"]) in geo.get("extra_seeds", []):
-        raise error(
-            f"geometry.extra_seeds {geo['extra_seeds']} holds geometry.seed {geo['seed']}: list only the further "
-            "seeds (geometry.seed's outputs keep the usual paths)"
-        )
+    for section in ("geometry", "onboarding", "regeneration"):
+        sec = cfg[section]
+        if int(sec["seed"]) in sec.get("extra_seeds", []):
+            raise error(
+                f"{section}.extra_seeds {sec['extra_seeds']} holds {section}.seed {sec['seed']}: list only the "
+                f"further seeds ({section}.seed's outputs keep the usual paths)"
+            )
     if nb["reference_method"] not in geo["methods"]:
         raise error(
             f"geometry.neighbours.reference_method {nb['reference_method']!r} is not among geometry.methods "

@@ -572,33 +572,44 @@ def test_a_missing_file_the_plan_did_not_skip_is_a_data_error(results):
         claims.ledger(Source(results))
 
 
-# --- the geometry claims judged on each seed of the geometry reference run (geometry.extra_seeds) -------------
+# --- the figure claims judged on each seed of their runs (geometry/onboarding/regeneration.extra_seeds) ---------
+ALL_SEEDS = {section: (0, 1, 2) for section in claims.SEED_SECTIONS}
+
+
 def copy_to_seeds(root, seeds=(1, 2)):
-    """The geometry claims' files of `root` copied to where the reference run at each further seed writes them."""
+    """The figure claims' files of `root` copied to where the runs at each further seed write them."""
     for s in seeds:
-        for rel in claims.SEEDED_FILES:
+        for rel in [f for files in claims.SEEDED_FILES.values() for f in files]:
             dest = root / claims.seed_path(rel, s)
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes((root / rel).read_bytes())
 
 
-def test_seed_paths_are_the_geometry_files():
-    assert set(claims.SEEDED_FILES) == set(claims.GEOMETRY_FILES)  # what the `*_seed` rules write again
+def test_seed_paths_are_the_figure_claims_files():
+    # what the `*_seed` rules write again, per config section
+    assert set(claims.SEEDED_FILES["geometry"]) == set(claims.GEOMETRY_FILES)
+    assert claims.SEEDED_FILES["onboarding"] == ("figures/sample_eff_ood_test.csv",)
+    assert claims.SEEDED_FILES["regeneration"] == ("figures/relearn_embedllm_heatmap_test_disagreement.csv",)
+    unseeded = {c.id for c in claims.CLAIMS if not c.seeded}
+    assert {c.id for c in claims.CLAIMS if c.seeds == "onboarding"} == {"onboarding-128", "onboarding-partial"}
+    assert "regeneration" not in unseeded and "time-linear" in unseeded
     assert claims.seed_path("figures/fallback_routing.csv", 2) == "figures/seeds/s2/fallback_routing.csv"
     assert (
         claims.seed_path("tables/distance_correlation.csv", "{seed}") == "tables/seeds/s{seed}/distance_correlation.csv"
     )
 
 
-def test_one_geometry_seed_says_so_and_points_to_the_seed_band_run(results):
+def test_one_seed_says_so_and_points_to_the_seed_band_run(results):
     frame = claims.ledger(Source(results)).set_index("id")
     for c in claims.CLAIMS:
         reason = frame.loc[c.id, "reason"]
         if c.seeded and frame.loc[c.id, "verdict"] != "untestable":
-            assert claims.ONE_GEOMETRY_SEED in reason and "config/seed-bands.yaml" in reason, c.id
+            assert claims.one_seed_note(c.seeds) in reason and "config/seed-bands.yaml" in reason, c.id
+            assert f"({c.seeds}.extra_seeds)" in reason, c.id
             assert "one embedding run" not in reason, c.id
-    for cid in ("regeneration", "onboarding-128", "onboarding-partial"):  # no seed-band run repeats them
-        assert frame.loc[cid, "reason"].endswith(claims.NO_SEED_BAND)
+    assert claims.one_seed_note("geometry") == claims.ONE_GEOMETRY_SEED
+    assert "one onboarding run;" in frame.loc["onboarding-128", "reason"]
+    assert "one set of regeneration runs;" in frame.loc["regeneration", "reason"]
 
 
 def test_a_figure_claim_whose_seeds_disagree_is_inconclusive(results):
@@ -608,7 +619,7 @@ def test_a_figure_claim_whose_seeds_disagree_is_inconclusive(results):
                ["method", "correlation", "distance", "value", "ci_low", "ci_high"],
                [["locus", c, d, 0.3, 0.2, 0.4] for c in ("pearson", "spearman", "kendall")
                 for d in ("cosine", "euclidean")])  # fmt: skip  # seed 2: weak, refuted
-    frame = claims.ledger(Source(results), (0, 1, 2)).set_index("id")
+    frame = claims.ledger(Source(results), ALL_SEEDS).set_index("id")
     row = frame.loc["distance-disagreement"]
     assert row["verdict"] == "inconclusive"
     assert row["reason"].startswith("differs between seeds: seed 0 holds, seed 1 holds, seed 2 refuted")
@@ -621,7 +632,7 @@ def test_a_figure_claim_whose_seeds_disagree_is_inconclusive(results):
             assert "one seed" not in frame.loc[c.id, "reason"], c.id
     assert frame.loc["routing-order", "reason"] == one.loc["routing-order", "reason"]  # tables: their own seeds
     # two seeds: judged on each, and still pointed to the seed-band run
-    two = claims.ledger(Source(results), (0, 1)).set_index("id")
+    two = claims.ledger(Source(results), {"geometry": (0, 1)}).set_index("id")
     assert two.loc["distance-disagreement", "verdict"] == "holds"
     assert two.loc["distance-disagreement", "reason"].endswith(claims.TWO_GEOMETRY_SEEDS)
 
@@ -629,10 +640,41 @@ def test_a_figure_claim_whose_seeds_disagree_is_inconclusive(results):
 def test_a_missing_seed_file_is_a_data_error_naming_it(results, capsys):
     copy_to_seeds(results, seeds=(1,))
     with pytest.raises(DataError, match=r"seeds/s2/.*not found"):
-        claims.ledger(Source(results), (0, 1, 2))
+        claims.ledger(Source(results), {"geometry": (0, 1, 2)})
     copy_to_seeds(results, seeds=(2,))
     out = results / "tables/claims.tex"
     assert main(["claims", "--results", str(results), "--geometry-seeds", "0,1,2", "--out", str(out)]) == 0
     assert "every seed agrees (3 seeds: 0, 1, 2)" in (results / "tables/claims.md").read_text()
     assert main(["claims", "--results", str(results), "--geometry-seeds", "0,0"]) == 2
     assert "distinct" in capsys.readouterr().err
+
+
+def test_onboarding_and_regeneration_claims_are_judged_on_each_of_their_seeds(results, capsys):
+    one = claims.ledger(Source(results)).set_index("id")
+    assert one.loc["regeneration", "verdict"] == "holds"
+    copy_to_seeds(results)
+    # seed 2 of the regeneration runs: LOCUS's re-learned embeddings disagree as much as EmbedLLM's (refuted)
+    write_rows(results / "figures/seeds/s2/relearn_embedllm_heatmap_test_disagreement.csv",
+               ["method", "kind", "test_disagreement"],
+               [["embedllm", "same", 0.05], ["locus", "same", 0.06]])  # fmt: skip
+    frame = claims.ledger(Source(results), ALL_SEEDS).set_index("id")
+    row = frame.loc["regeneration"]
+    assert row["verdict"] == "inconclusive"
+    assert row["reason"].startswith("differs between seeds: seed 0 holds, seed 1 holds, seed 2 refuted")
+    assert "seed 2: EmbedLLM up to 5.0%" in row["ours"]
+    for cid in ("onboarding-128", "onboarding-partial"):  # identical seeds: the one-seed verdict, no one-seed note
+        assert frame.loc[cid, "verdict"] == one.loc[cid, "verdict"], cid
+        assert "every seed agrees (3 seeds: 0, 1, 2)" in frame.loc[cid, "reason"], cid
+        assert "one seed" not in frame.loc[cid, "reason"], cid
+    # a section's seeds judge only its own claims: the regeneration seeds alone leave onboarding at one seed
+    only = claims.ledger(Source(results), {"regeneration": (0, 1)}).set_index("id")
+    assert only.loc["regeneration", "verdict"] == "holds"
+    assert only.loc["regeneration", "reason"].endswith(claims.two_seeds_note("regeneration"))
+    assert claims.one_seed_note("onboarding") in only.loc["onboarding-128", "reason"]
+    out = results / "tables/claims.tex"
+    argv = ["claims", "--results", str(results), "--out", str(out), "--onboarding-seeds", "0,1,2"]
+    assert main([*argv, "--regeneration-seeds", "0,1,2"]) == 0
+    assert "seed 2 refuted" in (results / "tables/claims.md").read_text()
+    (results / "figures/seeds/s1/sample_eff_ood_test.csv").unlink()
+    assert main(argv) == 2
+    assert "seeds/s1/sample_eff_ood_test.csv: not found" in capsys.readouterr().err

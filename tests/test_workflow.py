@@ -176,6 +176,12 @@ CONFIG_ERRORS = [
         "geometry: {extra_seeds: [0, 1]}\n",
         r"geometry.extra_seeds \[0, 1\] holds geometry.seed 0",
     ),
+    (
+        "regeneration-extra-seed-is-the-seed",
+        "regeneration: {seed: 3, extra_seeds: [3]}\n",
+        r"regeneration.extra_seeds \[3\] holds regeneration.seed 3",
+    ),
+    ("onboarding-extra-seed-negative", "onboarding: {extra_seeds: [-1]}\n", r"-1 is less than the minimum of 0"),
 ]
 
 
@@ -381,7 +387,7 @@ def claims_job(stdout: str) -> tuple[set[str], str]:
 
 
 def test_claims_rule_reads_the_ledger_files_and_the_geometry_seeds(tmp_path):
-    """The claims rule's inputs are exactly what the ledger reads (claims.FILES; with geometry.extra_seeds also
+    """The claims rule's inputs are exactly what the ledger reads (claims.FILES; with SECTION.extra_seeds also
     their files at each further seed, which the `*_seed` rules write); the default run plans no `*_seed` job
     and its command is the one-seed one."""
     from locus.experiments import claims
@@ -400,15 +406,25 @@ def test_claims_rule_reads_the_ledger_files_and_the_geometry_seeds(tmp_path):
     )  # fmt: skip
     assert res.returncode == 0, res.stderr + res.stdout
     inputs, command = claims_job(res.stdout)
-    seeded = {f"results/{claims.seed_path(f, s)}" for s in (1, 2) for f in claims.SEEDED_FILES}
+    seeded = {
+        f"results/{claims.seed_path(f, s)}" for s in (1, 2) for files in claims.SEEDED_FILES.values() for f in files
+    }
     assert inputs == {f"results/{f}" for f in claims.FILES} | seeded | fixed
-    assert "--geometry-seeds 0,1,2 --out results/tables/claims.tex" in command
+    seeds = "--geometry-seeds 0,1,2 --onboarding-seeds 0,1,2 --regeneration-seeds 0,1,2"
+    assert f"{seeds} --out results/tables/claims.tex" in command
     planned = planned_outputs(res.stdout)
     assert seeded <= set(planned)  # each written by a planned job
     for rule in ("distance_correlation_table", "nearest_neighbor_proxies_figure", "fallback_routing_figure",
                  "models_family_clustering_figure", "model_portfolio_figure", "hypothetical_model_embedding",
-                 "perf_vs_size_and_overlap", "overlap_convergence", "anchor_size_convergence"):  # fmt: skip
+                 "perf_vs_size_and_overlap", "overlap_convergence", "anchor_size_convergence", "onboarding_figure",
+                 "regeneration_measure_locus", "relearn_embedllm_heatmap_test_disagreement"):  # fmt: skip
         assert len(re.findall(rf"^rule {rule}_seed:$", res.stdout, re.M)) == 2, rule
+    # the onboarding and regeneration runs of each further seed, and the figures' commands read them
+    assert "--seed 2 --params '{}' --hold-out column --train-models 0 " in res.stdout
+    assert "--runs results/onboarding/synthetic/all-MiniLM-L6-v2/m0/n1024/s1 " in res.stdout
+    assert "--out results/figures/seeds/s1/sample_eff_ood_test.pdf" in res.stdout
+    assert "--locus-run results/runs/synthetic/all-MiniLM-L6-v2/locus/n4096/d128/s2 " in res.stdout
+    assert "results/regeneration/synthetic/all-MiniLM-L6-v2/measures/h2_d128_n512_s2.csv " in res.stdout
     # the seed's own reference runs, and their commands read them
     assert "--runs results/runs/synthetic/all-MiniLM-L6-v2/locus/n4096/d128/s2 " in res.stdout
     assert "--out results/tables/seeds/s2/distance_correlation.tex" in res.stdout

@@ -20,14 +20,19 @@ def add_arguments(p):
         required=False,
         help="write this claims.tex, with claims.csv and claims.md beside it",
     )
-    p.add_argument(
-        "--geometry-seeds",
-        type=seed_list,
-        default=(),
-        help="seeds of the geometry reference run, comma-separated (geometry.seed, then geometry.extra_seeds): the "
-        "first's outputs at the usual paths, each other's under figures/seeds/sSEED/ and tables/seeds/sSEED/; "
-        "the geometry claims are judged on each (default: one seed)",
-    )
+    for section, runs in (
+        ("geometry", "the geometry reference run"),
+        ("onboarding", "the onboarding runs"),
+        ("regeneration", "the regeneration runs"),
+    ):
+        p.add_argument(
+            f"--{section}-seeds",
+            type=seed_list,
+            default=(),
+            help=f"seeds of {runs}, comma-separated ({section}.seed, then {section}.extra_seeds): the first's "
+            "outputs at the usual paths, each other's under figures/seeds/sSEED/ (and tables/seeds/sSEED/); the "
+            "claims on them are judged on each (default: one seed)",
+        )
 
 
 def seed_list(text: str) -> tuple[int, ...]:
@@ -48,11 +53,12 @@ def run(args) -> int:
     from locus.outputs import check_outputs
 
     src = Source(Path(args.results), args.dataset)
+    seeds = {section: getattr(args, f"{section}_seeds") for section in claims.SEED_SECTIONS}
     if args.out is None:
-        print(claims.markdown(claims.ledger(src, args.geometry_seeds)), end="")
+        print(claims.markdown(claims.ledger(src, seeds)), end="")
         return 0
     out = Path(args.out)
     check_outputs([out.with_suffix(".csv"), out.with_suffix(".md")])
-    frame = claims.write(src, out, args.geometry_seeds)
+    frame = claims.write(src, out, seeds)
     print(f"{out}: {len(frame)} claims, " + ", ".join(f"{k} {v}" for k, v in frame["verdict"].value_counts().items()))
     return 0

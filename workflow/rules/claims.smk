@@ -36,7 +36,7 @@ rule claims_table:
     localrule: True
     params:
         dataset=DATASET,
-        # the seeds the geometry claims are judged on: none said, one seed (the command is the default's)
-        seeds=f" --geometry-seeds {joined([GEO_SEED, *GEO_EXTRA_SEEDS])}" if GEO_EXTRA_SEEDS else "",
+        # the seeds the figure claims are judged on: none said, one seed (the command is the default's)
+        seeds=claim_seed_options(),
     shell:
         "{LOCUS} claims --results results --dataset {params.dataset:q}{params.seeds} --out {output.tex} > {log} 2>&1"

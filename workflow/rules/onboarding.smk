@@ -18,7 +18,7 @@ use rule train_run as onboarding_run with:
 
 rule onboarding_figure:
     input:
-        runs=[f"{d}/{name}" for d in onboarding_runs() for name in ("model.safetensors", "config.json")],
+        runs=onboarding_figure_inputs(),
         data=data_files(DATASET),
         encodings=encodings(DATASET, ENCODER),
     output:
@@ -38,6 +38,24 @@ rule onboarding_figure:
     shell:
         "{LOCUS} onboarding --runs {params.runs} --data {params.data} --encodings {input.encodings} "
         "{params.options} --threads {threads} --out {output.pdf} > {log} 2>&1"
+
+
+use rule onboarding_figure as onboarding_figure_seed with:
+    input:
+        runs=lambda w: onboarding_figure_inputs(int(w.seed)),
+        data=data_files(DATASET),
+        encodings=encodings(DATASET, ENCODER),
+    output:
+        **seed_figure("sample_eff_ood_test"),
+    log:
+        seed_log("logs", "sample_eff_ood_test", "onboarding"),
+    benchmark:
+        seed_log("benchmarks", "sample_eff_ood_test", "onboarding")
+    wildcard_constraints:
+        seed=r"\d+",
+    params:
+        runs=lambda w: quoted(onboarding_runs(int(w.seed))),
+        options=lambda w: onboarding_options(int(w.seed)),
 
 
 use rule train_run as rivals_run with:

@@ -89,6 +89,36 @@ use rule relearn_embedllm_heatmap_cosine_distance as relearn_embedllm_heatmap_te
         metric="test_disagreement",
 
 
+# regeneration.extra_seeds: the claims ledger's heat map again at each further seed (the runs retrained, LOCUS's
+# measures on that seed's geometry reference run)
+use rule regeneration_measure_locus as regeneration_measure_locus_seed with:
+    input:
+        unpack(seed_run_inputs),
+    output:
+        seeded(REG_LOCUS_MEASURES),
+    log:
+        seed_log("logs", "measures_locus", "regeneration"),
+    benchmark:
+        seed_log("benchmarks", "measures_locus", "regeneration")
+    wildcard_constraints:
+        seed=r"\d+",
+
+
+use rule relearn_embedllm_heatmap_test_disagreement as relearn_embedllm_heatmap_test_disagreement_seed with:
+    input:
+        lambda w: regeneration_measures(int(w.seed)),
+    output:
+        **seed_figure("relearn_embedllm_heatmap_test_disagreement"),
+    log:
+        seed_log("logs", "relearn_embedllm_heatmap_test_disagreement", "regeneration"),
+    benchmark:
+        seed_log("benchmarks", "relearn_embedllm_heatmap_test_disagreement", "regeneration")
+    wildcard_constraints:
+        seed=r"\d+",
+    params:
+        measures=lambda w: quoted(regeneration_measures(int(w.seed))),
+
+
 rule relearning_embedllm_embeddings:
     input:
         **embedder_inputs(regeneration_run_dir(REG_TSNE["hidden_layers"], REG_TSNE["dim"])),

@@ -64,10 +64,10 @@ TTA_DIR = "results/time_to_accuracy/{dataset}/{encoder}/n{n}/s{seed}/{recipe}"
 def configure(cfg, schema, plan, pool):
     """Bind the validated config, its schema, the pool's plan and facts, and the settings read from them."""
     global config, SCHEMA, PLAN, POOL, DATASET, ENCODER, SE, TABLE_METHODS, BY_DATASET_METHODS, TRAIN_RULES
-    global BOOTSTRAP, BOOTSTRAP_RESAMPLING, BOOTSTRAP_OPTIONS, ABL, GEO, GEO_N, GEO_SEED, GEO_EXTRA_SEEDS, NB
+    global BOOTSTRAP, BOOTSTRAP_RESAMPLING, BOOTSTRAP_OPTIONS, ABL, GEO, GEO_N, GEO_SEED, NB
     global GEO_METHODS, GEO_COMMON, PF, VIEWS, TSNE_ENCODERS, VIEWS_CONVERGENCE_DRAWS, VIEWS_RUN, ONB, ONB_HOLD_OUT
     global AON, AON_RUN, RIV, REG, REG_TSNE, REG_LOCUS_MEASURES, REG_DRAWS, REG_DATA, TC, PE, CAL, CAL_N, DEC, DEC_N
-    global DEC_COMMON, TTA, CLAIM_SEED_INPUTS
+    global DEC_COMMON, TTA, EXTRA_SEEDS, CLAIM_SEED_INPUTS
     config, SCHEMA, PLAN, POOL = cfg, schema, plan, pool
     DATASET = config["dataset"]
     ENCODER = config["encoder"]
@@ -90,7 +90,6 @@ def configure(cfg, schema, plan, pool):
     GEO = config["geometry"]
     GEO_N = int(GEO["reference_train_size"])
     GEO_SEED = int(GEO["seed"])
-    GEO_EXTRA_SEEDS = [int(s) for s in GEO["extra_seeds"]]
     NB = GEO["neighbours"]
     GEO_METHODS = list(GEO["methods"])
     GEO_COMMON = f"--data {shlex.quote(f'results/data/{DATASET}')} --data-label {shlex.quote(dataset_label(DATASET))}"
@@ -125,13 +124,25 @@ def configure(cfg, schema, plan, pool):
         f"--confidence {float(DEC['confidence'])} --data-label {shlex.quote(dataset_label(DATASET))}"
     )
     TTA = config["time_to_accuracy"]
-    # claims.smk: the geometry claims' files at each further seed, where the plan keeps them at geometry.seed
+    # claims.smk: per section of claims.SEED_SECTIONS, its further seeds; the files of the claims judged on that
+    # section's runs at each of them, where the plan keeps those files at the section's own seed
+    EXTRA_SEEDS = {section: [int(s) for s in config[section]["extra_seeds"]] for section in _claims.SEED_SECTIONS}
     CLAIM_SEED_INPUTS = [
         f"results/{_claims.seed_path(f, s)}"
-        for s in GEO_EXTRA_SEEDS
-        for f in _claims.SEEDED_FILES
+        for section, seeds in EXTRA_SEEDS.items()
+        for s in seeds
+        for f in _claims.SEEDED_FILES[section]
         if planned([f"results/{f}"])
     ]
+
+
+def claim_seed_options():
+    """The claims command's seeds of every section with further seeds (the section's seed first); '' if none."""
+    return "".join(
+        f" --{section}-seeds {joined([int(config[section]['seed']), *seeds])}"
+        for section, seeds in EXTRA_SEEDS.items()
+        if seeds
+    )
 
 
 # --- common.smk: the config, data and encoding paths, outputs and params shared by the rules ------------------
@@ -369,8 +380,8 @@ def seed_figure(name, *extra):
     return {key: seeded(str(path)) for key, path in figure(name, None, *extra).items()}
 
 
-def seed_log(kind, name):
-    return seeded(f"results/{kind}/geometry/{name}.{'log' if kind == 'logs' else 'tsv'}")
+def seed_log(kind, name, topic="geometry"):
+    return seeded(f"results/{kind}/{topic}/{name}.{'log' if kind == 'logs' else 'tsv'}")
 
 
 def geometry_inputs(methods, *extra, seed=None):
@@ -473,22 +484,29 @@ def seed_run_inputs(w):
 
 
 # --- onboarding.smk, active_onboarding.smk --------------------------------------------------------------------
-def onboarding_run_dir(count):
-    return ONB_DIR.format(dataset=DATASET, encoder=ENCODER, models=count, n=ONB["train_size"], seed=ONB["seed"])
+def onboarding_run_dir(count, seed=None):
+    seed = ONB["seed"] if seed is None else seed
+    return ONB_DIR.format(dataset=DATASET, encoder=ENCODER, models=count, n=ONB["train_size"], seed=seed)
 
 
-def onboarding_runs():
-    """The run directories of the figure's rows: one per model count, and the whole pool's run."""
-    runs = [onboarding_run_dir(c) for c in ONB["model_counts"]]
+def onboarding_runs(seed=None):
+    """The run directories of the figure's rows at `seed` (onboarding.seed by default): one per model count, and
+    the whole pool's run."""
+    seed = ONB["seed"] if seed is None else seed
+    runs = [onboarding_run_dir(c, seed) for c in ONB["model_counts"]]
     if ONB["all_models_row"]:
-        runs.append(run_dir(DATASET, ENCODER, "locus", ONB["train_size"], ONB["seed"]))
+        runs.append(run_dir(DATASET, ENCODER, "locus", ONB["train_size"], seed))
     return runs
 
 
-def onboarding_options():
+def onboarding_figure_inputs(seed=None):
+    return [f"{d}/{name}" for d in onboarding_runs(seed) for name in ("model.safetensors", "config.json")]
+
+
+def onboarding_options(seed=None):
     return (
         f"--sizes {','.join(str(int(k)) for k in ONB['sizes'])} --repeats {int(ONB['repeats'])} "
-        f"--seed {int(ONB['seed'])} --hold-out {shlex.quote(ONB_HOLD_OUT)} "
+        f"--seed {int(ONB['seed'] if seed is None else seed)} --hold-out {shlex.quote(ONB_HOLD_OUT)} "
         f"--data-label {shlex.quote(dataset_label(DATASET))}"
     )
 
@@ -535,16 +553,17 @@ def _reg_numbers(values):
     return ",".join(f"{v:g}" if isinstance(v, float) else str(int(v)) for v in values)
 
 
-def regeneration_run_dir(layers, dim, pattern=REG_DIR):
-    return pattern.format(
-        dataset=DATASET, encoder=ENCODER, layers=layers, dim=dim, n=REG["train_size"], seed=REG["seed"]
-    )
+def regeneration_run_dir(layers, dim, pattern=REG_DIR, seed=None):
+    seed = REG["seed"] if seed is None else seed
+    return pattern.format(dataset=DATASET, encoder=ENCODER, layers=layers, dim=dim, n=REG["train_size"], seed=seed)
 
 
-def regeneration_measures():
-    """The measure CSVs of every grid cell, and LOCUS's."""
-    cells = [regeneration_run_dir(h, d, REG_MEASURES) for h in REG["hidden_layers"] for d in REG["dims"]]
-    return cells + ([REG_LOCUS_MEASURES] if REG["locus"] else [])
+def regeneration_measures(seed=None):
+    """The measure CSVs of every grid cell at `seed` (regeneration.seed by default), and LOCUS's (at a further
+    seed: on the geometry reference run of that seed)."""
+    cells = [regeneration_run_dir(h, d, REG_MEASURES, seed) for h in REG["hidden_layers"] for d in REG["dims"]]
+    locus = REG_LOCUS_MEASURES if seed is None else seeded(REG_LOCUS_MEASURES).format(seed=seed)
+    return cells + ([locus] if REG["locus"] else [])
 
 
 def regeneration_json(w):

@@ -16,12 +16,12 @@ gives it too. With two seeds the reason still points to `config/seed-bands.yaml`
 seed by seed as well: the tables give each seed's top-model share (``seed_top_share_pct``), and each seed's verdict
 uses its own seed's flag (:func:`near_constant_of`; tables without the column: the pooled flag for every seed).
 Figures without such intervals get one from their own draws (over held-out models, over models, over re-embedding
-draws), named in the reason; a statistic with none (portfolios) is judged with a margin. The claims on the geometry reference run
-(``Claim.seeded``: correlation, neighbours, fallback, families, portfolios, hypothetical models, re-embedding and
-convergence) are judged on each of its seeds (``geometry.seed`` and ``geometry.extra_seeds``, whose outputs lie at
-:func:`seed_path`; :func:`judge_over_seeds`), a verdict that differs between seeds inconclusive; with one seed the
-reason says so and points to `config/seed-bands.yaml`. The other figure claims (regeneration, onboarding) say that no
-seed-band run repeats them.
+draws), named in the reason; a statistic with none (portfolios) is judged with a margin. The figure claims are
+judged on each seed of the runs behind them (``Claim.seeds`` names the config section: ``geometry`` for
+correlation, neighbours, fallback, families, portfolios, hypothetical models, re-embedding and convergence;
+``onboarding``; ``regeneration``): ``SECTION.seed`` and ``SECTION.extra_seeds``, whose outputs lie at
+:func:`seed_path` (:func:`judge_over_seeds`), a verdict that differs between seeds inconclusive; with one seed the
+reason says so and points to `config/seed-bands.yaml`.
 
 The pool's plan (:data:`PLAN`, written by the workflow) is read once: a claim reading an output the plan skipped
 is untestable with the plan's reason, and sizes the plan fitted to the pool are noted on the claims they shape.
@@ -84,9 +84,9 @@ from locus.experiments.claims.routing import (
 from locus.experiments.claims.rules import (
     EQUIVALENCE_PP,
     MIN_SEEDS,
-    NO_SEED_BAND,
     ONE_GEOMETRY_SEED,
     ONE_SEED,
+    SEED_SECTIONS,
     STRONG_CORRELATION,
     TWO_GEOMETRY_SEEDS,
     TWO_SEEDS,
@@ -101,8 +101,10 @@ from locus.experiments.claims.rules import (
     judge_comparable,
     judge_over_seeds,
     near_constant_of,
+    one_seed_note,
     seed_path,
     seeds_note,
+    two_seeds_note,
     wilson,
 )
 from locus.experiments.claims.stability import (
@@ -124,9 +126,9 @@ __all__ = [
     # rules
     "EQUIVALENCE_PP",
     "MIN_SEEDS",
-    "NO_SEED_BAND",
     "ONE_GEOMETRY_SEED",
     "ONE_SEED",
+    "SEED_SECTIONS",
     "STRONG_CORRELATION",
     "TWO_GEOMETRY_SEEDS",
     "TWO_SEEDS",
@@ -140,6 +142,8 @@ __all__ = [
     "judge_ahead",
     "judge_comparable",
     "judge_over_seeds",
+    "one_seed_note",
+    "two_seeds_note",
     "near_constant_of",
     "seed_path",
     "seeds_note",

@@ -9,7 +9,6 @@ from locus.errors import DataError
 from locus.experiments import report
 from locus.experiments.claims.rules import (
     EQUIVALENCE_PP,
-    NO_SEED_BAND,
     Outcome,
     _combine,
     _interval,
@@ -79,7 +78,7 @@ def judge_onboarding_k(src: Source, k: int = 128, within: float = EQUIVALENCE_PP
         return Outcome("–", "untestable", f"no k = {k} below a larger k in the figure (k: {', '.join(map(str, ks))})")
     note = f"t interval over {'/'.join(map(str, sorted(counts)))} held-out models"
     out = _combine("; ".join(parts), verdicts, f"within {_points(within)} for every encoder")
-    return Outcome(out.ours, out.verdict, f"{out.reason}; {note}; {NO_SEED_BAND}")
+    return Outcome(out.ours, out.verdict, f"{out.reason}; {note}")
 
 
 def judge_onboarding_partial(src: Source, margin: float = EQUIVALENCE_PP) -> Outcome:
@@ -112,4 +111,4 @@ def judge_onboarding_partial(src: Source, margin: float = EQUIVALENCE_PP) -> Out
             verdicts.append(("holds", ""))
     note = f"all-models encoder minus the partial one; t interval over {'/'.join(map(str, sorted(counts)))} held-out models"
     out = _combine("; ".join(parts), verdicts, f"every interval within ±{_points(margin)}")
-    return Outcome(out.ours, out.verdict, f"{out.reason}; {note}; {NO_SEED_BAND}")
+    return Outcome(out.ours, out.verdict, f"{out.reason}; {note}")

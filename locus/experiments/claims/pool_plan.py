@@ -3,6 +3,8 @@ sizes it adapted to the pool are noted on the claims they shape (:func:`judged`)
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from locus.capacity import PLAN_FILE
 from locus.errors import DataError
 from locus.experiments import report
@@ -81,22 +83,25 @@ def adaptation_note(the_plan: dict | None, files: tuple[str, ...]) -> str:
     return f"sizes adapted to the pool: {', '.join(parts)}" if parts else ""
 
 
-def judged(claim: Claim, src: Source, the_plan: dict | None, geometry_seeds: tuple[int, ...] = ()) -> Outcome:
+def judged(
+    claim: Claim, src: Source, the_plan: dict | None, seeds: Mapping[str, Sequence[int]] | None = None
+) -> Outcome:
     """The claim's outcome: untestable, with the plan's reason, when the plan skipped a file it reads; a
     DataError naming a file that is missing otherwise; else its judge's, noting the sizes the plan adapted. A
-    claim on the geometry reference run (``claim.seeded``) is judged on each of `geometry_seeds` (the first at
-    the usual paths, the others' files at :func:`seed_path`), or noted as one seed (:func:`judge_over_seeds`)."""
+    claim repeated at further seeds (``claim.seeds``, a config section) is judged on each of that section's
+    `seeds` (``SECTION.seed``, then ``SECTION.extra_seeds``: the first at the usual paths, the others' files at
+    :func:`seed_path`), or noted as one seed (:func:`judge_over_seeds`)."""
     whys = report.unique(why for f in claim.files if (why := _skipped(the_plan, f)))
     if whys:
         return Outcome("–", "untestable", "; ".join(whys))
-    further = geometry_seeds[1:] if claim.seeded else ()
-    for rel in [*claim.files, *(seed_path(f, s) for s in further for f in claim.files)]:
+    own = tuple((seeds or {}).get(claim.seeds, ())) if claim.seeded else ()
+    for rel in [*claim.files, *(seed_path(f, s) for s in own[1:] for f in claim.files)]:
         path = src.path(rel)
         if not path.is_file():
             raise DataError(
                 f"{path}: not found; build it first (snakemake --cores 2 {_target(path)}) or point "
                 "--results at a finished run"
             )
-    out = judge_over_seeds(claim.judge, src, geometry_seeds) if claim.seeded else claim.judge(src)
+    out = judge_over_seeds(claim.judge, src, own, claim.seeds) if claim.seeded else claim.judge(src)
     note = adaptation_note(the_plan, claim.files)
     return Outcome(out.ours, out.verdict, f"{out.reason}; {note}") if note else out

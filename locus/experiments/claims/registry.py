@@ -23,6 +23,7 @@ from locus.experiments.claims.routing import (
 )
 from locus.experiments.claims.rules import (
     EQUIVALENCE_PP,
+    SEED_SECTIONS,
     STRONG_CORRELATION,
     Claim,
     _points,
@@ -145,6 +146,7 @@ CLAIMS: tuple[Claim, ...] = (
         "interval's upper end within 1 point (the paper gives no margin; the ledger's 1 point); refuted when one "
         "interval lies wholly above 1 point; inconclusive otherwise",
         judge_onboarding_k,
+        seeds="onboarding",
     ),
     Claim(
         "onboarding-partial",
@@ -157,6 +159,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when every k's interval lies within ±1 point (the paper's 1%, read as points); refuted when one "
         "lies wholly outside; inconclusive otherwise",
         judge_onboarding_partial,
+        seeds="onboarding",
     ),
     Claim(
         "distance-disagreement",
@@ -168,7 +171,7 @@ CLAIMS: tuple[Claim, ...] = (
         f"holds when all six intervals lie at or above {STRONG_CORRELATION}; refuted when one lies below it; "
         "inconclusive otherwise",
         judge_correlation,
-        seeded=True,
+        seeds="geometry",
     ),
     Claim(
         "neighbour-proxies",
@@ -180,7 +183,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when the k = 1 agreement's interval (±1.96 SE over models) lies above a random model's and agreement "
         "falls from k = 1 to the largest k; refuted when k = 1 is at or below random; inconclusive otherwise",
         judge_neighbour_proxies,
-        seeded=True,
+        seeds="geometry",
     ),
     Claim(
         "families",
@@ -192,7 +195,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when every highlighted family (≥ 2 models) has ratio < 1 with permutation p below 0.05 divided by "
         "the number of families; refuted when a family's ratio is ≥ 1; inconclusive otherwise",
         judge_families,
-        seeded=True,
+        seeds="geometry",
     ),
     Claim(
         "portfolio-count",
@@ -205,7 +208,7 @@ CLAIMS: tuple[Claim, ...] = (
         "refuted when neither comes within 1 point with that many; inconclusive otherwise, or when the best single "
         "model alone routes as well as the pool",
         judge_portfolio_count,
-        seeded=True,
+        seeds="geometry",
     ),
     Claim(
         "portfolio-budget",
@@ -217,7 +220,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when within 1 point at ≤ 8% of the pool's parameters; refuted above 16% (twice the paper's) or "
         "never; inconclusive in between, or when the best single model alone routes as well as the pool",
         judge_portfolio_budget,
-        seeded=True,
+        seeds="geometry",
     ),
     Claim(
         "saturation",
@@ -229,7 +232,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when both accuracies come within 1 point of the run's own embeddings by n = 256; refuted when the "
         "best at n ≤ 256 is more than 2 points short; inconclusive otherwise or for a near-constant router",
         judge_saturation,
-        seeded=True,
+        seeds="geometry",
     ),
     Claim(
         "overlap-stability",
@@ -241,7 +244,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when both accuracies vary by at most 1 point over the overlaps; refuted above 2 points; inconclusive "
         "otherwise or for a near-constant router",
         judge_overlap_stability,
-        seeded=True,
+        seeds="geometry",
     ),
     Claim(
         "fallback",
@@ -255,7 +258,7 @@ CLAIMS: tuple[Claim, ...] = (
         "refuted when its upper end is below 85% or no better than random; inconclusive otherwise or for a "
         "near-constant router",
         judge_fallback,
-        seeded=True,
+        seeds="geometry",
     ),
     Claim(
         "regeneration",
@@ -267,6 +270,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when EmbedLLM's largest is at least 1% and LOCUS's at most 0.1%; refuted when EmbedLLM is below 1% or "
         "LOCUS no more stable; inconclusive otherwise",
         judge_regeneration,
+        seeds="regeneration",
     ),
     Claim(
         "time-linear",
@@ -308,7 +312,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when the interval reaches 97% with its lower end ≥ 90%; refuted when it is no better than chance "
         "(10 / models) or below 97% with ≥ 8,192 queries; inconclusive otherwise",
         judge_hypothetical,
-        seeded=True,
+        seeds="geometry",
     ),
     Claim(
         "convergence-overlap",
@@ -320,7 +324,7 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when every α < 1 has its interval below the nearest other model's distance and ρ < 0 with p < 0.05; "
         "refuted when an α's interval lies wholly above that distance or ρ > 0 with p < 0.05; inconclusive otherwise",
         judge_overlap_convergence,
-        seeded=True,
+        seeds="geometry",
     ),
     Claim(
         "convergence-size",
@@ -332,10 +336,13 @@ CLAIMS: tuple[Claim, ...] = (
         "holds when ρ < 0 with p < 0.05 (the whole reference set left out); refuted when ρ > 0 with p < 0.05; "
         "inconclusive otherwise",
         judge_size_convergence,
-        seeded=True,
+        seeds="geometry",
     ),
 )
 FILES = tuple(sorted({f for c in CLAIMS for f in c.files}))  # what the `claims` rule reads, less what the plan skips
-# the files of the claims judged on each seed of the geometry reference run: the workflow writes them again for
-# every further seed of `geometry.extra_seeds` (rules.seed_path), and the `claims` rule reads those too
-SEEDED_FILES = tuple(sorted({f for c in CLAIMS if c.seeded for f in c.files}))
+# per config section (rules.SEED_SECTIONS), the files of the claims judged on each of its seeds: the workflow
+# writes them again for every further seed of `SECTION.extra_seeds` (rules.seed_path), and the `claims` rule reads
+# those too
+SEEDED_FILES: dict[str, tuple[str, ...]] = {
+    section: tuple(sorted({f for c in CLAIMS if c.seeds == section for f in c.files})) for section in SEED_SECTIONS
+}

@@ -25,14 +25,32 @@ STRONG_CORRELATION = 0.5  # "strong positive relationship": every interval's low
 ONE_SEED = "one seed: the intervals cover test queries only; config/seed-bands.yaml (3 seeds) decides"
 TWO_SEEDS = "two seeds: each seed is judged, but two are few; config/seed-bands.yaml (3 seeds) decides"
 MIN_SEEDS = 3  # seeds a comparison's verdict needs to stand without a note
-ONE_GEOMETRY_SEED = (
-    "one seed: one geometry reference run; config/seed-bands.yaml repeats it at 3 seeds (geometry.extra_seeds) "
-    "and decides"
-)
-TWO_GEOMETRY_SEEDS = (
-    "two seeds of the geometry reference run: each is judged, but two are few; config/seed-bands.yaml (3 seeds) decides"
-)
-NO_SEED_BAND = "one seed: no seed-band run repeats it (config/seed-bands.yaml does not)"
+# the config sections whose `seed` and `extra_seeds` repeat a figure claim's runs and files (Claim.seeds), and
+# what one seed of each is
+SEED_SECTIONS = {
+    "geometry": "geometry reference run",
+    "onboarding": "onboarding run",
+    "regeneration": "set of regeneration runs",
+}
+
+
+def one_seed_note(section: str) -> str:
+    """What a figure claim judged on one seed of `section`'s runs says (it points to the seed-band run)."""
+    return (
+        f"one seed: one {SEED_SECTIONS[section]}; config/seed-bands.yaml repeats it at 3 seeds "
+        f"({section}.extra_seeds) and decides"
+    )
+
+
+def two_seeds_note(section: str) -> str:
+    return (
+        f"two seeds of the {SEED_SECTIONS[section].removeprefix('set of ')}: each is judged, but two are few; "
+        "config/seed-bands.yaml (3 seeds) decides"
+    )
+
+
+ONE_GEOMETRY_SEED = one_seed_note("geometry")
+TWO_GEOMETRY_SEEDS = two_seeds_note("geometry")
 
 
 @dataclass(frozen=True)
@@ -52,7 +70,13 @@ class Claim:
     files: tuple[str, ...]  # under the results directory
     rule: str
     judge: Callable[[Source], Outcome]
-    seeded: bool = False  # its files are written again for every further geometry seed (:func:`seed_path`)
+    # the config section (SEED_SECTIONS) whose `extra_seeds` write its files again at further seeds
+    # (:func:`seed_path`), each seed judged alone (:func:`judge_over_seeds`); "": one run decides
+    seeds: str = ""
+
+    @property
+    def seeded(self) -> bool:
+        return bool(self.seeds)
 
 
 @dataclass(frozen=True)
@@ -253,15 +277,15 @@ def by_seed(rule: Callable, pooled, n_seeds: int, seeds: list[int], at_seed: Cal
 
 
 def seed_path(rel: str, seed: int | str) -> str:
-    """Where the geometry reference run at a further seed (``geometry.extra_seeds``) writes the output `rel` (a
-    path under the results directory): ``figures/x.csv`` -> ``figures/seeds/s{seed}/x.csv``."""
+    """Where the runs at a further seed (``SECTION.extra_seeds``) write the output `rel` (a path under the results
+    directory): ``figures/x.csv`` -> ``figures/seeds/s{seed}/x.csv``."""
     head, _, name = rel.rpartition("/")
     return f"{head}/seeds/s{seed}/{name}" if head else f"seeds/s{seed}/{name}"
 
 
 @dataclass(frozen=True)
 class SeedSource(Source):
-    """The outputs of the geometry reference run at a further seed: ``path(rel)`` is :func:`seed_path`'s."""
+    """The outputs of the runs at a further seed: ``path(rel)`` is :func:`seed_path`'s."""
 
     seed: int = 0
 
@@ -269,15 +293,17 @@ class SeedSource(Source):
         return self.results / seed_path(rel, self.seed)
 
 
-def judge_over_seeds(judge: Callable[[Source], Outcome], src: Source, seeds: Sequence[int] = ()) -> Outcome:
-    """A figure claim judged on each seed of the geometry reference run alone, by the same `judge`: the first of
-    `seeds` reads ``src``'s own files, each further one its :class:`SeedSource`. A verdict that differs between
-    seeds is inconclusive, naming each seed's (:func:`combine_seed_verdicts`); ``ours`` gives every seed's own
-    statistic. Fewer than two seeds: the judge's outcome, its reason saying one seed and pointing to
-    config/seed-bands.yaml."""
+def judge_over_seeds(
+    judge: Callable[[Source], Outcome], src: Source, seeds: Sequence[int] = (), section: str = "geometry"
+) -> Outcome:
+    """A figure claim judged on each seed of `section`'s runs (:data:`SEED_SECTIONS`) alone, by the same `judge`:
+    the first of `seeds` reads ``src``'s own files, each further one its :class:`SeedSource`. A verdict that
+    differs between seeds is inconclusive, naming each seed's (:func:`combine_seed_verdicts`); ``ours`` gives
+    every seed's own statistic. Fewer than two seeds: the judge's outcome, its reason saying one seed and pointing
+    to config/seed-bands.yaml."""
     if len(seeds) < 2:
         out = judge(src)
-        return Outcome(out.ours, out.verdict, f"{out.reason}; {ONE_GEOMETRY_SEED}")
+        return Outcome(out.ours, out.verdict, f"{out.reason}; {one_seed_note(section)}")
     first, *rest = seeds
     outs = {first: judge(src)}
     outs |= {s: judge(SeedSource(src.results, src.dataset, src.others, s)) for s in rest}
@@ -289,7 +315,7 @@ def judge_over_seeds(judge: Callable[[Source], Outcome], src: Source, seeds: Seq
         reason = f"{why} (" + "; ".join(f"seed {s}: {o.reason}" for s, o in outs.items()) + ")"
     else:
         reason = f"{outs[first].reason}; {why}"
-    return Outcome(ours, verdict, reason + (f"; {TWO_GEOMETRY_SEEDS}" if len(seeds) < MIN_SEEDS else ""))
+    return Outcome(ours, verdict, reason + (f"; {two_seeds_note(section)}" if len(seeds) < MIN_SEEDS else ""))
 
 
 def _shared_seeds(cells: list[Cell]) -> list[int]:

@@ -7,7 +7,7 @@ import math
 
 from locus.errors import DataError
 from locus.experiments import report
-from locus.experiments.claims.rules import NO_SEED_BAND, Outcome, _combine, _mean_interval, _points
+from locus.experiments.claims.rules import Outcome, _combine, _mean_interval, _points
 from locus.experiments.report import Source, fmt
 
 
@@ -99,14 +99,10 @@ def judge_regeneration(src: Source) -> Outcome:
     e, l_ = max(emb), max(loc)
     ours = f"EmbedLLM up to {fmt(100 * e, 1)}% over {len(emb)} settings; LOCUS {fmt(100 * l_, 2)}%"
     if e < 0.01 or l_ >= e:
-        return Outcome(
-            ours, "refuted", f"EmbedLLM below 1%, or LOCUS no more stable; one draw per setting; {NO_SEED_BAND}"
-        )
+        return Outcome(ours, "refuted", "EmbedLLM below 1%, or LOCUS no more stable; one draw per setting")
     if l_ <= 0.001:
-        return Outcome(ours, "holds", f"EmbedLLM ≥ 1% while LOCUS ≤ 0.1%; one draw per setting; {NO_SEED_BAND}")
-    return Outcome(
-        ours, "inconclusive", f"LOCUS disagrees with itself by more than 0.1%; one draw per setting; {NO_SEED_BAND}"
-    )
+        return Outcome(ours, "holds", "EmbedLLM ≥ 1% while LOCUS ≤ 0.1%; one draw per setting")
+    return Outcome(ours, "inconclusive", "LOCUS disagrees with itself by more than 0.1%; one draw per setting")
 
 
 def _convergence(src: Source, rel: str, by: str):

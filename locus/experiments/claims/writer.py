@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -16,15 +17,16 @@ from locus.experiments.report import Source
 COLUMNS = ["id", "claim", "paper_ref", "statistic", "paper_value", "ours", "dataset", "verdict", "rule", "reason"]
 
 
-def ledger(src: Source, geometry_seeds: tuple[int, ...] = ()) -> pd.DataFrame:
+def ledger(src: Source, seeds: Mapping[str, Sequence[int]] | None = None) -> pd.DataFrame:
     """One row per claim (:data:`COLUMNS`), its verdict computed from the files under ``src.results`` (untestable
-    where the pool's plan skipped a file the claim reads: :func:`judged`); the geometry claims judged on each of
-    `geometry_seeds` (``geometry.seed``, then ``geometry.extra_seeds``; none: one seed)."""
+    where the pool's plan skipped a file the claim reads: :func:`judged`); the figure claims repeated at further
+    seeds judged on each of `seeds`[SECTION] (``SECTION.seed``, then ``SECTION.extra_seeds``, for the sections of
+    ``rules.SEED_SECTIONS``; a section not given: one seed)."""
     label = report.dataset_label(src)
     the_plan = plan(src)
     rows = []
     for c in CLAIMS:
-        out = judged(c, src, the_plan, tuple(geometry_seeds))
+        out = judged(c, src, the_plan, seeds)
         rows.append(
             {
                 "id": c.id,
@@ -98,9 +100,9 @@ def latex(frame: pd.DataFrame) -> str:
     return wrap(body, caption, "tab:claims", wide=True, size="\\scriptsize")
 
 
-def write(src: Source, out_tex: Path, geometry_seeds: tuple[int, ...] = ()) -> pd.DataFrame:
+def write(src: Source, out_tex: Path, seeds: Mapping[str, Sequence[int]] | None = None) -> pd.DataFrame:
     """``claims.tex`` with ``claims.csv`` and ``claims.md`` beside it, each written atomically."""
-    frame = ledger(src, geometry_seeds)
+    frame = ledger(src, seeds)
     out_tex = Path(out_tex)
     atomic.write_text(out_tex.with_suffix(".csv"), frame.to_csv(index=False))
     atomic.write_text(out_tex.with_suffix(".md"), markdown(frame))
