@@ -40,6 +40,14 @@ def add_arguments(p):
         metavar="DIR",
         help="results of runs on other pools, set beside this one in the claims-pools block",
     )
+    p.add_argument(
+        "--configfile",
+        default=None,
+        type=existing_file("config file"),
+        metavar="FILE",
+        help="the config file the run under --results was made with (e.g. config/seed-bands.yaml): each block's "
+        "rebuild command names it",
+    )
 
 
 def run(args) -> int:
@@ -53,7 +61,8 @@ def run(args) -> int:
         update_text,
     )
 
-    src = Source(Path(args.results), args.dataset, tuple(Source(Path(d)) for d in args.also))
+    others = tuple(Source(Path(d)) for d in args.also)
+    src = Source(Path(args.results), args.dataset, others, str(args.configfile) if args.configfile else None)
     page = args.update or args.check
     if page is None:
         for name in args.block or list(BLOCKS):
@@ -67,6 +76,7 @@ def run(args) -> int:
                 f"{page}: block {stale[0]!r} is stale"
                 + (f" (and {', '.join(stale[1:])})" if len(stale) > 1 else "")
                 + f"; regenerate it with: locus report --results {args.results} --update {page}"
+                + (f" --configfile {args.configfile}" if args.configfile else "")
             )
         print(f"{page}: every generated block is current")
         return 0

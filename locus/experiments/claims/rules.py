@@ -306,7 +306,7 @@ def judge_over_seeds(
         return Outcome(out.ours, out.verdict, f"{out.reason}; {one_seed_note(section)}")
     first, *rest = seeds
     outs = {first: judge(src)}
-    outs |= {s: judge(SeedSource(src.results, src.dataset, src.others, s)) for s in rest}
+    outs |= {s: judge(SeedSource(src.results, src.dataset, src.others, src.configfile, seed=s)) for s in rest}
     verdict, why = combine_seed_verdicts({s: o.verdict for s, o in outs.items()})
     ours = (
         "–" if all(o.ours == "–" for o in outs.values()) else "; ".join(f"seed {s}: {o.ours}" for s, o in outs.items())
