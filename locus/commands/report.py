@@ -36,9 +36,10 @@ def add_arguments(p):
         "--also",
         nargs="+",
         default=[],
-        type=existing_dir("results directory"),
-        metavar="DIR",
-        help="results of runs on other pools, set beside this one in the claims-pools block",
+        type=other_run,
+        metavar="DIR[=CONFIG]",
+        help="results of runs on other pools, set beside this one in the claims-pools block; =CONFIG names the "
+        "config file each was made with (e.g. results-llmrouter=config/llmrouter.yaml), for its rebuild command",
     )
     p.add_argument(
         "--configfile",
@@ -48,6 +49,14 @@ def add_arguments(p):
         help="the config file the run under --results was made with (e.g. config/seed-bands.yaml): each block's "
         "rebuild command names it",
     )
+
+
+def other_run(text: str) -> tuple[Path, str | None]:
+    """An argparse type: ``DIR`` or ``DIR=CONFIG``, a results directory and the config file it was made with,
+    both of which must exist."""
+    directory, sep, config = text.partition("=")
+    found = existing_dir("results directory")(directory)
+    return Path(found), (str(existing_file("config file")(config)) if sep else None)
 
 
 def run(args) -> int:
@@ -61,7 +70,7 @@ def run(args) -> int:
         update_text,
     )
 
-    others = tuple(Source(Path(d)) for d in args.also)
+    others = tuple(Source(d, configfile=config) for d, config in args.also)
     src = Source(Path(args.results), args.dataset, others, str(args.configfile) if args.configfile else None)
     page = args.update or args.check
     if page is None:
