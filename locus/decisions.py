@@ -295,7 +295,7 @@ def nondecreasing_hull(costs, qualities) -> np.ndarray:
         raise ValueError("no finite (cost, quality) point")
     pts = pts[np.lexsort((-pts[:, 1], pts[:, 0]))]  # cost ascending; at one cost the best quality first
     hull: list = []
-    for x, y in pts:
+    for x, y in pts.tolist():  # Python floats: a bootstrap builds thousands of small hulls
         if hull and x == hull[-1][0]:
             continue  # same cost, lower quality
         while len(hull) >= 2:
@@ -326,8 +326,16 @@ def aiq(
 
     The two agree when `min_cost` is 0; otherwise "range" = "max" x c_max / (c_max - c_min) for a router whose
     curve starts at c_min."""
-    if normalisation not in AIQ_NORMALISATIONS:
-        raise ConfigError(f"AIQ normalisation must be one of {AIQ_NORMALISATIONS}, got {normalisation!r}.")
+    return aiqs(costs, qualities, max_cost, min_cost, (normalisation,))[normalisation]
+
+
+def aiqs(
+    costs, qualities, max_cost: float | None = None, min_cost: float | None = None, normalisations=AIQ_NORMALISATIONS
+) -> dict[str, float]:
+    """:func:`aiq` under each of `normalisations`, from one hull (a bootstrap computes thousands)."""
+    for normalisation in normalisations:
+        if normalisation not in AIQ_NORMALISATIONS:
+            raise ConfigError(f"AIQ normalisation must be one of {AIQ_NORMALISATIONS}, got {normalisation!r}.")
     costs = check_costs(costs)
     hull = nondecreasing_hull(costs, qualities)
     end = float(np.max(costs) if max_cost is None else max_cost)
@@ -336,12 +344,18 @@ def aiq(
     end = max(end, float(hull[-1, 0]))
     hull = np.vstack([hull, [end, hull[-1, 1]]])
     area = float(np.sum(np.diff(hull[:, 0]) * (hull[1:, 1] + hull[:-1, 1]) / 2.0))
-    if normalisation == "max":
-        return area / end
-    start = float(np.min(costs) if min_cost is None else min_cost)
-    if start > hull[0, 0] * (1 + 1e-9) + 1e-12 or start < 0:
-        raise ConfigError(f"min_cost {min_cost!r} must be >= 0 and at most the router's cheapest cost {hull[0, 0]:g}.")
-    return area / (end - start) if end > start else math.nan
+    out = {}
+    for normalisation in normalisations:
+        if normalisation == "max":
+            out[normalisation] = area / end
+            continue
+        start = float(np.min(costs) if min_cost is None else min_cost)
+        if start > hull[0, 0] * (1 + 1e-9) + 1e-12 or start < 0:
+            raise ConfigError(
+                f"min_cost {min_cost!r} must be >= 0 and at most the router's cheapest cost {hull[0, 0]:g}."
+            )
+        out[normalisation] = area / (end - start) if end > start else math.nan
+    return out
 
 
 # --------------------------------------------------------------------------------------------------

@@ -230,14 +230,26 @@ def test_embed_many_gives_each_set_what_embed_gives_it(toy, fitted, name, monkey
     for model_id, rows in zip(fd.model_ids[:3], [None, 5, 1]):
         own = fd.train[fd.train["model_id"] == model_id].iloc[:rows]
         sets.append((enc.take(own["prompt_id"]), own["score"].to_numpy(np.float32)))
+    sets.append((sets[0][0], 1.0 - sets[0][1]))  # the same queries as set 0 (their features computed once)
     alone = np.stack([method.embed(vectors, scores) for vectors, scores in sets])
     np.testing.assert_allclose(method.embed_many(sets), alone, rtol=1e-5, atol=1e-5)
-    monkeypatch.setattr(base, "EMBED_BLOCK_ROWS", 6)  # blocks: [set 0], [set 1, set 2]
+    monkeypatch.setattr(base, "EMBED_BLOCK_ROWS", 6)  # blocks: [set 0], [set 1, set 2], [set 3]
     np.testing.assert_allclose(method.embed_many(sets), alone, rtol=1e-5, atol=1e-5)
     with pytest.raises(DataError, match="at least one evaluation set"):
         method.embed_many([])
     with pytest.raises(DataError, match=r"\[0, 1\]"):
         method.embed_many([sets[0], (sets[1][0], sets[1][1] + 2.0)])
+
+
+def test_distinct_rows_index_every_row():
+    import torch
+
+    from locus.methods.torch_utils import distinct_rows
+
+    rows = torch.tensor([[1.0, 2.0], [0.0, 1.0], [1.0, 2.0], [-0.0, 1.0], [0.0, 1.0]])
+    unique, index = distinct_rows(rows)
+    assert len(unique) == 3  # -0.0 and 0.0 differ byte for byte: kept apart, never wrongly merged
+    assert torch.equal(unique[index], rows)
 
 
 @pytest.mark.parametrize("name", EMBEDDING)

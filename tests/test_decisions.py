@@ -207,6 +207,15 @@ def test_aiq_under_both_normalisations_by_hand():
         d.aiq(costs, quality, normalisation="paper")
 
 
+def test_aiqs_gives_each_normalisation_of_aiq_from_one_hull():
+    costs, quality = [2, 4, 8, 6], [0.4, 0.6, 0.8, 0.5]
+    both = d.aiqs(costs, quality, max_cost=10, min_cost=1)
+    assert both == {norm: d.aiq(costs, quality, 10, 1, norm) for norm in d.AIQ_NORMALISATIONS}
+    assert d.aiqs(costs, quality, 10, 3, ("max",)) == {"max": pytest.approx(5.4 / 10)}  # min_cost only for "range"
+    with pytest.raises(ConfigError, match="min_cost"):
+        d.aiqs(costs, quality, 10, 3)
+
+
 def test_binomial_interval_and_expected_risk_by_hand():
     low, high = d.binomial_interval(0, 10, 0.95)
     assert low == 0 and high == pytest.approx(1 - 0.025 ** (1 / 10))  # Clopper-Pearson with no success

@@ -265,6 +265,18 @@ def test_pooled_auc_and_its_resampling_match_sklearn():
         assert value == pytest.approx(roc_auc_score(labels[rows][m], p[rows][m]), rel=1e-5)
 
 
+def test_pooled_auc_of_one_class_or_many_ties_matches_sklearn():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(7)
+    p = rng.choice([0.2, 0.5, 0.8], size=(40, 6))  # mostly ties, across and within queries
+    labels = (rng.random((40, 6)) < 0.4).astype(float)
+    parts = exp.auc_parts(p, labels)
+    assert exp.auc_resamples(parts, np.ones((1, 40)))[0] == pytest.approx(roc_auc_score(labels.ravel(), p.ravel()))
+    # one class only: no pair to rank
+    assert np.isnan(exp.auc_resamples(exp.auc_parts(p, np.ones_like(p)), np.ones((1, 40)))[0])
+
+
 def test_t_interval():
     mean, low, high, n = exp.t_interval([0.5, 0.7, np.nan, 0.6], 0.95)
     assert (mean, n) == (pytest.approx(0.6), 3) and low < 0.6 < high
@@ -331,6 +343,7 @@ def test_command_end_to_end(tiny, held_run, tmp_path, capsys):
     compared = {"locus", *rivals.training_free()}  # no --fit-runs: no embedding fit
     assert set(frame["method"]) == compared | {"oracle", "random", exp.POOL_ONLY}
     assert set(frame["draw"].fillna("")) == {"random", ""} and (frame["repeats"] == 1).all()
+    assert "one seeded random draw" in out.read_text()  # one repeat: the caption says the field repeats it
     assert not frame["metric"].str.startswith("aiq").any()  # the tiny pool has no costs: no accuracy-cost area
     assert sorted(frame["k"].unique()) == [4, 16]
     values = frame[frame["metric"].isin(exp.POOLED + exp.PER_MODEL)]["value"].dropna()

@@ -542,3 +542,6 @@ def test_onboarding_rivals_block_reads_repeats_draws_and_routing(results):
     row = "| 8 | 70.0 | 69.0 | LOCUS level with knn_agreement (1.0 [−1.0, 3.0]) | LOCUS behind knn_agreement (−4.0 [−6.0, −2.0]) |"
     assert row in text  # the anchor rows are left out
     assert "6 held-out models (2 in each of 3 repeats)" in text
+    one = (results / "tables/onboarding_rivals.csv").read_text().replace(",6,3\n", ",6,1\n")
+    (results / "tables/onboarding_rivals.csv").write_text(one)
+    assert "6 held-out models (one held-out draw;" in render_block("onboarding-rivals", Source(results))

@@ -363,6 +363,22 @@ def test_violation_flag_and_interval_above_delta():
     assert _flag({"f": math.nan, "lo": math.nan, "delta": 0.1}, "f", "lo") == ""
 
 
+def test_resampled_curves_are_those_of_the_resampled_queries():
+    """The curve of each bootstrap resample, computed from draw counts, equals the curve of the resampled rows."""
+    from locus.experiments.routing_decisions import _bootstrap_indices, _curve
+
+    rng = np.random.default_rng(3)
+    num = rng.random((50, 7))
+    den = (rng.random((50, 7)) < 0.9).astype(float)
+    cost = rng.choice([1.0, 2.5, 10.0], size=(50, 7))
+    idx = _bootstrap_indices(50, 40, 2)
+    costs, qualities = _curve(num, den, cost, idx)
+    for b, rows in enumerate(idx):
+        c, q = _curve(num[rows], den[rows], cost[rows])
+        np.testing.assert_allclose(costs[b], c, rtol=1e-12)
+        np.testing.assert_allclose(qualities[b], q, rtol=1e-12)
+
+
 def test_paired_aiq_interval_of_the_frontier_against_itself_is_zero():
     """A router whose points are the single models' has the mix frontier's AIQ on every resample: the paired
     difference is 0 with an interval of width 0, while the unpaired intervals are wide."""

@@ -343,21 +343,20 @@ def auc_parts(p, labels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     mask = ~np.isnan(labels)
     query = np.nonzero(mask)[0]
     s, pos = p[mask], labels[mask] >= 0.5
-    order = np.argsort(s, kind="stable")
-    s, pos, query = s[order], pos[order], query[order]
-    cum = np.zeros((len(s) + 1, n), dtype=np.float32)  # negatives per query among the first t sorted pairs
-    neg = np.flatnonzero(~pos)
-    cum[neg + 1, query[neg]] = 1.0
-    np.cumsum(cum, axis=0, out=cum)
-    starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
-    ends = np.r_[starts[1:], len(s)]
-    group = np.cumsum(np.r_[True, s[1:] != s[:-1]]) - 1
-    pp = np.flatnonzero(pos)
-    below = 0.5 * (cum[starts[group[pp]]] + cum[ends[group[pp]]])  # [positives x queries]
-    onehot = sparse.csr_matrix(
-        (np.ones(len(pp), dtype=np.float32), (query[pp], np.arange(len(pp)))), shape=(n, len(pp))
+    order = np.argsort(s[pos], kind="stable")  # positive pairs by score
+    pos_score, pos_query = s[pos][order], query[pos][order]
+    # W = C D: C[q, P - i] counts q's positive pairs at sorted index >= i (of P); a negative pair of q' scored v
+    # adds 1/2 at the first positive index scored >= v and 1/2 at the first scored > v (a tie counts a half)
+    n_pos = len(pos_score)
+    c = np.zeros((n, n_pos + 1), dtype=np.float32)
+    c[pos_query, n_pos - np.arange(n_pos)] = 1.0
+    np.cumsum(c, axis=1, out=c)
+    neg_query, neg_score = query[~pos], s[~pos]
+    at = n_pos - np.r_[np.searchsorted(pos_score, neg_score, "left"), np.searchsorted(pos_score, neg_score, "right")]
+    d = sparse.csc_matrix(
+        (np.full(len(at), 0.5, dtype=np.float32), (at, np.r_[neg_query, neg_query])), shape=(n_pos + 1, n)
     )
-    w = np.asarray(onehot @ below, dtype=np.float32)
+    w = np.asarray(c @ d, dtype=np.float32)
     return (
         w,
         np.bincount(query[pos], minlength=n).astype(np.float32),
@@ -727,7 +726,7 @@ def caption(
     protocol = (
         f"{n_held}{total} models held out in each of {reps} repeats, each a seeded random draw{field}"
         if reps > 1
-        else f"{n_held}{total} held-out models"
+        else f"{n_held}{total} models held out, one seeded random draw{field} (the field's protocol repeats it)"
     )
     size = f" at $n={train_size}$" if train_size else ""
     draws = ""

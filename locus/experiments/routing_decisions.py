@@ -449,8 +449,12 @@ def _curve(num, den, cost, idx=None) -> tuple[np.ndarray, np.ndarray]:
     if idx is None:
         with np.errstate(invalid="ignore", divide="ignore"):
             return cost.mean(0), num.sum(0) / den.sum(0)
+    # each resample as draw counts per query: sums by matrix products, not a [B x queries x lambdas] copy
+    n_boot, n_queries = idx.shape
+    flat = (np.arange(n_boot)[:, None] * n_queries + idx).ravel()
+    counts = np.bincount(flat, minlength=n_boot * n_queries).reshape(n_boot, n_queries).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return cost[idx].mean(1), num[idx].sum(1) / den[idx].sum(1)
+        return counts @ cost / n_queries, (counts @ num) / (counts @ den)
 
 
 def _interval(values, confidence: float) -> tuple[float, float]:
@@ -469,17 +473,10 @@ def aiq_resamples(num, den, cost, idx, max_cost, min_cost) -> dict[str, tuple[fl
     x points] (:func:`choice_outcomes`); each resample recomputes the router's curve and its hull."""
     c, q = _curve(num, den, cost)
     cs, qs = _curve(num, den, cost, idx)
-    out = {}
-    for norm in decisions.AIQ_NORMALISATIONS:
-        point = decisions.aiq(c, q, max_cost, min_cost, norm)
-        boots = np.array(
-            [
-                decisions.aiq(cb, qb, max_cost, min_cost, norm) if np.isfinite(qb).any() else math.nan
-                for cb, qb in zip(cs, qs)
-            ]
-        )
-        out[norm] = (point, boots)
-    return out
+    none = dict.fromkeys(decisions.AIQ_NORMALISATIONS, math.nan)
+    point = decisions.aiqs(c, q, max_cost, min_cost)
+    boots = [decisions.aiqs(cb, qb, max_cost, min_cost) if np.isfinite(qb).any() else none for cb, qb in zip(cs, qs)]
+    return {norm: (point[norm], np.array([b[norm] for b in boots])) for norm in decisions.AIQ_NORMALISATIONS}
 
 
 def paired_aiq_difference(router, reference, confidence: float, n_queries: int):

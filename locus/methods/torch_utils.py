@@ -242,6 +242,14 @@ def fit_rows(
     return params.detach()
 
 
+def distinct_rows(vectors: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the distinct rows of `vectors` [n, d], compared byte for byte; the index [n] of each row among them)."""
+    array = np.ascontiguousarray(vectors.numpy())
+    keys = array.view(np.dtype((np.void, array.dtype.itemsize * array.shape[1]))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return torch.from_numpy(array[first]), torch.from_numpy(inverse.ravel().astype(np.int64))
+
+
 @dataclass
 class EvaluationSets:
     """Several models' evaluation sets stacked for one batched fit: every set's rows one after another,
@@ -314,8 +322,10 @@ class NetMethod:
         `logits_of(features, z_rows)` the logits of every row against its own set's vector."""
         batch = EvaluationSets.stack(sets)
         self.net.eval()
-        with torch.no_grad():
-            features = features_of(batch.vectors)
+        unique, rows = distinct_rows(batch.vectors)
+        with torch.no_grad():  # once per distinct query: the sets of onboarding sweeps share most of theirs
+            features = features_of(unique)
+        features = tuple(f[rows] for f in features) if isinstance(features, tuple) else features[rows]
         gen = torch.Generator().manual_seed(self.seed)
         init = torch.randn(self.params.dim, generator=gen).expand(len(sets), -1)
         frozen = [param for param in self.net.parameters() if param.requires_grad]

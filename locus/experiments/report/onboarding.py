@@ -142,7 +142,9 @@ def block_onboarding_rivals(src):
     n_models = int(number_of(acc[0]["n_models"], path, "n_models"))
     repeats = int(number_of(acc[0].get("repeats") or 1, path, "repeats"))
     held = f"{n_models} held-out models" + (
-        f" ({n_models // repeats} in each of {repeats} repeats)" if repeats > 1 else ""
+        f" ({n_models // repeats} in each of {repeats} repeats)"
+        if repeats > 1
+        else " (one held-out draw; the field's protocol repeats it: `onboarding_rivals.repeats`)"
     )
     return md_table(head, body) + [
         "",
