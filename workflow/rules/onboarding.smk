@@ -79,7 +79,8 @@ use rule train_run as rivals_run with:
 
 rule onboarding_rivals:
     input:
-        runs=[f"{d}/{name}" for d in rivals_run_dirs() for name in ("config.json", "metrics.json")],
+        runs=[f"{d}/config.json" for d in rivals_run_dirs()],
+        run_metrics=[f"{d}/metrics.json" for d in rivals_run_dirs()],
         fits=[f"{d}/metrics.json" for d in rivals_fit_dirs()],
         data=data_files(DATASET),
         encodings=encodings(DATASET, ENCODER),
@@ -101,8 +102,8 @@ rule onboarding_rivals:
         mem_mb=4000,
         runtime=30,
     params:
-        runs=quoted(rivals_run_dirs()),
-        fits=" ".join(["--fit-runs", *map(shlex.quote, rivals_fit_dirs())] if RIV["fit_methods"] else []),
+        runs=input_dirs("runs"),
+        fits=lambda w, input: f"--fit-runs {input_dirs('fits')(w, input)}" if input.fits else "",
         data=input_dir("data"),
         options=rivals_options(),
     shell:
