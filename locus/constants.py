@@ -24,6 +24,10 @@ PRECISIONS = ("float32", "bfloat16")
 ENCODER_PRECISIONS = ("auto", "float32", "bfloat16", "int8")
 RECIPES = ("fast", "paper")
 
+# config sections whose `seed` and `extra_seeds` repeat runs behind figure claims (locus.experiments.claims,
+# locus.workflow_config, `locus claims --SECTION-seeds`)
+SEED_SECTIONS = ("geometry", "onboarding", "regeneration")
+
 # kinds of `locus table` (locus.experiments.tables, locus.experiments.ablation) and `locus figure`
 TABLE_KINDS = ("routing", "routing-by-dataset", "correctness-by-dataset")
 ABLATION_KINDS = (

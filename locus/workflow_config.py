@@ -15,6 +15,7 @@ import copy
 from pathlib import Path
 
 from locus import capacity
+from locus.constants import SEED_SECTIONS
 from locus.errors import ConfigError, LocusError
 
 HELP = "(see config/config.yaml and README 'Configuration')"
@@ -335,7 +336,7 @@ def check(cfg: dict, facts: capacity.PoolFacts | None = None) -> None:
             raise error(f"geometry.methods: method {m!r} has no entry under `methods`")
         if not methods.info(m).has_embeddings:
             raise error(f"geometry.methods: {m!r} has no model embeddings; list embedding methods only")
-    for section in ("geometry", "onboarding", "regeneration"):
+    for section in SEED_SECTIONS:
         sec = cfg[section]
         if int(sec["seed"]) in sec.get("extra_seeds", []):
             raise error(

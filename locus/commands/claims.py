@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from locus.cli import add_out_argument, add_results_arguments, output_file
+from locus.constants import SEED_SECTIONS
 
 NAME = "claims"
 HELP = "the paper's claims with verdicts computed from a finished run (holds, refuted, inconclusive, untestable)"
@@ -20,16 +21,12 @@ def add_arguments(p):
         required=False,
         help="write this claims.tex, with claims.csv and claims.md beside it",
     )
-    for section, runs in (
-        ("geometry", "the geometry reference run"),
-        ("onboarding", "the onboarding runs"),
-        ("regeneration", "the regeneration runs"),
-    ):
+    for section in SEED_SECTIONS:
         p.add_argument(
             f"--{section}-seeds",
             type=seed_list,
             default=(),
-            help=f"seeds of {runs}, comma-separated ({section}.seed, then {section}.extra_seeds): the first's "
+            help=f"seeds of the {section} runs, comma-separated ({section}.seed, then {section}.extra_seeds): the first's "
             "outputs at the usual paths, each other's under figures/seeds/sSEED/ (and tables/seeds/sSEED/); the "
             "claims on them are judged on each (default: one seed)",
         )

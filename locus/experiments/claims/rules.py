@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from locus.constants import CLAIM_VERDICTS
+from locus.constants import CLAIM_VERDICTS, SEED_SECTIONS
 from locus.errors import DataError
 from locus.evaluation import NEAR_CONSTANT_SHARE
 from locus.experiments import report
@@ -25,26 +25,23 @@ STRONG_CORRELATION = 0.5  # "strong positive relationship": every interval's low
 ONE_SEED = "one seed: the intervals cover test queries only; config/seed-bands.yaml (3 seeds) decides"
 TWO_SEEDS = "two seeds: each seed is judged, but two are few; config/seed-bands.yaml (3 seeds) decides"
 MIN_SEEDS = 3  # seeds a comparison's verdict needs to stand without a note
-# the config sections whose `seed` and `extra_seeds` repeat a figure claim's runs and files (Claim.seeds), and
-# what one seed of each is
-SEED_SECTIONS = {
-    "geometry": "geometry reference run",
-    "onboarding": "onboarding run",
-    "regeneration": "set of regeneration runs",
-}
+# what one seed of each config section of SEED_SECTIONS (Claim.seeds) is
+RUNS_OF_SECTION = dict(
+    zip(SEED_SECTIONS, ("geometry reference run", "onboarding run", "set of regeneration runs"), strict=True)
+)
 
 
 def one_seed_note(section: str) -> str:
     """What a figure claim judged on one seed of `section`'s runs says (it points to the seed-band run)."""
     return (
-        f"one seed: one {SEED_SECTIONS[section]}; config/seed-bands.yaml repeats it at 3 seeds "
+        f"one seed: one {RUNS_OF_SECTION[section]}; config/seed-bands.yaml repeats it at 3 seeds "
         f"({section}.extra_seeds) and decides"
     )
 
 
 def two_seeds_note(section: str) -> str:
     return (
-        f"two seeds of the {SEED_SECTIONS[section].removeprefix('set of ')}: each is judged, but two are few; "
+        f"two seeds of the {RUNS_OF_SECTION[section].removeprefix('set of ')}: each is judged, but two are few; "
         "config/seed-bands.yaml (3 seeds) decides"
     )
 
